@@ -1,0 +1,176 @@
+// cluster.go holds what `up` does through the API once the processes run: the fake node, the
+// readiness gate, and the smoke test that proves the whole chain (scheduler, kwok, controllers).
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+const nodeName = "kwok-node-0"
+
+func ensureNode(ctx context.Context, cs *kubernetes.Clientset) error {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        nodeName,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels: map[string]string{
+				"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
+				"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
+				"kubernetes.io/hostname": nodeName, "kubernetes.io/role": "agent",
+				"node-role.kubernetes.io/agent": "", "type": "kwok",
+			},
+		},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+				corev1.ResourcePods: resource.MustParse("110"),
+			},
+			Capacity: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+				corev1.ResourcePods: resource.MustParse("110"),
+			},
+			NodeInfo: corev1.NodeSystemInfo{
+				Architecture: "amd64", OperatingSystem: "linux", KubeletVersion: "fake", KubeProxyVersion: "fake",
+			},
+		},
+	}
+	_, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// clusterUsable is the readiness gate: node Ready without the not-ready taint, and the
+// controllers have created the default ServiceAccount and the root CA ConfigMap.
+func clusterUsable(ctx context.Context, cs *kubernetes.Clientset) error {
+	node, err := cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	ready := false
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return fmt.Errorf("node %s not Ready yet", nodeName)
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == "node.kubernetes.io/not-ready" || t.Key == "node.kubernetes.io/unreachable" {
+			return fmt.Errorf("node %s still tainted %s", nodeName, t.Key)
+		}
+	}
+	if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("serviceaccount default/default: %w", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("configmap default/kube-root-ca.crt: %w", err)
+	}
+	return nil
+}
+
+func waitFor(ctx context.Context, what string, timeout time.Duration, check func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		ok, err := check()
+		if ok {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// smoke runs a Deployment to Available and a Job to Complete in a scratch namespace, then deletes
+// the namespace and waits until it is gone.
+func smoke(ctx context.Context, cs *kubernetes.Clientset) error {
+	ns := fmt.Sprintf("harness-smoke-%d", time.Now().UnixNano()%1_000_000)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	labels := map[string]string{"app": "smoke"}
+	container := corev1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "smoke"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{container}},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "smoke"},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{container},
+			}},
+		},
+	}
+	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, "deployment smoke Available", time.Minute, func() (bool, error) {
+		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "smoke", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("available replicas %d", d.Status.AvailableReplicas)
+	}); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, "job smoke Complete", time.Minute, func() (bool, error) {
+		j, err := cs.BatchV1().Jobs(ns).Get(ctx, "smoke", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("succeeded %d", j.Status.Succeeded)
+	}); err != nil {
+		return err
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	return waitFor(ctx, "namespace "+ns+" gone", 2*time.Minute, func() (bool, error) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
