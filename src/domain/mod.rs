@@ -1,0 +1,7 @@
+//! Pure types and rules with no I/O: identifiers, durations, naming, intents and the clone plan.
+
+pub mod duration;
+pub mod ids;
+pub mod naming;
+
+pub use ids::{IdError, NamespaceName, PrNumber, RepoName, Sha};

@@ -1,0 +1,163 @@
+//! Names derived from a preview's identity: the `PreviewEnvironment` name, its namespace and its
+//! GitHub environment. Pure and stable: the same inputs always give the same names.
+
+use sha2::{Digest, Sha256};
+
+use super::ids::{NamespaceName, PrNumber, RepoName};
+
+/// Lower-case, map anything outside `[a-z0-9-]` to `-`, collapse runs of `-`, trim them at the ends.
+pub fn slug(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let c = c.to_ascii_lowercase();
+        let c = if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            c
+        } else {
+            '-'
+        };
+        if c == '-' && (out.is_empty() || out.ends_with('-')) {
+            continue;
+        }
+        out.push(c);
+    }
+    while out.ends_with('-') {
+        out.pop();
+    }
+    out
+}
+
+/// Fit `name` into a DNS-1123 label: unchanged when it fits, otherwise cut and suffixed with a
+/// stable hash of the whole name so that two long names never meet.
+pub fn fit_label(name: &str, max: usize) -> String {
+    if name.len() <= max {
+        return name.to_owned();
+    }
+    let hash = hex::encode(Sha256::digest(name.as_bytes()));
+    let keep = max - 6;
+    let mut head = name[..keep].to_owned();
+    while head.ends_with('-') {
+        head.pop();
+    }
+    format!("{head}-{}", &hash[..5])
+}
+
+/// The identity of a preview from which every name is derived.
+#[derive(Debug, Clone, Copy)]
+pub struct PreviewIdentity<'a> {
+    pub blueprint: &'a str,
+    pub repo: &'a RepoName,
+    pub pr: PrNumber,
+    /// Whether the blueprint allows another repository with the same name under another owner; the
+    /// owner then becomes part of the name so that the two never share a preview.
+    pub owner_ambiguous: bool,
+}
+
+/// Name of the `PreviewEnvironment`: `<repo>-pr-<n>`, prefixed with the blueprint when the
+/// blueprint is not named after the repo, with the owner when the repo name alone is ambiguous.
+pub fn preview_name(id: PreviewIdentity<'_>) -> NamespaceName {
+    let repo = slug(id.repo.name());
+    let mut parts = Vec::new();
+    let blueprint = slug(id.blueprint);
+    if blueprint != repo {
+        parts.push(blueprint);
+    }
+    if id.owner_ambiguous {
+        parts.push(slug(id.repo.owner()));
+    }
+    parts.push(repo);
+    parts.push(format!("pr-{}", id.pr));
+    let full = parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    NamespaceName::new(&fit_label(&full, NamespaceName::MAX_LEN))
+        .expect("slugged and fitted names are valid labels")
+}
+
+/// Namespace of a preview: the configured prefix and the preview name, fitted to 63 characters.
+pub fn namespace_name(prefix: &str, preview: &NamespaceName) -> NamespaceName {
+    let full = format!("{}{}", slug_prefix(prefix), preview.as_str());
+    NamespaceName::new(&fit_label(&full, NamespaceName::MAX_LEN))
+        .expect("slugged and fitted names are valid labels")
+}
+
+fn slug_prefix(prefix: &str) -> String {
+    let s = slug(prefix);
+    if s.is_empty() { s } else { format!("{s}-") }
+}
+
+/// The GitHub environment of a PR's previews: one per PR, so that a success on one PR never marks
+/// another PR's deployment inactive.
+pub fn github_environment(repo: &RepoName, pr: PrNumber) -> String {
+    format!("preview/{}-pr-{pr}", repo.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id<'a>(blueprint: &'a str, repo: &'a RepoName, pr: u64) -> PreviewIdentity<'a> {
+        PreviewIdentity {
+            blueprint,
+            repo,
+            pr: PrNumber::new(pr).unwrap(),
+            owner_ambiguous: false,
+        }
+    }
+
+    #[test]
+    fn slug_cleans_names() {
+        assert_eq!(slug("Shop.Web__API"), "shop-web-api");
+        assert_eq!(slug("--a--b--"), "a-b");
+        assert_eq!(slug("..."), "");
+    }
+
+    #[test]
+    fn preview_names_read_well() {
+        let shop = RepoName::new("acme/shop").unwrap();
+        assert_eq!(preview_name(id("shop", &shop, 42)).as_str(), "shop-pr-42");
+        assert_eq!(
+            preview_name(id("staging", &shop, 42)).as_str(),
+            "staging-shop-pr-42"
+        );
+        let mut ambiguous = id("staging", &shop, 7);
+        ambiguous.owner_ambiguous = true;
+        assert_eq!(preview_name(ambiguous).as_str(), "staging-acme-shop-pr-7");
+        let dotted = RepoName::new("acme/web.site").unwrap();
+        assert_eq!(
+            preview_name(id("web", &dotted, 1)).as_str(),
+            "web-web-site-pr-1"
+        );
+    }
+
+    #[test]
+    fn long_names_are_cut_with_a_stable_hash() {
+        let repo =
+            RepoName::new(&format!("acme/{}", "very-long-repository-name".repeat(4))).unwrap();
+        let a = preview_name(id("bp", &repo, 1));
+        let b = preview_name(id("bp", &repo, 2));
+        assert_eq!(a.as_str().len(), 63);
+        assert_ne!(a, b, "truncated names must still differ");
+        assert_eq!(a, preview_name(id("bp", &repo, 1)), "names must be stable");
+        assert!(!a.as_str().contains("--"));
+    }
+
+    #[test]
+    fn namespace_gets_the_prefix_and_still_fits() {
+        let p = NamespaceName::new("shop-pr-42").unwrap();
+        assert_eq!(namespace_name("", &p).as_str(), "shop-pr-42");
+        assert_eq!(namespace_name("preview", &p).as_str(), "preview-shop-pr-42");
+        let long = NamespaceName::new(&"a".repeat(63)).unwrap();
+        assert_eq!(namespace_name("preview-", &long).as_str().len(), 63);
+    }
+
+    #[test]
+    fn environment_is_per_pr() {
+        let shop = RepoName::new("acme/shop").unwrap();
+        assert_eq!(
+            github_environment(&shop, PrNumber::new(42).unwrap()),
+            "preview/shop-pr-42"
+        );
+    }
+}

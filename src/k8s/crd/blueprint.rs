@@ -1,0 +1,365 @@
+//! The `Blueprint` custom resource: what a preview is cloned from, which repositories may use it,
+//! how PR images swap in, and the guardrails (TTL, idle stop, cap, isolation).
+
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Go-style durations (`30m`, `4h`, `1h30m`) or `0`; CEL's `duration()` parses them.
+const DURATION: &str = r"^(0|([0-9]+(h|m|s))+)$";
+/// `owner/name`, or `owner/*` for every repository of an owner.
+const REPOSITORY: &str = r"^[A-Za-z0-9-]{1,39}/([A-Za-z0-9._-]{1,100}|\*)$";
+
+fn default_ttl() -> String {
+    "24h".to_owned()
+}
+fn default_max_ttl() -> String {
+    "168h".to_owned()
+}
+fn default_stop_after_idle() -> String {
+    "4h".to_owned()
+}
+fn default_readiness_timeout() -> String {
+    "10m".to_owned()
+}
+fn default_max_previews() -> u32 {
+    20
+}
+fn default_image_tag() -> String {
+    "{{sha}}".to_owned()
+}
+
+/// A template environment that pull requests get a copy of.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "sandcastle.dev",
+    version = "v1alpha1",
+    kind = "Blueprint",
+    namespaced,
+    status = "BlueprintStatus",
+    shortname = "bp",
+    category = "sandcastle",
+    doc = "A template environment that pull requests get an isolated, short-lived copy of.",
+    printcolumn(name = "Source", type_ = "string", json_path = ".status.source"),
+    printcolumn(name = "Trigger", type_ = "string", json_path = ".spec.trigger"),
+    printcolumn(name = "TTL", type_ = "string", json_path = ".spec.ttl"),
+    printcolumn(
+        name = "Previews",
+        type_ = "integer",
+        json_path = ".status.activePreviews"
+    ),
+    printcolumn(name = "Max", type_ = "integer", json_path = ".spec.maxPreviews"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[x_kube(validation = Rule::new("duration(self.ttl) <= duration(self.maxTtl)").message("ttl must not be longer than maxTtl").field_path(".ttl"))]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintSpec {
+    /// Where the objects to clone come from: exactly one of `namespace` or `manifests`.
+    pub source: BlueprintSource,
+
+    /// Repositories (`owner/name`, or `owner/*`) whose pull requests may use this blueprint.
+    #[schemars(length(min = 1, max = 500), inner(regex(pattern = REPOSITORY)))]
+    pub repositories: Vec<String>,
+
+    /// Only pull requests into these base branches get previews (default: any branch).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 50))]
+    pub base_branches: Vec<String>,
+
+    /// `auto`: every non-draft, non-fork PR gets a preview; `comment`: only on `/preview`.
+    #[serde(default)]
+    pub trigger: Trigger,
+
+    /// Containers whose image repository matches a rule run the PR's build instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
+    pub images: Vec<ImageRule>,
+
+    /// Names of workloads (any kind) left out of the copy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
+
+    /// Extra namespaced kinds (for example a cert-manager `Certificate`) copied as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_kinds: Vec<KindRef>,
+
+    /// Ingress host template, e.g. `{{pr}}-{{repo}}.preview.example.com`. Variables: `{{pr}}`,
+    /// `{{repo}}`, `{{owner}}`, `{{branch}}`, `{{sha}}`, `{{shortSha}}`, `{{preview}}`, `{{host}}`
+    /// (the first label of the blueprint's own host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+
+    /// The Service (by name) whose ingress host is reported as the preview URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_service: Option<String>,
+
+    /// How long a preview lives after its last deploy unless extended (Go duration).
+    #[serde(default = "default_ttl")]
+    #[schemars(regex(pattern = DURATION), length(max = 16))]
+    pub ttl: String,
+
+    /// The longest a preview may be extended to, counted from its creation.
+    #[serde(default = "default_max_ttl")]
+    #[schemars(regex(pattern = DURATION), length(max = 16))]
+    pub max_ttl: String,
+
+    /// Scale a preview to zero after this long without activity (`0`: never).
+    #[serde(default = "default_stop_after_idle")]
+    #[schemars(regex(pattern = DURATION), length(max = 16))]
+    pub stop_after_idle: String,
+
+    /// How many previews of this blueprint may exist at once (stopped ones count).
+    #[serde(default = "default_max_previews")]
+    #[schemars(range(min = 1, max = 10000))]
+    pub max_previews: u32,
+
+    /// What happens to a request beyond `maxPreviews`.
+    #[serde(default)]
+    pub over_capacity: OverCapacity,
+
+    /// Which Secrets of the source are copied.
+    #[serde(default)]
+    pub secrets: SecretsPolicy,
+
+    /// Walls around every preview namespace.
+    #[serde(default)]
+    pub isolation: Isolation,
+
+    /// How long a phase may take to become ready before the preview fails.
+    #[serde(default = "default_readiness_timeout")]
+    #[schemars(regex(pattern = DURATION), length(max = 16))]
+    pub readiness_timeout: String,
+
+    /// Check runs that must have succeeded on the head commit before deploying (images built).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wait_for_checks: Vec<String>,
+}
+
+/// Exactly one of `namespace` (clone a live namespace) or `manifests` (a ConfigMap of YAML).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[x_kube(validation = Rule::new("has(self.__namespace__) != has(self.manifests)").message("set exactly one of source.namespace or source.manifests"))]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintSource {
+    /// A live namespace (in this cluster) to clone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"), length(max = 63))]
+    pub namespace: Option<String>,
+
+    /// A ConfigMap in Sandcastle's namespace whose keys hold multi-document YAML.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifests: Option<ManifestsRef>,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestsRef {
+    /// Name of the ConfigMap.
+    #[schemars(length(min = 1, max = 253))]
+    pub config_map: String,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Trigger {
+    #[default]
+    Auto,
+    Comment,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageRule {
+    /// Image repository to match, without tag or digest, e.g. `ghcr.io/acme/api`.
+    #[schemars(
+        regex(pattern = r"^[a-z0-9]([a-z0-9._/:-]*[a-z0-9])?$"),
+        length(max = 255)
+    )]
+    pub repository: String,
+    /// Tag template for the PR's build: `{{sha}}`, `{{shortSha}}`, `{{pr}}`, `{{branch}}`.
+    #[serde(default = "default_image_tag")]
+    #[schemars(length(min = 1, max = 128))]
+    pub tag: String,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct KindRef {
+    /// e.g. `cert-manager.io/v1`.
+    #[schemars(length(min = 1))]
+    pub api_version: String,
+    /// e.g. `Certificate`.
+    #[schemars(length(min = 1))]
+    pub kind: String,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum OverCapacity {
+    /// Keep the request pending and start it when a slot frees, in request order.
+    #[default]
+    Queue,
+    /// Refuse the request with a clear message.
+    Reject,
+}
+
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[x_kube(validation = Rule::new("self.mode == 'allowlist' || size(self.allowlist) == 0").message("secrets.allowlist is only used with mode: allowlist"))]
+#[serde(rename_all = "camelCase")]
+pub struct SecretsPolicy {
+    /// `copy`: Opaque and dockerconfigjson Secrets; `allowlist`: only the listed names; `none`.
+    #[serde(default)]
+    pub mode: SecretsMode,
+    /// Secret names copied in `allowlist` mode.
+    #[serde(default)]
+    pub allowlist: Vec<String>,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum SecretsMode {
+    #[default]
+    Copy,
+    Allowlist,
+    None,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Isolation {
+    #[serde(default)]
+    pub network_policy: NetworkIsolation,
+    #[serde(default)]
+    pub pod_security: PodSecurityLevel,
+    #[serde(default)]
+    pub quota: Quota,
+    #[serde(default)]
+    pub limit_range: LimitRange,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum NetworkIsolation {
+    /// Traffic within the namespace, from the ingress controller, and DNS.
+    #[default]
+    Namespace,
+    /// As `namespace`, and no other egress.
+    Strict,
+    /// No NetworkPolicy added.
+    Off,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum PodSecurityLevel {
+    #[default]
+    Baseline,
+    Restricted,
+}
+
+fn q(s: &str) -> String {
+    s.to_owned()
+}
+
+/// The ResourceQuota of each preview namespace. Values are Kubernetes quantities.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Quota {
+    #[serde(default = "quota_cpu")]
+    pub cpu: String,
+    #[serde(default = "quota_memory")]
+    pub memory: String,
+    #[serde(default = "quota_pods")]
+    pub pods: u32,
+    #[serde(default = "quota_storage")]
+    pub storage: String,
+    #[serde(default = "quota_pvcs")]
+    pub persistent_volume_claims: u32,
+}
+
+fn quota_cpu() -> String {
+    q("8")
+}
+fn quota_memory() -> String {
+    q("16Gi")
+}
+fn quota_pods() -> u32 {
+    50
+}
+fn quota_storage() -> String {
+    q("50Gi")
+}
+fn quota_pvcs() -> u32 {
+    20
+}
+
+impl Default for Quota {
+    fn default() -> Self {
+        Self {
+            cpu: quota_cpu(),
+            memory: quota_memory(),
+            pods: quota_pods(),
+            storage: quota_storage(),
+            persistent_volume_claims: quota_pvcs(),
+        }
+    }
+}
+
+/// Defaults for containers that set no requests or limits.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitRange {
+    #[serde(default = "lr_request_cpu")]
+    pub default_request_cpu: String,
+    #[serde(default = "lr_request_memory")]
+    pub default_request_memory: String,
+    #[serde(default = "lr_limit_cpu")]
+    pub default_limit_cpu: String,
+    #[serde(default = "lr_limit_memory")]
+    pub default_limit_memory: String,
+}
+
+fn lr_request_cpu() -> String {
+    q("50m")
+}
+fn lr_request_memory() -> String {
+    q("64Mi")
+}
+fn lr_limit_cpu() -> String {
+    q("1")
+}
+fn lr_limit_memory() -> String {
+    q("1Gi")
+}
+
+impl Default for LimitRange {
+    fn default() -> Self {
+        Self {
+            default_request_cpu: lr_request_cpu(),
+            default_request_memory: lr_request_memory(),
+            default_limit_cpu: lr_limit_cpu(),
+            default_limit_memory: lr_limit_memory(),
+        }
+    }
+}
+
+/// What Sandcastle observes about a blueprint.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintStatus {
+    /// `namespace/<name>` or `configmap/<name>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Previews of this blueprint that hold a slot (deploying, ready or stopped).
+    #[serde(default)]
+    pub active_previews: u32,
+    /// Requests waiting for a slot.
+    #[serde(default)]
+    pub queued_previews: u32,
+    /// Why the blueprint cannot be used, when it cannot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}

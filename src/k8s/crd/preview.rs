@@ -1,0 +1,218 @@
+//! The `PreviewEnvironment` custom resource: the desired state of one preview (blueprint, repo,
+//! PR, commit, expiry, stopped or torn down) and what Sandcastle observes of it.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The desired state of one preview environment.
+#[derive(CustomResource, JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "sandcastle.dev",
+    version = "v1alpha1",
+    kind = "PreviewEnvironment",
+    namespaced,
+    status = "PreviewStatus",
+    shortname = "preview",
+    shortname = "previews",
+    shortname = "pe",
+    category = "sandcastle",
+    doc = "One pull request's isolated, short-lived copy of a blueprint.",
+    printcolumn(name = "Repo", type_ = "string", json_path = ".spec.repository"),
+    printcolumn(name = "PR", type_ = "integer", json_path = ".spec.pullRequest"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "URL", type_ = "string", json_path = ".status.url"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(name = "Expires", type_ = "string", json_path = ".spec.expiresAt"),
+    printcolumn(
+        name = "Namespace",
+        type_ = "string",
+        json_path = ".status.namespace",
+        priority = 1
+    ),
+    printcolumn(
+        name = "SHA",
+        type_ = "string",
+        json_path = ".status.deployedSha",
+        priority = 1
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewEnvironmentSpec {
+    /// Name of the Blueprint (in the same namespace) this preview is cloned from.
+    #[schemars(regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"), length(max = 63))]
+    pub blueprint: String,
+
+    /// The repository `owner/name`.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}$"))]
+    pub repository: String,
+
+    /// The pull request, when the preview is for one (agents may ask for a branch instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub pull_request: Option<u64>,
+
+    /// The branch (head ref) being previewed.
+    #[serde(rename = "ref")]
+    #[schemars(length(min = 1, max = 255))]
+    pub git_ref: String,
+
+    /// The commit to deploy.
+    #[schemars(regex(pattern = r"^[0-9a-f]{40}$"))]
+    pub sha: String,
+
+    /// The GitHub App installation that reports on this preview.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installation_id: Option<u64>,
+
+    /// Who asked for the preview.
+    pub requested_by: Requester,
+
+    /// When the preview is torn down unless extended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Time>,
+
+    /// Scale every workload to zero, keeping data.
+    #[serde(default)]
+    pub stopped: bool,
+
+    /// Set when the preview should be removed (PR merged or closed, expired, destroyed). The
+    /// resource stays as a tombstone for a while so that late or replayed deliveries cannot bring
+    /// the preview back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<Teardown>,
+
+    /// GitHub's `updated_at` of the newest pull request event applied; older events are ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pr_updated_at: Option<Time>,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Requester {
+    pub kind: RequesterKind,
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequesterKind {
+    GithubUser,
+    ServiceAccount,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Teardown {
+    pub reason: TeardownReason,
+    /// Who caused it (a GitHub login or a service account), when someone did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    pub at: Time,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum TeardownReason {
+    Merged,
+    Closed,
+    Expired,
+    Destroyed,
+}
+
+/// What Sandcastle observes of a preview.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// The preview namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The preview URL (behind GitHub's "View deployment").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The commit currently running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_sha: Option<String>,
+    /// The GitHub deployment of the current commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github_deployment_id: Option<u64>,
+    /// The commit that `githubDeploymentId` belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github_deployment_sha: Option<String>,
+    /// The last deployment status state reported to GitHub, so a transition is posted once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github_reported: Option<String>,
+    /// Workloads and their readiness.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServiceStatus>,
+    /// One sentence for people: what is happening or what went wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_activity: Option<Time>,
+    /// The last 50 actions on this preview.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<HistoryEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Pending,
+    Deploying,
+    Ready,
+    Stopped,
+    Failed,
+    Terminating,
+    /// Torn down; the resource remains only as a tombstone.
+    Removed,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Deploying => "Deploying",
+            Self::Ready => "Ready",
+            Self::Stopped => "Stopped",
+            Self::Failed => "Failed",
+            Self::Terminating => "Terminating",
+            Self::Removed => "Removed",
+        }
+    }
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceStatus {
+    pub name: String,
+    pub kind: String,
+    pub ready: i32,
+    pub desired: i32,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    pub time: Time,
+    pub actor: String,
+    pub action: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+}
+
+/// How many history entries a preview keeps.
+pub const HISTORY_LIMIT: usize = 50;
