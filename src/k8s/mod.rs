@@ -2,3 +2,4 @@
 //! reading blueprints, applying, readiness, teardown and guardrails.
 
 pub mod crd;
+pub mod labels;
