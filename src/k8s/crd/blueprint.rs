@@ -40,20 +40,12 @@ fn default_image_tag() -> String {
     shortname = "bp",
     category = "sandcastle",
     doc = "A template environment that pull requests get an isolated, short-lived copy of.",
-    printcolumn(name = "Source", type_ = "string", json_path = ".status.source"),
-    printcolumn(name = "Trigger", type_ = "string", json_path = ".spec.trigger"),
-    printcolumn(name = "TTL", type_ = "string", json_path = ".spec.ttl"),
-    printcolumn(
-        name = "Previews",
-        type_ = "integer",
-        json_path = ".status.activePreviews"
-    ),
-    printcolumn(name = "Max", type_ = "integer", json_path = ".spec.maxPreviews"),
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    )
+    printcolumn = r#"{"name":"Source","type":"string","jsonPath":".status.source"}"#,
+    printcolumn = r#"{"name":"Trigger","type":"string","jsonPath":".spec.trigger"}"#,
+    printcolumn = r#"{"name":"TTL","type":"string","jsonPath":".spec.ttl"}"#,
+    printcolumn = r#"{"name":"Previews","type":"integer","jsonPath":".status.activePreviews"}"#,
+    printcolumn = r#"{"name":"Max","type":"integer","jsonPath":".spec.maxPreviews"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[x_kube(validation = Rule::new("duration(self.ttl) <= duration(self.maxTtl)").message("ttl must not be longer than maxTtl").field_path(".ttl"))]
 #[serde(rename_all = "camelCase")]

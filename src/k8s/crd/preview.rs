@@ -19,28 +19,14 @@ use serde::{Deserialize, Serialize};
     shortname = "pe",
     category = "sandcastle",
     doc = "One pull request's isolated, short-lived copy of a blueprint.",
-    printcolumn(name = "Repo", type_ = "string", json_path = ".spec.repository"),
-    printcolumn(name = "PR", type_ = "integer", json_path = ".spec.pullRequest"),
-    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(name = "URL", type_ = "string", json_path = ".status.url"),
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    ),
-    printcolumn(name = "Expires", type_ = "string", json_path = ".spec.expiresAt"),
-    printcolumn(
-        name = "Namespace",
-        type_ = "string",
-        json_path = ".status.namespace",
-        priority = 1
-    ),
-    printcolumn(
-        name = "SHA",
-        type_ = "string",
-        json_path = ".status.deployedSha",
-        priority = 1
-    )
+    printcolumn = r#"{"name":"Repo","type":"string","jsonPath":".spec.repository"}"#,
+    printcolumn = r#"{"name":"PR","type":"integer","jsonPath":".spec.pullRequest"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"URL","type":"string","jsonPath":".status.url"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    printcolumn = r#"{"name":"Expires","type":"string","jsonPath":".spec.expiresAt"}"#,
+    printcolumn = r#"{"name":"Namespace","type":"string","jsonPath":".status.namespace","priority":1}"#,
+    printcolumn = r#"{"name":"SHA","type":"string","jsonPath":".status.deployedSha","priority":1}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PreviewEnvironmentSpec {
