@@ -68,8 +68,80 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run Sandcastle: the webhook receiver, health probes and the controller.
+    Serve(Box<ServeArgs>),
+    /// Show Sandcastle end to end on a local control plane, with a local GitHub stand-in.
+    Demo(DemoArgs),
     /// Print Sandcastle's CustomResourceDefinitions as YAML.
     Crds(CrdsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub listen: ListenArgs,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    #[command(flatten)]
+    pub github: GitHubArgs,
+    #[command(flatten)]
+    pub previews: PreviewArgs,
+}
+
+/// The GitHub App Sandcastle acts as.
+#[derive(Debug, Clone, Args)]
+pub struct GitHubArgs {
+    /// The GitHub App's id.
+    #[arg(long, env = "SANDCASTLE_GITHUB_APP_ID")]
+    pub app_id: u64,
+
+    /// File holding the App's private key (PEM).
+    #[arg(long, env = "SANDCASTLE_GITHUB_PRIVATE_KEY_FILE")]
+    pub private_key_file: PathBuf,
+
+    /// Webhook secret(s), comma-separated: the first is current, the others are accepted while
+    /// a rotation is under way.
+    #[arg(long, env = "SANDCASTLE_WEBHOOK_SECRET", value_delimiter = ',', required = true, hide_env_values = true)]
+    pub webhook_secret: Vec<Secret>,
+
+    /// Base URL of GitHub's REST API (GitHub Enterprise: https://HOST/api/v3).
+    #[arg(long, env = "SANDCASTLE_GITHUB_API_URL", default_value = "https://api.github.com")]
+    pub github_api_url: String,
+}
+
+/// How previews are named, reached and kept.
+#[derive(Debug, Clone, Args)]
+pub struct PreviewArgs {
+    /// Public base URL of this Sandcastle (preview pages linked from GitHub as `log_url`).
+    #[arg(long, env = "SANDCASTLE_PUBLIC_URL", default_value = "http://localhost:8080")]
+    pub public_url: String,
+
+    /// Prefix of preview namespace names.
+    #[arg(long, env = "SANDCASTLE_NAMESPACE_PREFIX", default_value = "")]
+    pub namespace_prefix: String,
+
+    /// Host template for previews whose Blueprint sets no `host`.
+    #[arg(long, env = "SANDCASTLE_DEFAULT_HOST", default_value = "{{host}}-{{preview}}.preview.localhost")]
+    pub default_host: String,
+
+    /// Namespace of the ingress controller (allowed through preview NetworkPolicies).
+    #[arg(long, env = "SANDCASTLE_INGRESS_NAMESPACE", default_value = "ingress-nginx")]
+    pub ingress_namespace: String,
+
+    /// How long a removed preview is kept as a tombstone so late deliveries cannot revive it.
+    #[arg(long, env = "SANDCASTLE_TOMBSTONE_RETENTION", default_value = "72h", value_parser = duration_arg)]
+    pub tombstone_retention: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Do not wait for Enter before closing the pull request.
+    #[arg(long)]
+    pub no_wait: bool,
+
+    /// Port for the Sandcastle server (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
 }
 
 #[derive(Debug, Args)]

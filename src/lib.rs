@@ -3,11 +3,22 @@
 //!
 //! Data flows through the modules in this order:
 //! - [`config`]: the only reader of flags and environment.
-//! - [`domain`]: pure types and rules (identifiers, naming, durations, intents, the clone plan).
-//! - [`k8s`]: custom resources and everything done through the Kubernetes API.
+//! - [`http`]: the axum router — GitHub webhook, health, preview pages.
+//! - [`github`]: webhook verification and parsing, events to intents, the App client, and a
+//!   local stand-in of GitHub's API for the demo and tests.
+//! - [`domain`]: pure types and rules (identifiers, naming, durations, the clone plan,
+//!   guardrails).
+//! - [`k8s`]: custom resources and everything done through the Kubernetes API (desired-state
+//!   writes, sources, apply, readiness, namespaces).
+//! - [`controller`]: the reconcile loop that makes each preview true and reports it to GitHub.
+//! - [`app`]: assembles a running process from those parts.
 //!
 //! Every entry point writes desired state (a `PreviewEnvironment`); one controller makes it true.
 
+pub mod app;
 pub mod config;
+pub mod controller;
 pub mod domain;
+pub mod github;
+pub mod http;
 pub mod k8s;

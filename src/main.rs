@@ -4,7 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use sandcastle::config::{Cli, Command, CrdsArgs, LogFormat};
+use sandcastle::config::{Cli, Command, CrdsArgs, LogFormat, Secret, ServeArgs};
+use sandcastle::controller::{Settings, clock::Clock};
+use sandcastle::github::client::{ClientSettings, GitHubApp};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -33,7 +35,54 @@ fn init_tracing(format: LogFormat) {
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
+        Command::Serve(args) => serve(*args).await,
+        Command::Demo(args) => sandcastle::demo::run(args).await,
         Command::Crds(args) => crds(&args),
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let client = sandcastle::app::kube_client(&args.kube).await?;
+    let key = std::fs::read_to_string(&args.github.private_key_file)
+        .with_context(|| format!("reading the GitHub App key {}", args.github.private_key_file.display()))?;
+    let github = GitHubApp::new(args.github.app_id, &Secret::new(key), &args.github.github_api_url, ClientSettings::default())?;
+    let mut settings = Settings::for_namespace(&args.kube.namespace);
+    settings.public_url = args.previews.public_url.clone();
+    settings.namespace_prefix = args.previews.namespace_prefix.clone();
+    settings.default_host = args.previews.default_host.clone();
+    settings.ingress_namespace = args.previews.ingress_namespace.clone();
+    settings.tombstone_retention = args.previews.tombstone_retention;
+    let running = sandcastle::app::start(sandcastle::app::Parts {
+        client,
+        github,
+        settings,
+        webhook_secrets: args.github.webhook_secret.clone(),
+        listen: args.listen.listen,
+        clock: Clock::system(),
+        controller: true,
+    })
+    .await?;
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    running.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
     }
 }
 

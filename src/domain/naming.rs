@@ -87,10 +87,11 @@ fn slug_prefix(prefix: &str) -> String {
     if s.is_empty() { s } else { format!("{s}-") }
 }
 
-/// The GitHub environment of a PR's previews: one per PR, so that a success on one PR never marks
-/// another PR's deployment inactive.
-pub fn github_environment(repo: &RepoName, pr: PrNumber) -> String {
-    format!("preview/{}-pr-{pr}", repo.name())
+/// The GitHub environment of a preview, `preview/<preview name>` (`preview/shop-pr-42`): one per
+/// preview, so that a success on one PR never marks another PR's deployment inactive, and two
+/// blueprints previewing the same PR never share one.
+pub fn github_environment(preview: &str) -> String {
+    format!("preview/{preview}")
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@ pub const REPOSITORY_ANNOTATION: &str = "sandcastle.dev/repository";
 pub const HOOK: &str = "sandcastle.dev/hook";
 /// Annotation recording a workload's replicas before it was stopped.
 pub const STOPPED_REPLICAS: &str = "sandcastle.dev/stopped-replicas";
+/// Annotation on Jobs: hash of the applied spec, to tell an unchanged Job from a changed one.
+pub const SPEC_HASH: &str = "sandcastle.dev/spec-hash";
 /// Field manager for server-side apply.
 pub const FIELD_MANAGER: &str = "sandcastle";
 /// Finalizer on `PreviewEnvironment`s: the namespace is deleted before the resource goes.

@@ -1,5 +1,10 @@
 //! Everything Sandcastle does through the Kubernetes API: custom resource types, labels,
-//! reading blueprints, applying, readiness, teardown and guardrails.
+//! desired-state writes, reading blueprints, applying, readiness and namespaces.
 
+pub mod apply;
 pub mod crd;
 pub mod labels;
+pub mod namespace;
+pub mod previews;
+pub mod readiness;
+pub mod source;

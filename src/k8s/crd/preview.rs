@@ -136,6 +136,12 @@ pub struct PreviewStatus {
     /// The last deployment status state reported to GitHub, so a transition is posted once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub github_reported: Option<String>,
+    /// The deployment of the previous commit, marked inactive once the new one succeeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github_previous_deployment_id: Option<u64>,
+    /// Progress of the current rollout through the plan's phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<Rollout>,
     /// Workloads and their readiness.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub services: Vec<ServiceStatus>,
@@ -151,6 +157,26 @@ pub struct PreviewStatus {
     pub history: Vec<HistoryEntry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// Where a rollout of one plan (one commit and blueprint version) has got to.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Rollout {
+    /// Hash of the planned objects; a different plan starts a new rollout.
+    pub plan_hash: String,
+    pub sha: String,
+    /// How many of the plan's steps have been applied.
+    pub applied_steps: u32,
+    /// How many steps have become ready.
+    pub ready_steps: u32,
+    /// Total steps in the plan.
+    pub total_steps: u32,
+    /// Objects in the plan (guardrails included).
+    pub objects: u32,
+    pub started_at: Time,
+    /// When the step now being waited on was applied (its readiness timeout counts from here).
+    pub step_started_at: Time,
 }
 
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,124 @@
+//! Assembles a running Sandcastle from its parts: the Blueprint cache, the HTTP server and the
+//! controller, with one shutdown for all. `sandcastle serve`, `sandcastle demo` and the
+//! integration tests all start Sandcastle through [`start`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use futures::StreamExt;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::{KubeArgs, Secret};
+use crate::controller::{self, Context, Settings, clock::Clock};
+use crate::github::client::GitHubApp;
+use crate::http::{self, AppState, Deliveries};
+use crate::k8s::crd::Blueprint;
+
+/// Everything needed to run Sandcastle.
+#[derive(Debug, Clone)]
+pub struct Parts {
+    pub client: Client,
+    pub github: GitHubApp,
+    pub settings: Settings,
+    pub webhook_secrets: Vec<Secret>,
+    pub listen: SocketAddr,
+    pub clock: Clock,
+    /// Run the controller in this process (false: serve HTTP only).
+    pub controller: bool,
+}
+
+/// A running Sandcastle.
+#[derive(Debug)]
+pub struct Running {
+    /// The address the HTTP server is bound to.
+    pub addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stop accepting requests, finish those in flight, stop the controller, and wait.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+
+    /// Stop at once, as a crash would (tests use this to kill Sandcastle mid-deploy).
+    pub fn abort(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// A Kubernetes client from `--kubeconfig`, or in-cluster / default configuration.
+pub async fn kube_client(args: &KubeArgs) -> anyhow::Result<Client> {
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?
+        }
+        None => kube::Config::infer().await.context("no kubeconfig and not running in a cluster")?,
+    };
+    Ok(Client::try_from(config)?)
+}
+
+fn stopped(mut rx: watch::Receiver<bool>) -> impl std::future::Future<Output = ()> + Send + 'static {
+    async move {
+        while !*rx.borrow() {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Start Sandcastle; it runs until [`Running::shutdown`].
+pub async fn start(parts: Parts) -> anyhow::Result<Running> {
+    let (stop, stop_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+
+    let (store, writer) = reflector::store::<Blueprint>();
+    let blueprints: Api<Blueprint> = Api::namespaced(parts.client.clone(), &parts.settings.home);
+    let stream = watcher(blueprints, watcher::Config::default()).default_backoff().reflect(writer).applied_objects();
+    let until = stopped(stop_rx.clone());
+    tasks.push(tokio::spawn(async move {
+        tokio::select! {
+            () = stream.for_each(|_| async {}) => {}
+            () = until => {}
+        }
+    }));
+
+    let state = AppState {
+        client: parts.client.clone(),
+        home: parts.settings.home.clone(),
+        webhook_secrets: Arc::from(parts.webhook_secrets.clone()),
+        deliveries: Deliveries::new(10_000),
+        blueprints: store,
+        clock: parts.clock.clone(),
+    };
+    let listener = tokio::net::TcpListener::bind(parts.listen).await.with_context(|| format!("binding {}", parts.listen))?;
+    let addr = listener.local_addr()?;
+    let router = http::app(state);
+    let until = stopped(stop_rx.clone());
+    tasks.push(tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(until).await {
+            tracing::error!(error = %e, "HTTP server stopped");
+        }
+    }));
+
+    if parts.controller {
+        let ctx = Context::new(parts.client.clone(), parts.github.clone(), parts.settings.clone(), parts.clock.clone());
+        let until = stopped(stop_rx.clone());
+        tasks.push(tokio::spawn(controller::run(ctx, until)));
+    }
+    tracing::info!(%addr, "Sandcastle is listening");
+    Ok(Running { addr, stop, tasks })
+}

@@ -1,0 +1,70 @@
+//! One reconcile of one PreviewEnvironment: finalize when deleted, tear down when asked,
+//! otherwise roll the preview out towards its spec.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use super::context::Context;
+use super::{rollout, teardown};
+use crate::k8s::crd::PreviewEnvironment;
+use crate::k8s::labels::FINALIZER;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("{0}")]
+    Transient(String),
+}
+
+pub(super) async fn reconcile(pe: Arc<PreviewEnvironment>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = pe.name_any();
+    let span = tracing::info_span!("reconcile", preview = %name);
+    let _enter = span.enter();
+    drop(_enter);
+    let api: Api<PreviewEnvironment> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
+    if pe.meta().deletion_timestamp.is_some() {
+        return teardown::finalize(&api, &pe, &ctx).await;
+    }
+    if pe.spec.teardown.is_some() {
+        return teardown::tombstone(&api, &pe, &ctx).await;
+    }
+    if !pe.finalizers().iter().any(|f| f == FINALIZER) {
+        add_finalizer(&api, &pe).await?;
+        // The update triggers another reconcile with the finalizer in place.
+        return Ok(Action::await_change());
+    }
+    rollout::run(&api, &pe, &ctx).await
+}
+
+pub(super) fn error_policy(pe: Arc<PreviewEnvironment>, err: &Error, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(preview = %pe.name_any(), error = %err, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(5))
+}
+
+async fn add_finalizer(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment) -> Result<(), kube::Error> {
+    let mut finalizers = pe.finalizers().to_vec();
+    finalizers.push(FINALIZER.to_owned());
+    let patch = json!({
+        "metadata": {"finalizers": finalizers, "resourceVersion": pe.resource_version()}
+    });
+    api.patch(&pe.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    Ok(())
+}
+
+pub(super) async fn remove_finalizer(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment) -> Result<(), kube::Error> {
+    let finalizers: Vec<String> = pe.finalizers().iter().filter(|f| *f != FINALIZER).cloned().collect();
+    let patch = json!({
+        "metadata": {"finalizers": finalizers, "resourceVersion": pe.resource_version()}
+    });
+    match api.patch(&pe.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(r)) if r.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,231 @@
+//! Rolling a preview out: read the Blueprint's source, plan, create the namespace with its
+//! guardrails, apply the plan phase by phase and wait for each phase to be ready (within the
+//! Blueprint's readiness timeout), keeping status and GitHub true at every step.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::ResourceExt;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::context::Context;
+use super::reconcile::Error;
+use super::report::{self, Report};
+use super::status::{save, set_phase};
+use crate::domain::duration;
+use crate::domain::guardrails;
+use crate::domain::naming;
+use crate::domain::plan::{self, Plan, PreviewContext};
+use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
+use crate::k8s::apply::ApplyError;
+use crate::k8s::crd::{Blueprint, Phase, PreviewEnvironment, PreviewStatus, Rollout};
+use crate::k8s::namespace::{self, NamespaceError};
+use crate::k8s::readiness::{self, Health};
+use crate::k8s::source;
+
+/// Everything a rollout of one preview needs, resolved from its spec.
+struct Target {
+    blueprint: Blueprint,
+    ctx: PreviewContext,
+}
+
+/// Outcome of trying to resolve the target: a reason to fail in words for people, or an API error.
+enum Unresolved {
+    Fail(String),
+    Api(Error),
+}
+
+impl From<kube::Error> for Unresolved {
+    fn from(e: kube::Error) -> Self {
+        Self::Api(e.into())
+    }
+}
+
+async fn resolve(pe: &PreviewEnvironment, ctx: &Context) -> Result<Target, Unresolved> {
+    let blueprints: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
+    let Some(blueprint) = blueprints.get_opt(&pe.spec.blueprint).await? else {
+        return Err(Unresolved::Fail(format!("Blueprint {} does not exist", pe.spec.blueprint)));
+    };
+    let bad = |what: &str, e: &dyn std::fmt::Display| Unresolved::Fail(format!("invalid {what}: {e}"));
+    let repo = RepoName::new(&pe.spec.repository).map_err(|e| bad("spec.repository", &e))?;
+    let sha = Sha::new(&pe.spec.sha).map_err(|e| bad("spec.sha", &e))?;
+    let pr = pe.spec.pull_request.map(PrNumber::new).transpose().map_err(|e| bad("spec.pullRequest", &e))?;
+    let preview = NamespaceName::new(&pe.name_any()).map_err(|e| bad("metadata.name", &e))?;
+    let namespace = naming::namespace_name(&ctx.settings.namespace_prefix, &preview);
+    let pctx = PreviewContext {
+        preview,
+        namespace,
+        source_namespace: blueprint.spec.source.namespace.clone(),
+        blueprint: pe.spec.blueprint.clone(),
+        repo,
+        pr,
+        sha,
+        branch: pe.spec.git_ref.clone(),
+        default_host: ctx.settings.default_host.clone(),
+    };
+    Ok(Target { blueprint, ctx: pctx })
+}
+
+fn plan_hash(steps: &[(String, Vec<Value>)]) -> String {
+    let mut h = Sha256::new();
+    for (phase, objects) in steps {
+        h.update(phase.as_bytes());
+        for o in objects {
+            h.update(o.to_string().as_bytes());
+        }
+    }
+    hex::encode(h.finalize())[..16].to_owned()
+}
+
+fn elapsed(since: &Time, now: Timestamp) -> Duration {
+    now.duration_since(since.0).try_into().unwrap_or_default()
+}
+
+/// Fail the preview with `message`: status, history, GitHub.
+async fn fail(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+    mut st: PreviewStatus,
+    message: String,
+) -> Result<Action, Error> {
+    let now = ctx.clock.now();
+    set_phase(&mut st, Phase::Failed, message.clone(), now, Some(&pe.spec.sha));
+    let reported = report::sync(pe, &mut st, ctx, Report::Failure(&message)).await;
+    save(api, pe, &st).await?;
+    // A failure can heal (pods become ready late, the Blueprint is fixed): look again later;
+    // watches on the workloads and the Blueprint bring it back sooner.
+    Ok(super::after(if reported { Duration::from_secs(60) } else { Duration::from_secs(15) }))
+}
+
+pub(super) async fn run(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, ctx: &Context) -> Result<Action, Error> {
+    let now = ctx.clock.now();
+    let mut st = pe.status.clone().unwrap_or_default();
+    st.observed_generation = pe.metadata.generation;
+
+    let target = match resolve(pe, ctx).await {
+        Ok(t) => t,
+        Err(Unresolved::Fail(msg)) => return fail(api, pe, ctx, st, msg).await,
+        Err(Unresolved::Api(e)) => return Err(e),
+    };
+    let pctx = &target.ctx;
+    let spec = &target.blueprint.spec;
+    st.namespace = Some(pctx.namespace.to_string());
+
+    // Plan first: a refused blueprint fails before anything is created.
+    let objects = match source::read(&ctx.resolver, &ctx.settings.home, spec).await {
+        Ok(o) => o,
+        Err(e) if e.is_transient() => return Err(Error::Transient(e.to_string())),
+        Err(e) => return fail(api, pe, ctx, st, format!("blueprint {}: {e}", pe.spec.blueprint)).await,
+    };
+    let plan: Plan = match plan::plan(&objects, spec, pctx) {
+        Ok(p) => p,
+        Err(refused) => return fail(api, pe, ctx, st, format!("blueprint refused: {refused}")).await,
+    };
+    let guard = guardrails::guardrail_objects(pctx, &spec.isolation, &ctx.settings.ingress_namespace);
+    let mut steps: Vec<(String, Vec<Value>)> = vec![("guardrails".to_owned(), guard)];
+    steps.extend(plan.steps.iter().map(|s| (s.phase.as_str().to_owned(), s.objects.clone())));
+    let hash = plan_hash(&steps);
+    let total_objects: usize = steps.iter().map(|(_, o)| o.len()).sum();
+
+    let new_rollout = st.rollout.as_ref().is_none_or(|r| r.plan_hash != hash);
+    if new_rollout {
+        st.rollout = Some(Rollout {
+            plan_hash: hash.clone(),
+            sha: pe.spec.sha.clone(),
+            applied_steps: 0,
+            ready_steps: 0,
+            total_steps: u32::try_from(steps.len()).unwrap_or(u32::MAX),
+            objects: u32::try_from(total_objects).unwrap_or(u32::MAX),
+            started_at: Time(now),
+            step_started_at: Time(now),
+        });
+        let source = spec.source.namespace.as_deref().map_or_else(|| "manifests".to_owned(), |n| n.to_owned());
+        set_phase(&mut st, Phase::Deploying, format!("cloning {source} ({total_objects} objects)"), now, Some(&pe.spec.sha));
+    }
+    report::sync(pe, &mut st, ctx, Report::InProgress).await;
+
+    let labels = guardrails::namespace_labels(pctx, &spec.isolation);
+    match namespace::ensure(&ctx.client, pctx.namespace.as_str(), pctx.preview.as_str(), &labels).await {
+        Ok(_) => {}
+        Err(NamespaceError::Api(e)) => return Err(e.into()),
+        Err(NamespaceError::Terminating(ns)) => {
+            set_phase(&mut st, Phase::Pending, format!("waiting for the old namespace {ns} to be deleted"), now, None);
+            save(api, pe, &st).await?;
+            return Ok(super::soon(ctx));
+        }
+        Err(e @ NamespaceError::NotOurs { .. }) => return fail(api, pe, ctx, st, e.to_string()).await,
+    }
+
+    let timeout = duration::parse_field(&spec.readiness_timeout).unwrap_or(Duration::from_secs(600));
+    let ns = pctx.namespace.as_str();
+    let mut services = Vec::new();
+    for (index, (phase, objects)) in steps.iter().enumerate() {
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        let rollout = st.rollout.as_mut().expect("rollout set above");
+        if rollout.applied_steps <= index {
+            if let Err(e) = ctx.resolver.apply_all(ns, objects).await {
+                if e.is_transient() {
+                    return Err(Error::Transient(e.to_string()));
+                }
+                return fail(api, pe, ctx, st, apply_failure(phase, &e)).await;
+            }
+            rollout.applied_steps = index + 1;
+            rollout.step_started_at = Time(now);
+        }
+        let states = readiness::workload_states(&ctx.client, ns, objects).await?;
+        services.extend(states.iter().filter(|w| w.kind != "Job").map(readiness::WorkloadState::service_status));
+        if let Some(failed) = states.iter().find(|w| matches!(w.health, Health::Failed(_))) {
+            let why = readiness::job_failure(&ctx.client, ns, failed).await;
+            let what = if phase == "seed" { "seed job" } else { "job" };
+            return fail(api, pe, ctx, st, format!("{what} {} failed: {why}", failed.name)).await;
+        }
+        if let Some(waiting) = states.iter().find(|w| w.health != Health::Ready) {
+            let rollout = st.rollout.as_ref().expect("rollout set above");
+            if elapsed(&rollout.step_started_at, now) > timeout {
+                let why = readiness::diagnose(&ctx.client, ns, waiting).await;
+                let limit = duration::go_style(timeout);
+                return fail(api, pe, ctx, st, format!("not Ready after {limit}: {why}")).await;
+            }
+            let message = progress_message(phase, waiting);
+            set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
+            st.services = services;
+            save(api, pe, &st).await?;
+            return Ok(super::soon(ctx));
+        }
+        let rollout = st.rollout.as_mut().expect("rollout set above");
+        rollout.ready_steps = rollout.ready_steps.max(index + 1);
+    }
+
+    let ready = services.iter().filter(|s| s.ready >= s.desired).count();
+    st.services = services;
+    st.url = plan.url.clone();
+    st.deployed_sha = Some(pe.spec.sha.clone());
+    let message = format!("{ready}/{} services ready", st.services.len());
+    set_phase(&mut st, Phase::Ready, message, now, Some(&pe.spec.sha));
+    let reported = report::sync(pe, &mut st, ctx, Report::Success).await;
+    save(api, pe, &st).await?;
+    Ok(if reported { super::after(ctx.settings.drift_interval) } else { super::after(Duration::from_secs(15)) })
+}
+
+fn apply_failure(phase: &str, e: &ApplyError) -> String {
+    format!("{phase} phase: {e}")
+}
+
+fn progress_message(phase: &str, w: &readiness::WorkloadState) -> String {
+    let verb = match phase {
+        "data" => "starting data stores",
+        "seed" => "seeding",
+        "apps" => "starting apps",
+        _ => "applying",
+    };
+    if w.kind == "Job" {
+        format!("{verb}: job {} running", w.name)
+    } else {
+        format!("{verb}: {} {}/{} ready", w.name, w.ready, w.desired)
+    }
+}

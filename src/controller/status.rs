@@ -1,0 +1,100 @@
+//! Writing a preview's status: only when it changed, with server-side apply so that cleared
+//! fields really disappear, and with a bounded history of actions.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Api, Patch, PatchParams};
+use kube::ResourceExt;
+use serde_json::json;
+
+use crate::k8s::crd::{HISTORY_LIMIT, HistoryEntry, Phase, PreviewEnvironment, PreviewStatus};
+use crate::k8s::labels::FIELD_MANAGER;
+
+/// Write `new` as the status of `pe` unless it equals the current one.
+pub(super) async fn save(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, new: &PreviewStatus) -> Result<(), kube::Error> {
+    if pe.status.as_ref() == Some(new) {
+        return Ok(());
+    }
+    let patch = json!({
+        "apiVersion": "sandcastle.dev/v1alpha1",
+        "kind": "PreviewEnvironment",
+        "status": new,
+    });
+    match api
+        .patch_status(&pe.name_any(), &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(r)) if r.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Move to `phase` with `message`; a phase change is recorded in the history and the `Ready`
+/// condition.
+pub(super) fn set_phase(st: &mut PreviewStatus, phase: Phase, message: impl Into<String>, now: Timestamp, sha: Option<&str>) {
+    let message = message.into();
+    let changed = st.phase != Some(phase);
+    st.phase = Some(phase);
+    st.message = Some(message.clone()).filter(|m| !m.is_empty());
+    let ready = phase == Phase::Ready;
+    let cond = Condition {
+        type_: "Ready".into(),
+        status: if ready { "True" } else { "False" }.into(),
+        reason: phase.as_str().into(),
+        message: message.clone(),
+        last_transition_time: Time(now),
+        observed_generation: None,
+    };
+    match st.conditions.iter_mut().find(|c| c.type_ == "Ready") {
+        Some(c) if c.status == cond.status && c.reason == cond.reason && c.message == cond.message => {}
+        Some(c) => {
+            let keep_time = c.status == cond.status;
+            let time = c.last_transition_time.clone();
+            *c = cond;
+            if keep_time {
+                c.last_transition_time = time;
+            }
+        }
+        None => st.conditions.push(cond),
+    }
+    if changed {
+        record(st, now, "sandcastle", phase.as_str(), sha, Some(&message));
+    }
+}
+
+/// Append an action to the history, keeping the last [`HISTORY_LIMIT`].
+pub(super) fn record(st: &mut PreviewStatus, now: Timestamp, actor: &str, action: &str, sha: Option<&str>, result: Option<&str>) {
+    st.history.push(HistoryEntry {
+        time: Time(now),
+        actor: actor.to_owned(),
+        action: action.to_owned(),
+        sha: sha.map(str::to_owned),
+        result: result.filter(|r| !r.is_empty()).map(str::to_owned),
+    });
+    let excess = st.history.len().saturating_sub(HISTORY_LIMIT);
+    st.history.drain(..excess);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_are_recorded_once_and_history_is_bounded() {
+        let mut st = PreviewStatus::default();
+        let now: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        set_phase(&mut st, Phase::Deploying, "cloning", now, Some("abc"));
+        set_phase(&mut st, Phase::Deploying, "cloning", now, Some("abc"));
+        assert_eq!(st.history.len(), 1);
+        set_phase(&mut st, Phase::Ready, "1/1 ready", now, Some("abc"));
+        assert_eq!(st.history.len(), 2);
+        assert_eq!(st.conditions.len(), 1);
+        assert_eq!(st.conditions[0].status, "True");
+        for i in 0..100 {
+            record(&mut st, now, "x", &format!("a{i}"), None, None);
+        }
+        assert_eq!(st.history.len(), HISTORY_LIMIT);
+        assert_eq!(st.history.last().unwrap().action, "a99");
+    }
+}

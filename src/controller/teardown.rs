@@ -1,0 +1,107 @@
+//! Taking a preview down: delete its namespace, wait until it is gone, mark the GitHub deployment
+//! inactive; then either drop the finalizer (the resource is being deleted) or keep the resource
+//! as a tombstone (PR closed, expired or destroyed) until its retention ends.
+
+use std::time::Duration;
+
+use kube::api::{Api, DeleteParams};
+use kube::runtime::controller::Action;
+use kube::ResourceExt;
+
+use super::context::Context;
+use super::reconcile::{Error, remove_finalizer};
+use super::report::{self, Report};
+use super::status::{save, set_phase};
+use crate::domain::{NamespaceName, naming};
+use crate::k8s::crd::{Phase, PreviewEnvironment, PreviewStatus, TeardownReason};
+use crate::k8s::namespace;
+
+fn namespace_of(pe: &PreviewEnvironment, ctx: &Context) -> Option<String> {
+    if let Some(ns) = pe.status.as_ref().and_then(|s| s.namespace.clone()) {
+        return Some(ns);
+    }
+    let preview = NamespaceName::new(&pe.name_any()).ok()?;
+    Some(naming::namespace_name(&ctx.settings.namespace_prefix, &preview).to_string())
+}
+
+/// Delete the namespace; `Ok(true)` once it is gone.
+async fn namespace_gone(pe: &PreviewEnvironment, ctx: &Context) -> Result<bool, Error> {
+    let Some(ns) = namespace_of(pe, ctx) else { return Ok(true) };
+    namespace::delete(&ctx.client, &ns, &pe.name_any()).await.map_err(|e| match e {
+        namespace::NamespaceError::Api(e) => Error::Kube(e),
+        other => Error::Transient(other.to_string()),
+    })
+}
+
+fn removal_message(pe: &PreviewEnvironment) -> String {
+    let Some(t) = &pe.spec.teardown else { return "removed: the PreviewEnvironment was deleted".into() };
+    let by = t.actor.as_deref().map(|a| format!(" by @{a}")).unwrap_or_default();
+    match t.reason {
+        TeardownReason::Merged => format!("removed: pull request merged{by}"),
+        TeardownReason::Closed => format!("removed: pull request closed{by}"),
+        TeardownReason::Expired => "removed: the preview expired".into(),
+        TeardownReason::Destroyed => format!("removed: destroyed{by}"),
+    }
+}
+
+async fn take_down(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, ctx: &Context, st: &mut PreviewStatus) -> Result<bool, Error> {
+    let now = ctx.clock.now();
+    if !namespace_gone(pe, ctx).await? {
+        if st.phase != Some(Phase::Terminating) {
+            set_phase(st, Phase::Terminating, "deleting the namespace", now, None);
+        }
+        save(api, pe, st).await?;
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// The resource is being deleted: take everything down, then let it go.
+pub(super) async fn finalize(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, ctx: &Context) -> Result<Action, Error> {
+    let mut st = pe.status.clone().unwrap_or_default();
+    if !take_down(api, pe, ctx, &mut st).await? {
+        return Ok(super::soon(ctx));
+    }
+    if !report::sync(pe, &mut st, ctx, Report::Inactive).await {
+        // GitHub is unreachable: keep the finalizer a little longer so "inactive" is not lost.
+        save(api, pe, &st).await?;
+        return Ok(super::after(Duration::from_secs(10)));
+    }
+    remove_finalizer(api, pe).await?;
+    Ok(Action::await_change())
+}
+
+/// The preview should be gone but its record kept for a while.
+pub(super) async fn tombstone(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, ctx: &Context) -> Result<Action, Error> {
+    let now = ctx.clock.now();
+    let mut st = pe.status.clone().unwrap_or_default();
+    if st.phase != Some(Phase::Removed) {
+        if !take_down(api, pe, ctx, &mut st).await? {
+            return Ok(super::soon(ctx));
+        }
+        let reported = report::sync(pe, &mut st, ctx, Report::Inactive).await;
+        set_phase(&mut st, Phase::Removed, removal_message(pe), now, None);
+        st.url = None;
+        st.services.clear();
+        st.rollout = None;
+        save(api, pe, &st).await?;
+        if !reported {
+            return Ok(super::after(Duration::from_secs(10)));
+        }
+    } else if !report::sync(pe, &mut st, ctx, Report::Inactive).await {
+        save(api, pe, &st).await?;
+        return Ok(super::after(Duration::from_secs(10)));
+    }
+    let at = pe.spec.teardown.as_ref().map_or(now, |t| t.at.0);
+    let age: Duration = now.duration_since(at).try_into().unwrap_or_default();
+    let retention = ctx.settings.tombstone_retention;
+    if age >= retention {
+        match api.delete(&pe.name_any(), &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(r)) if r.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
+        return Ok(Action::await_change());
+    }
+    Ok(super::after(retention - age))
+}

@@ -1,0 +1,52 @@
+//! `/healthz` (the process is up) and `/readyz` (the Kubernetes API answers, Sandcastle's CRDs
+//! are installed and the Blueprint cache is filled).
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::Api;
+use serde_json::json;
+
+use super::AppState;
+
+pub(super) async fn healthz() -> Response {
+    (StatusCode::OK, Json(json!({"status": "ok"}))).into_response()
+}
+
+const CRDS: [&str; 2] = ["blueprints.sandcastle.dev", "previewenvironments.sandcastle.dev"];
+
+async fn problems(state: &AppState) -> Vec<String> {
+    let mut out = Vec::new();
+    let crds: Api<CustomResourceDefinition> = Api::all(state.client.clone());
+    for name in CRDS {
+        match tokio::time::timeout(Duration::from_secs(2), crds.get_opt(name)).await {
+            Ok(Ok(Some(_))) => {}
+            Ok(Ok(None)) => out.push(format!("CustomResourceDefinition {name} is not installed")),
+            Ok(Err(e)) => {
+                out.push(format!("Kubernetes API: {e}"));
+                return out;
+            }
+            Err(_) => {
+                out.push("Kubernetes API did not answer within 2s".to_owned());
+                return out;
+            }
+        }
+    }
+    if tokio::time::timeout(Duration::from_millis(100), state.blueprints.wait_until_ready()).await.is_err() {
+        out.push("the Blueprint cache is not filled yet".to_owned());
+    }
+    out
+}
+
+pub(super) async fn readyz(State(state): State<AppState>) -> Response {
+    let problems = problems(&state).await;
+    if problems.is_empty() {
+        (StatusCode::OK, Json(json!({"status": "ready"}))).into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not ready", "problems": problems}))).into_response()
+    }
+}

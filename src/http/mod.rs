@@ -1,0 +1,58 @@
+//! The HTTP surface, built by one function ([`app`]): the GitHub webhook, health probes and the
+//! preview pages that GitHub's `log_url` points at.
+
+mod deliveries;
+pub mod error;
+mod health;
+mod pages;
+pub mod webhook;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use kube::Client;
+use kube::runtime::reflector::Store;
+use tower_http::trace::TraceLayer;
+
+pub use deliveries::Deliveries;
+
+use crate::config::Secret;
+use crate::controller::clock::Clock;
+use crate::k8s::crd::Blueprint;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub client: Client,
+    /// Sandcastle's namespace (Blueprints and PreviewEnvironments).
+    pub home: String,
+    /// Webhook secrets: the current one and any being rotated out.
+    pub webhook_secrets: Arc<[Secret]>,
+    /// Deliveries already handled by this process.
+    pub deliveries: Deliveries,
+    /// Blueprints, kept in sync by a watch.
+    pub blueprints: Store<Blueprint>,
+    pub clock: Clock,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").field("home", &self.home).finish_non_exhaustive()
+    }
+}
+
+/// The whole HTTP surface.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/github/webhook", post(webhook::receive))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/", get(pages::index))
+        .route("/previews/{name}", get(pages::preview))
+        // The webhook reads its body itself, under its own limit with a JSON error.
+        .layer(DefaultBodyLimit::disable())
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}

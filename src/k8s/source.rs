@@ -1,0 +1,121 @@
+//! Reads a Blueprint's source objects: every object of a copyable kind (and of the kinds that must
+//! be refused, such as DaemonSets) in a live namespace, or the YAML documents of a manifests
+//! ConfigMap. The result goes to the pure plan unchanged.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, ListParams};
+use serde_json::Value;
+
+use super::apply::{ApplyError, Resolver};
+use super::crd::{BlueprintSpec, KindRef};
+use crate::domain::plan::parse_manifests;
+
+/// Kinds read from a live source namespace. DaemonSets are read only so that the plan can refuse
+/// them by name instead of silently leaving them out.
+const LIVE_KINDS: &[(&str, &str)] = &[
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("v1", "Service"),
+    ("v1", "ServiceAccount"),
+    ("v1", "PersistentVolumeClaim"),
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "DaemonSet"),
+    ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
+    ("networking.k8s.io/v1", "Ingress"),
+    ("networking.k8s.io/v1", "NetworkPolicy"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ("policy/v1", "PodDisruptionBudget"),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("source namespace {0} does not exist")]
+    NamespaceMissing(String),
+    #[error("manifests ConfigMap {0} does not exist")]
+    ConfigMapMissing(String),
+    #[error("manifests ConfigMap {name}, key {key}: {message}")]
+    Manifest { name: String, key: String, message: String },
+    #[error("the Blueprint names no source")]
+    NoSource,
+    #[error(transparent)]
+    Resolve(#[from] ApplyError),
+    #[error("Kubernetes API: {0}")]
+    Api(#[from] kube::Error),
+}
+
+impl SourceError {
+    /// Whether retrying may help (the API failed) rather than the Blueprint being wrong.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Api(_) => true,
+            Self::Resolve(e) => e.is_transient(),
+            _ => false,
+        }
+    }
+}
+
+/// Read the source objects of `blueprint`. `home` is Sandcastle's namespace (where a manifests
+/// ConfigMap lives).
+pub async fn read(resolver: &Resolver, home: &str, blueprint: &BlueprintSpec) -> Result<Vec<Value>, SourceError> {
+    if let Some(ns) = &blueprint.source.namespace {
+        return read_namespace(resolver, ns, &blueprint.allow_kinds).await;
+    }
+    if let Some(m) = &blueprint.source.manifests {
+        return read_manifests(resolver, home, &m.config_map).await;
+    }
+    Err(SourceError::NoSource)
+}
+
+async fn read_namespace(resolver: &Resolver, ns: &str, extra: &[KindRef]) -> Result<Vec<Value>, SourceError> {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(resolver.client().clone());
+    if namespaces.get_opt(ns).await?.is_none() {
+        return Err(SourceError::NamespaceMissing(ns.to_owned()));
+    }
+    let mut kinds: Vec<(String, String)> = LIVE_KINDS.iter().map(|(a, k)| ((*a).to_owned(), (*k).to_owned())).collect();
+    kinds.extend(extra.iter().map(|k| (k.api_version.clone(), k.kind.clone())));
+    let lists = futures::future::try_join_all(kinds.iter().map(|(api_version, kind)| async move {
+        let ar = resolver.resolve(api_version, kind, "*").await?;
+        let api: Api<DynamicObject> = Api::namespaced_with(resolver.client().clone(), ns, &ar);
+        let list = api.list(&ListParams::default()).await?;
+        Ok::<_, SourceError>(
+            list.items
+                .into_iter()
+                .map(|o| with_type(o, api_version, kind))
+                .collect::<Result<Vec<_>, _>>()?,
+        )
+    }))
+    .await?;
+    Ok(lists.into_iter().flatten().collect())
+}
+
+/// Objects in a list response carry no apiVersion/kind; put them back.
+fn with_type(obj: DynamicObject, api_version: &str, kind: &str) -> Result<Value, SourceError> {
+    let mut v = serde_json::to_value(obj).map_err(|e| SourceError::Manifest {
+        name: "-".into(),
+        key: "-".into(),
+        message: e.to_string(),
+    })?;
+    v["apiVersion"] = Value::from(api_version);
+    v["kind"] = Value::from(kind);
+    Ok(v)
+}
+
+async fn read_manifests(resolver: &Resolver, home: &str, name: &str) -> Result<Vec<Value>, SourceError> {
+    let api: Api<ConfigMap> = Api::namespaced(resolver.client().clone(), home);
+    let cm = api.get_opt(name).await?.ok_or_else(|| SourceError::ConfigMapMissing(name.to_owned()))?;
+    let mut out = Vec::new();
+    // Keys in a stable order, so the same ConfigMap always gives the same plan.
+    for (key, yaml) in cm.data.unwrap_or_default() {
+        let docs = parse_manifests(&yaml).map_err(|e| SourceError::Manifest {
+            name: name.to_owned(),
+            key: key.clone(),
+            message: e.to_string(),
+        })?;
+        out.extend(docs);
+    }
+    Ok(out)
+}
