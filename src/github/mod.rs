@@ -1,0 +1,12 @@
+//! Everything GitHub says to Sandcastle and Sandcastle says back: webhook signatures, events
+//! parsed into Sandcastle's own types and turned into intents, comment commands, the text people
+//! read (sticky comment, deployment statuses, replies), the App client, and a local stand-in of
+//! GitHub's API.
+
+pub mod client;
+pub mod commands;
+pub mod event;
+pub mod intent;
+pub mod render;
+pub mod standin;
+pub mod verify;
