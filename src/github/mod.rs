@@ -2,4 +2,5 @@
 //! signatures, events parsed into Sandcastle's own types, comment commands, and the text people
 //! read (sticky comment, deployment statuses, replies).
 
+pub mod event;
 pub mod verify;
