@@ -2,5 +2,6 @@
 //! signatures, events parsed into Sandcastle's own types, comment commands, and the text people
 //! read (sticky comment, deployment statuses, replies).
 
+pub mod commands;
 pub mod event;
 pub mod verify;

@@ -1,0 +1,527 @@
+//! The `/preview` commands people write in pull request comments: parsing a comment body into
+//! at most one command, and the help text, which is built from an exhaustive match so that a new
+//! command cannot compile without its help line.
+//!
+//! Rules: a command is `/preview` at the start of a line (up to three leading spaces, as
+//! Markdown sees it: four or a tab after a blank line make an indented code block), followed by
+//! an optional sub-command and its argument, separated by any spaces or tabs; the keyword and
+//! sub-command are case-insensitive. Lines inside fenced code (```` ``` ```` or `~~~`), indented
+//! code and block quotes (including their lazy continuation lines) do not count, and neither
+//! does inline code, since a line starting with a backtick does not start with `/preview`.
+//! The **first** command line of a comment wins; later ones are ignored, so a comment has exactly
+//! one effect. Words after a complete command on the same line are ignored
+//! (`/preview stop for the weekend`).
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::domain::duration;
+
+/// The keyword every command starts with.
+pub const KEYWORD: &str = "/preview";
+
+/// What a maintainer asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// `/preview`: deploy the head commit (or redeploy it; for a fork, approve it).
+    Deploy,
+    /// `/preview stop`: scale to zero, keeping data.
+    Stop,
+    /// `/preview wake`: start a stopped preview.
+    Wake,
+    /// `/preview extend <duration>`: push the expiry back by this much (never zero).
+    Extend(Duration),
+    /// `/preview destroy`: remove the preview now.
+    Destroy,
+    /// `/preview status`: refresh the sticky comment.
+    Status,
+    /// `/preview help`: reply with the help text.
+    Help,
+}
+
+impl Command {
+    /// A stable lower-case name for logs, metrics and history entries.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Deploy => "deploy",
+            Self::Stop => "stop",
+            Self::Wake => "wake",
+            Self::Extend(_) => "extend",
+            Self::Destroy => "destroy",
+            Self::Status => "status",
+            Self::Help => "help",
+        }
+    }
+}
+
+/// The command as someone would type it, e.g. `/preview extend 2d`.
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Deploy => f.write_str(KEYWORD),
+            Self::Extend(d) => write!(f, "{KEYWORD} extend {}", compact(*d)),
+            other => write!(f, "{KEYWORD} {}", other.name()),
+        }
+    }
+}
+
+/// A command line that could not be understood. Each variant gets a polite reply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// The word after `/preview` is not a sub-command (kept as written).
+    #[error("`/preview {0}` is not a command")]
+    Unknown(String),
+    #[error("`/preview extend` needs a duration, such as `/preview extend 2d`")]
+    MissingDuration,
+    /// The argument of `extend` (kept as written) is not a duration.
+    #[error("{0:?} is not a duration; write it like 30m, 4h, 1h30m or 2d")]
+    InvalidDuration(String),
+    #[error("`/preview extend` needs a duration longer than zero")]
+    ZeroDuration,
+}
+
+/// The first command in a comment body, if any. `None` means the comment holds no command and
+/// deserves no reaction at all.
+pub fn parse(body: &str) -> Option<Result<Command, CommandError>> {
+    CommandLines::new(body).find_map(parse_line)
+}
+
+fn parse_line(line: &str) -> Option<Result<Command, CommandError>> {
+    let line = line.trim_start();
+    let keyword = line.get(..KEYWORD.len())?;
+    if !keyword.eq_ignore_ascii_case(KEYWORD) {
+        return None;
+    }
+    let rest = &line[KEYWORD.len()..];
+    if rest.chars().next().is_some_and(|c| !c.is_whitespace()) {
+        return None; // `/previewing`, `/preview:`
+    }
+    let mut words = rest.split_whitespace();
+    let Some(sub) = words.next() else {
+        return Some(Ok(Command::Deploy));
+    };
+    Some(match sub.to_ascii_lowercase().as_str() {
+        "stop" => Ok(Command::Stop),
+        "wake" => Ok(Command::Wake),
+        "destroy" => Ok(Command::Destroy),
+        "status" => Ok(Command::Status),
+        "help" => Ok(Command::Help),
+        "extend" => match words.next() {
+            None => Err(CommandError::MissingDuration),
+            Some(arg) => match duration::parse(arg, true) {
+                Err(_) => Err(CommandError::InvalidDuration(arg.to_owned())),
+                Ok(d) if d.is_zero() => Err(CommandError::ZeroDuration),
+                Ok(d) => Ok(Command::Extend(d)),
+            },
+        },
+        _ => Err(CommandError::Unknown(sub.to_owned())),
+    })
+}
+
+/// What the previous line was, as far as deciding whether this one is ordinary text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Prev {
+    Blank,
+    Text,
+    Quote,
+    Code,
+}
+
+/// The lines of a Markdown comment that are ordinary text (not code, not quoted).
+#[derive(Debug)]
+struct CommandLines<'a> {
+    lines: std::str::Lines<'a>,
+    /// The open fence's character and length.
+    fence: Option<(char, usize)>,
+    prev: Prev,
+}
+
+impl<'a> CommandLines<'a> {
+    fn new(body: &'a str) -> Self {
+        Self {
+            lines: body.lines(),
+            fence: None,
+            prev: Prev::Blank,
+        }
+    }
+}
+
+impl<'a> Iterator for CommandLines<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        loop {
+            let line = self.lines.next()?;
+            let (indent, rest) = indentation(line);
+            if let Some((ch, len)) = self.fence {
+                let closes = indent < 4
+                    && fence_run(rest).is_some_and(|(c, n)| c == ch && n >= len)
+                    && rest.trim_start_matches(ch).trim().is_empty();
+                if closes {
+                    self.fence = None;
+                    self.prev = Prev::Blank;
+                }
+                continue;
+            }
+            if rest.trim().is_empty() {
+                self.prev = Prev::Blank;
+                continue;
+            }
+            // An indented code block cannot interrupt a paragraph; a quote's paragraph swallows
+            // the lines that follow it without a blank line (lazy continuation).
+            match self.prev {
+                Prev::Quote if !(indent < 4 && rest.starts_with('>')) => continue,
+                Prev::Blank | Prev::Code if indent >= 4 => {
+                    self.prev = Prev::Code;
+                    continue;
+                }
+                _ => {}
+            }
+            if indent < 4 && rest.starts_with('>') {
+                self.prev = Prev::Quote;
+                continue;
+            }
+            if indent < 4
+                && let Some((ch, len)) = fence_run(rest)
+                && !(ch == '`' && rest[len..].contains('`'))
+            {
+                self.fence = Some((ch, len));
+                continue;
+            }
+            self.prev = Prev::Text;
+            return Some(line);
+        }
+    }
+}
+
+/// Leading whitespace in columns (a tab advances to the next multiple of 4) and the rest.
+fn indentation(line: &str) -> (usize, &str) {
+    let mut cols = 0;
+    for (i, c) in line.char_indices() {
+        match c {
+            ' ' => cols += 1,
+            '\t' => cols += 4 - cols % 4,
+            _ => return (cols, &line[i..]),
+        }
+    }
+    (cols, "")
+}
+
+/// A run of at least three backticks or tildes at the start of `s`.
+fn fence_run(s: &str) -> Option<(char, usize)> {
+    let ch = s.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = s.chars().take_while(|c| *c == ch).count();
+    (len >= 3).then_some((ch, len))
+}
+
+/// A duration as `extend` accepts it back: `2d`, `1d12h`, `90m`.
+fn compact(d: Duration) -> String {
+    let secs = d.as_secs();
+    let parts = [
+        (secs / 86_400, 'd'),
+        (secs / 3600 % 24, 'h'),
+        (secs / 60 % 60, 'm'),
+        (secs % 60, 's'),
+    ];
+    let out: String = parts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, u)| format!("{n}{u}"))
+        .collect();
+    if out.is_empty() { "0".to_owned() } else { out }
+}
+
+/// The limits the help text quotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HelpLimits {
+    /// How long a new preview lives.
+    pub ttl: Duration,
+    /// The furthest from now that `extend` can push the expiry.
+    pub max_ttl: Duration,
+    /// Idle time after which a preview is stopped, if any.
+    pub stop_after_idle: Option<Duration>,
+    /// How many previews may run at once, if capped.
+    pub max_previews: Option<u32>,
+}
+
+/// One command per row, in the order the help shows them.
+fn every_command() -> [Command; 7] {
+    use Command::*;
+    // A new variant breaks this match: list it below as well.
+    let _listed = |c: Command| match c {
+        Deploy | Stop | Wake | Extend(_) | Destroy | Status | Help => {}
+    };
+    [
+        Deploy,
+        Stop,
+        Wake,
+        Extend(Duration::from_secs(2 * 86_400)),
+        Destroy,
+        Status,
+        Help,
+    ]
+}
+
+/// How a command is written and what it does. Exhaustive on purpose: a new command does not
+/// compile until it has a help line (add it to `every_command` too).
+fn help_entry(command: Command, limits: &HelpLimits) -> (String, String) {
+    let max = duration::human(limits.max_ttl);
+    let (usage, what) = match command {
+        Command::Deploy => (
+            KEYWORD.to_owned(),
+            "Deploy the pull request's head commit, or redeploy it. On a pull request from a \
+             fork, deploys the commit that is the head right now."
+                .to_owned(),
+        ),
+        Command::Stop => (
+            format!("{command}"),
+            "Scale the preview to zero; its data is kept.".to_owned(),
+        ),
+        Command::Wake => (
+            format!("{command}"),
+            "Start a stopped preview again.".to_owned(),
+        ),
+        Command::Extend(example) => (
+            format!("{KEYWORD} extend <duration>"),
+            format!(
+                "Push the expiry back, e.g. `{}` or `4h`; at most {max} from now.",
+                compact(example)
+            ),
+        ),
+        Command::Destroy => (
+            format!("{command}"),
+            "Delete the preview and its data now.".to_owned(),
+        ),
+        Command::Status => (
+            format!("{command}"),
+            "Refresh the status comment.".to_owned(),
+        ),
+        Command::Help => (format!("{command}"), "Show this help.".to_owned()),
+    };
+    (usage, what)
+}
+
+/// The Markdown reply to `/preview help` (and to a command that was not understood).
+pub fn help_text(limits: &HelpLimits) -> String {
+    let mut out = String::from(
+        "**Sandcastle commands.** Comment one at the start of a line; only the first command \
+         in a comment counts.\n\n| Command | What it does |\n|---|---|\n",
+    );
+    for command in every_command() {
+        let (usage, what) = help_entry(command, limits);
+        out.push_str(&format!("| `{usage}` | {what} |\n"));
+    }
+    let mut limits_line = format!(
+        "\nPreviews live {} unless extended (up to {} from now)",
+        duration::human(limits.ttl),
+        duration::human(limits.max_ttl)
+    );
+    if let Some(idle) = limits.stop_after_idle {
+        limits_line.push_str(&format!(", stop after {} idle", duration::human(idle)));
+    }
+    if let Some(cap) = limits.max_previews {
+        limits_line.push_str(&format!(
+            ", and at most {cap} run at once; further previews wait in line"
+        ));
+    }
+    out.push_str(&limits_line);
+    out.push_str(".\nOnly people with write access to the repository can run these commands.\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: u64 = 3600;
+    const D: u64 = 86_400;
+
+    fn ok(c: Command) -> Option<Result<Command, CommandError>> {
+        Some(Ok(c))
+    }
+
+    fn err(e: CommandError) -> Option<Result<Command, CommandError>> {
+        Some(Err(e))
+    }
+
+    fn extend(secs: u64) -> Option<Result<Command, CommandError>> {
+        ok(Command::Extend(Duration::from_secs(secs)))
+    }
+
+    #[test]
+    fn commands_table() {
+        use Command::*;
+        let cases: &[(&str, Option<Result<Command, CommandError>>)] = &[
+            ("/preview", ok(Deploy)),
+            ("/preview stop", ok(Stop)),
+            ("/preview wake", ok(Wake)),
+            ("/preview destroy", ok(Destroy)),
+            ("/preview status", ok(Status)),
+            ("/preview help", ok(Help)),
+            ("/preview extend 2d", extend(2 * D)),
+            ("/preview extend 1h30m", extend(90 * 60)),
+            ("/preview extend 1w", extend(7 * D)),
+            // Spacing and case.
+            ("   /preview stop", ok(Stop)),
+            ("   /preview   stop", ok(Stop)),
+            ("note:\n\t/preview stop", ok(Stop)),
+            ("/preview \t  stop   ", ok(Stop)),
+            ("/PREVIEW Stop", ok(Stop)),
+            ("/Preview EXTEND 4H", extend(4 * H)),
+            ("/preview\textend\t2d", extend(2 * D)),
+            // Line endings and position in the comment.
+            ("/preview stop\r\n", ok(Stop)),
+            ("thanks!\r\n/preview wake\r\nbye", ok(Wake)),
+            ("LGTM\n\n/preview", ok(Deploy)),
+            ("LGTM\n/preview destroy", ok(Destroy)),
+            // Trailing text on the line is ignored; the first command wins.
+            ("/preview stop for the weekend", ok(Stop)),
+            ("/preview extend 2d please", extend(2 * D)),
+            ("/preview stop\n/preview destroy", ok(Stop)),
+            (
+                "/preview nope\n/preview stop",
+                err(CommandError::Unknown("nope".into())),
+            ),
+            // Errors.
+            (
+                "/preview please",
+                err(CommandError::Unknown("please".into())),
+            ),
+            (
+                "/preview Deploy",
+                err(CommandError::Unknown("Deploy".into())),
+            ),
+            ("/preview extend", err(CommandError::MissingDuration)),
+            ("/preview extend   \n2d", err(CommandError::MissingDuration)),
+            ("/preview extend 0", err(CommandError::ZeroDuration)),
+            ("/preview extend 0h", err(CommandError::ZeroDuration)),
+            (
+                "/preview extend soon",
+                err(CommandError::InvalidDuration("soon".into())),
+            ),
+            (
+                "/preview extend 2 d",
+                err(CommandError::InvalidDuration("2".into())),
+            ),
+            (
+                "/preview extend -1h",
+                err(CommandError::InvalidDuration("-1h".into())),
+            ),
+            (
+                "/preview extend 1.5h",
+                err(CommandError::InvalidDuration("1.5h".into())),
+            ),
+            // Not commands at all.
+            ("", None),
+            ("LGTM", None),
+            ("/previewing the change", None),
+            ("/preview: stop", None),
+            ("please run /preview", None),
+            ("- /preview", None),
+            ("`/preview`", None),
+            ("Run `/preview stop` when done", None),
+            ("<!-- /preview -->", None),
+            ("/build", None),
+            ("/ preview", None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(&parse(body), want, "{body:?}");
+        }
+    }
+
+    #[test]
+    fn code_and_quotes_do_not_count() {
+        let cases = [
+            "```\n/preview\n```",
+            "```sh\n/preview stop\n```",
+            "  ```\n/preview\n  ```",
+            "~~~\n/preview\n~~~",
+            "````\n```\n/preview\n````",
+            "```\n/preview", // an unclosed fence runs to the end
+            "> /preview",
+            ">/preview stop",
+            "  > /preview",
+            "> quoted\n/preview", // lazy continuation of the quote
+            "> a\n> b\n/preview stop",
+            "    /preview", // indented code
+            "\t/preview\n",
+            "text\n\n    /preview",
+            "~~~\n/preview\n```\n/preview", // a ``` does not close a ~~~ fence
+        ];
+        for body in cases {
+            assert_eq!(parse(body), None, "{body:?}");
+        }
+    }
+
+    #[test]
+    fn commands_after_code_and_quotes_count() {
+        let cases = [
+            ("```\n/preview stop\n```\n/preview wake", Command::Wake),
+            (
+                "~~~\n/preview stop\n~~~\r\n/preview wake\r\n",
+                Command::Wake,
+            ),
+            ("> /preview stop\n\n/preview wake", Command::Wake),
+            ("    /preview stop\n/preview wake", Command::Wake),
+            // Indentation inside a paragraph is not code.
+            ("deploy it:\n    /preview wake", Command::Wake),
+            // ``` with a backtick in its info string is inline code, not a fence.
+            ("```inline``` text\n/preview wake", Command::Wake),
+        ];
+        for (body, want) in cases {
+            assert_eq!(parse(body), Some(Ok(want)), "{body:?}");
+        }
+    }
+
+    #[test]
+    fn commands_print_as_typed_and_parse_back() {
+        let all = [
+            Command::Deploy,
+            Command::Stop,
+            Command::Wake,
+            Command::Extend(Duration::from_secs(D + 12 * H)),
+            Command::Extend(Duration::from_secs(90 * 60)),
+            Command::Destroy,
+            Command::Status,
+            Command::Help,
+        ];
+        for c in all {
+            assert_eq!(parse(&c.to_string()), Some(Ok(c)), "{c}");
+        }
+        assert_eq!(
+            Command::Extend(Duration::from_secs(2 * D)).to_string(),
+            "/preview extend 2d"
+        );
+    }
+
+    #[test]
+    fn errors_read_well() {
+        assert_eq!(
+            CommandError::InvalidDuration("soon".into()).to_string(),
+            "\"soon\" is not a duration; write it like 30m, 4h, 1h30m or 2d"
+        );
+        assert_eq!(
+            CommandError::Unknown("deploy".into()).to_string(),
+            "`/preview deploy` is not a command"
+        );
+    }
+
+    #[test]
+    fn help_lists_every_command_and_the_limits() {
+        let limits = HelpLimits {
+            ttl: Duration::from_secs(D),
+            max_ttl: Duration::from_secs(7 * D),
+            stop_after_idle: Some(Duration::from_secs(4 * H)),
+            max_previews: Some(20),
+        };
+        insta::assert_snapshot!(help_text(&limits));
+        let bare = HelpLimits {
+            stop_after_idle: None,
+            max_previews: None,
+            ..limits
+        };
+        let text = help_text(&bare);
+        assert!(text.contains("Previews live 1d unless extended (up to 7d from now).\n"));
+        assert!(!text.contains("idle"));
+    }
+}
