@@ -4,4 +4,5 @@
 
 pub mod commands;
 pub mod event;
+pub mod render;
 pub mod verify;
