@@ -1,5 +1,10 @@
 //! Sandcastle's custom resources (`sandcastle.dev/v1alpha1`) and their generated definitions.
 
+#![expect(
+    clippy::duplicated_attributes,
+    reason = "kube's printcolumn(...) entries repeat the same keys by design"
+)]
+
 mod blueprint;
 mod preview;
 
