@@ -178,12 +178,12 @@ impl Installation {
         repo: &RepoName,
         user: &str,
     ) -> Result<Permission, GitHubError> {
-        let path = format!(
-            "{}/collaborators/{}/permission",
-            repo_path(repo),
-            seg(user)
-        );
-        match self.transport.get_json::<PermissionWire>(&path, "permission").await {
+        let path = format!("{}/collaborators/{}/permission", repo_path(repo), seg(user));
+        match self
+            .transport
+            .get_json::<PermissionWire>(&path, "permission")
+            .await
+        {
             Ok(p) => Ok(Permission::from_api(&p.permission, p.role_name.as_deref())),
             Err(e) if e.is_not_found() => Ok(Permission::None),
             Err(e) => Err(e),
@@ -230,7 +230,10 @@ impl Installation {
         if wire.kind != "file" || wire.encoding.as_deref() != Some("base64") {
             return Err(GitHubError::decode(
                 "file contents",
-                format!("{path} is a {} with encoding {:?}", wire.kind, wire.encoding),
+                format!(
+                    "{path} is a {} with encoding {:?}",
+                    wire.kind, wire.encoding
+                ),
             ));
         }
         let bytes = decode_base64_content(wire.content.as_deref().unwrap_or(""))

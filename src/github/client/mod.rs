@@ -89,7 +89,9 @@ impl GitHubApp {
         settings: ClientSettings,
     ) -> Result<Self, GitHubError> {
         let key = octocrab::EncodingKey::from_rsa_pem(private_key_pem.expose().as_bytes())
-            .map_err(|_| GitHubError::Auth("the App private key is not an RSA PEM key".to_owned()))?;
+            .map_err(|_| {
+                GitHubError::Auth("the App private key is not an RSA PEM key".to_owned())
+            })?;
         let base_uri: http::Uri = base_url
             .parse()
             .map_err(|_| GitHubError::Transport(format!("invalid GitHub URL {base_url:?}")))?;

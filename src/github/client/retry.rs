@@ -102,7 +102,9 @@ pub fn decide(
 
 /// Exponential backoff with full jitter: a uniform wait in `[0, min(cap, base · 2^attempt))`.
 pub fn backoff(attempt: u32, base: Duration, cap: Duration, jitter: f64) -> Duration {
-    let ceiling = base.saturating_mul(2u32.saturating_pow(attempt.min(31))).min(cap);
+    let ceiling = base
+        .saturating_mul(2u32.saturating_pow(attempt.min(31)))
+        .min(cap);
     ceiling.mul_f64(jitter.clamp(0.0, 1.0))
 }
 
@@ -169,7 +171,12 @@ mod tests {
 
     const NOW: i64 = 1_760_000_000;
 
-    fn run(status: u16, h: &[(&'static str, &str)], message: Option<&str>, attempt: u32) -> Decision {
+    fn run(
+        status: u16,
+        h: &[(&'static str, &str)],
+        message: Option<&str>,
+        attempt: u32,
+    ) -> Decision {
         let headers = headers(h);
         let outcome = Outcome::Response {
             status: StatusCode::from_u16(status).unwrap(),
@@ -195,12 +202,13 @@ mod tests {
     fn decision_table() {
         let reset_in = |s: i64| (NOW + s).to_string();
         let secondary = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.";
+        #[rustfmt::skip]
         let cases: Vec<(&str, Decision, Decision)> = vec![
             ("201 accepted", run(201, &[], None, 0), Decision::Accept),
             ("404 accepted", run(404, &[], Some("Not Found"), 0), Decision::Accept),
             ("422 fails at once", run(422, &[], Some("Validation Failed"), 0), Decision::Accept),
             ("plain 403 fails at once", run(403, &[("x-ratelimit-remaining", "4999")], Some("Resource not accessible by integration"), 0), Decision::Accept),
-            // half of min(8 s, 250 ms · 2^n) with jitter 0.5
+            // half of min(8 s, 250 ms * 2^n), jitter being 0.5
             ("500 first retry", run(500, &[], None, 0), retry(125, RetryReason::ServerError)),
             ("502 third retry", run(502, &[], None, 2), retry(500, RetryReason::ServerError)),
             ("503 fourth retry", run(503, &[], None, 3), retry(1000, RetryReason::ServerError)),

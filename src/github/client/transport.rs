@@ -70,7 +70,9 @@ pub(crate) enum AuthMode {
 /// An authenticated octocrab client plus the retry rules around it. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Transport {
-    crab: Octocrab,
+    /// Behind an `Arc` on purpose: cloning an `Octocrab` copies its token cache instead of
+    /// sharing it, so clones of one installation client would each mint their own token.
+    crab: Arc<Octocrab>,
     mode: AuthMode,
     settings: ClientSettings,
     /// Path of the base URL (`/api/v3` on GitHub Enterprise Server, empty on github.com), stripped
@@ -99,7 +101,7 @@ enum AttemptError {
 impl Transport {
     pub fn new(crab: Octocrab, mode: AuthMode, settings: ClientSettings, base_path: &str) -> Self {
         Self {
-            crab,
+            crab: Arc::new(crab),
             mode,
             settings,
             base_path: base_path.trim_end_matches('/').into(),
@@ -156,6 +158,12 @@ impl Transport {
                             resp.status,
                             message.as_deref().unwrap_or("no message")
                         )))
+                    } else if self.mode == AuthMode::App && resp.status == StatusCode::UNAUTHORIZED
+                    {
+                        Err(GitHubError::Auth(format!(
+                            "App JWT refused: {}",
+                            message.as_deref().unwrap_or("no message")
+                        )))
                     } else {
                         Err(resp.into_status_error())
                     };
@@ -194,9 +202,11 @@ impl Transport {
                         RawResponse {
                             status: source.status_code,
                             headers: source.headers.clone().unwrap_or_default(),
-                            body: serde_json::to_vec(&serde_json::json!({"message": source.message}))
-                                .unwrap_or_default()
-                                .into(),
+                            body: serde_json::to_vec(
+                                &serde_json::json!({"message": source.message}),
+                            )
+                            .unwrap_or_default()
+                            .into(),
                         },
                         true,
                     )),
@@ -359,11 +369,17 @@ mod tests {
     #[test]
     fn link_urls_become_paths_under_the_base() {
         assert_eq!(
-            relative_path("https://api.github.com/repos/a/b/pulls?page=2&per_page=100", ""),
+            relative_path(
+                "https://api.github.com/repos/a/b/pulls?page=2&per_page=100",
+                ""
+            ),
             Some("/repos/a/b/pulls?page=2&per_page=100".to_owned())
         );
         assert_eq!(
-            relative_path("https://ghe.example.com/api/v3/repos/a/b/pulls?page=2", "/api/v3"),
+            relative_path(
+                "https://ghe.example.com/api/v3/repos/a/b/pulls?page=2",
+                "/api/v3"
+            ),
             Some("/repos/a/b/pulls?page=2".to_owned())
         );
         assert_eq!(

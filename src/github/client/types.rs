@@ -441,7 +441,8 @@ mod tests {
     #[test]
     fn base64_with_newlines_decodes() {
         // as the contents API sends it: wrapped every 60 characters plus a trailing newline
-        let text = "blueprint: shop\nservices:\n  - web\n  - worker\nttl: 48h\nallow:\n  - acme/*\n";
+        let text =
+            "blueprint: shop\nservices:\n  - web\n  - worker\nttl: 48h\nallow:\n  - acme/*\n";
         let encoded = base64::engine::general_purpose::STANDARD.encode(text);
         let wrapped: String = encoded
             .as_bytes()
@@ -455,11 +456,26 @@ mod tests {
 
     #[test]
     fn permissions_follow_role_name_then_base_role() {
-        assert_eq!(Permission::from_api("admin", Some("admin")), Permission::Admin);
-        assert_eq!(Permission::from_api("write", Some("maintain")), Permission::Maintain);
-        assert_eq!(Permission::from_api("read", Some("triage")), Permission::Triage);
-        assert_eq!(Permission::from_api("write", Some("write")), Permission::Write);
-        assert_eq!(Permission::from_api("write", Some("deployer")), Permission::Write);
+        assert_eq!(
+            Permission::from_api("admin", Some("admin")),
+            Permission::Admin
+        );
+        assert_eq!(
+            Permission::from_api("write", Some("maintain")),
+            Permission::Maintain
+        );
+        assert_eq!(
+            Permission::from_api("read", Some("triage")),
+            Permission::Triage
+        );
+        assert_eq!(
+            Permission::from_api("write", Some("write")),
+            Permission::Write
+        );
+        assert_eq!(
+            Permission::from_api("write", Some("deployer")),
+            Permission::Write
+        );
         assert_eq!(Permission::from_api("read", None), Permission::Read);
         assert_eq!(Permission::from_api("none", None), Permission::None);
         assert!(Permission::Maintain.can_write());
