@@ -77,12 +77,7 @@ pub(crate) enum RequestAuth {
 
 impl RequestAuth {
     /// Reads `Authorization: Bearer|token <credential>`.
-    pub fn classify(
-        header: Option<&str>,
-        state: &State,
-        key: &DecodingKey,
-        app_id: u64,
-    ) -> Self {
+    pub fn classify(header: Option<&str>, state: &State, key: &DecodingKey, app_id: u64) -> Self {
         let Some(header) = header else {
             return Self::None;
         };
@@ -141,13 +136,43 @@ mod tests {
         let key = DecodingKey::from_rsa_pem(PUBLIC.as_bytes()).unwrap();
         let now = 1_760_000_000;
         let check = |pem: &str, claims: Value| verify_jwt(&jwt(pem, claims), &key, 42, now);
-        assert_eq!(check(PRIVATE, json!({"iss": 42, "iat": now - 60, "exp": now + 540})), Ok(()));
-        assert_eq!(check(PRIVATE, json!({"iss": "42", "iat": now - 60, "exp": now + 540})), Ok(()));
+        assert_eq!(
+            check(
+                PRIVATE,
+                json!({"iss": 42, "iat": now - 60, "exp": now + 540})
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check(
+                PRIVATE,
+                json!({"iss": "42", "iat": now - 60, "exp": now + 540})
+            ),
+            Ok(())
+        );
         assert!(check(OTHER, json!({"iss": 42, "iat": now - 60, "exp": now + 540})).is_err());
-        assert!(check(PRIVATE, json!({"iss": 43, "iat": now - 60, "exp": now + 540})).is_err());
+        assert!(
+            check(
+                PRIVATE,
+                json!({"iss": 43, "iat": now - 60, "exp": now + 540})
+            )
+            .is_err()
+        );
         assert!(check(PRIVATE, json!({"iss": 42, "iat": now, "exp": now + 601})).is_err());
-        assert!(check(PRIVATE, json!({"iss": 42, "iat": now - 700, "exp": now - 100})).is_err());
-        assert!(check(PRIVATE, json!({"iss": 42, "iat": now + 120, "exp": now + 600})).is_err());
+        assert!(
+            check(
+                PRIVATE,
+                json!({"iss": 42, "iat": now - 700, "exp": now - 100})
+            )
+            .is_err()
+        );
+        assert!(
+            check(
+                PRIVATE,
+                json!({"iss": 42, "iat": now + 120, "exp": now + 600})
+            )
+            .is_err()
+        );
         assert!(check(PRIVATE, json!({"iss": 42, "exp": now + 600})).is_err());
         assert!(verify_jwt("a.b.c", &key, 42, now).is_err());
     }

@@ -55,9 +55,7 @@ pub(crate) fn replace_strings(v: &mut Value, from: &str, to: &str) {
     match v {
         Value::String(s) if s.contains(from) => *s = s.replace(from, to),
         Value::Array(items) => items.iter_mut().for_each(|i| replace_strings(i, from, to)),
-        Value::Object(map) => map
-            .values_mut()
-            .for_each(|i| replace_strings(i, from, to)),
+        Value::Object(map) => map.values_mut().for_each(|i| replace_strings(i, from, to)),
         _ => {}
     }
 }
@@ -87,7 +85,14 @@ pub(crate) fn user(login: &str, kind: &str) -> Value {
 
 /// A user object for a login, as a bot when it looks like one.
 pub(crate) fn actor(login: &str) -> Value {
-    user(login, if login.ends_with("[bot]") { "Bot" } else { "User" })
+    user(
+        login,
+        if login.ends_with("[bot]") {
+            "Bot"
+        } else {
+            "User"
+        },
+    )
 }
 
 /// A full repository object.
@@ -157,7 +162,11 @@ pub(crate) fn pull(repo: &RepoName, rec: &RepoRecord, pr: &PullRecord, template:
     let mut v = template.clone();
     let n = pr.number.to_string();
     for kind in ["/pulls/", "/issues/", "/pull/"] {
-        replace_strings(&mut v, &format!("{kind}{PR_FIXTURE_NUMBER}"), &format!("{kind}{n}"));
+        replace_strings(
+            &mut v,
+            &format!("{kind}{PR_FIXTURE_NUMBER}"),
+            &format!("{kind}{n}"),
+        );
     }
     if let Some(old) = template["head"]["sha"].as_str() {
         replace_strings(&mut v, old, pr.head_sha.as_str());
@@ -165,39 +174,66 @@ pub(crate) fn pull(repo: &RepoName, rec: &RepoRecord, pr: &PullRecord, template:
     replace_strings(&mut v, PR_FIXTURE_REPO, repo.as_str());
     let (head_owner, head_repo) = match &pr.head_repo {
         HeadRepo::Same => (repo.owner().to_owned(), repo_of(repo, rec)),
-        HeadRepo::Fork(f) => (f.owner().to_owned(), repository(f, user_id(f.as_str()), "main", true)),
+        HeadRepo::Fork(f) => (
+            f.owner().to_owned(),
+            repository(f, user_id(f.as_str()), "main", true),
+        ),
         HeadRepo::Deleted => (pr.author.clone(), Value::Null),
     };
     set(&mut v, "id", json!(pr.id));
     set(&mut v, "node_id", json!(node_id("011:PullRequest", pr.id)));
     set(&mut v, "number", json!(pr.number));
-    set(&mut v, "state", json!(if pr.open { "open" } else { "closed" }));
+    set(
+        &mut v,
+        "state",
+        json!(if pr.open { "open" } else { "closed" }),
+    );
     set(&mut v, "title", json!(pr.title));
     set(&mut v, "user", actor(&pr.author));
     set(&mut v, "created_at", json!(ts(pr.created_at)));
     set(&mut v, "updated_at", json!(ts(pr.updated_at)));
     set(&mut v, "closed_at", json!(pr.closed_at.map(ts)));
     set(&mut v, "merged_at", json!(pr.merged_at.map(ts)));
-    set(&mut v, "merge_commit_sha", json!(pr.merge_commit_sha.as_ref().map(|s| s.as_str())));
+    set(
+        &mut v,
+        "merge_commit_sha",
+        json!(pr.merge_commit_sha.as_ref().map(|s| s.as_str())),
+    );
     set(&mut v, "labels", labels(repo, &pr.labels));
     set(&mut v, "draft", json!(pr.draft));
     set(&mut v, "merged", json!(pr.merged));
-    set(&mut v, "merged_by", pr.merged_by.as_deref().map_or(Value::Null, actor));
-    set(&mut v, "author_association", json!(author_association(repo, rec, &pr.author)));
-    set(&mut v, "head", json!({
-        "label": format!("{head_owner}:{}", pr.head_ref),
-        "ref": pr.head_ref,
-        "sha": pr.head_sha,
-        "user": user(&head_owner, "User"),
-        "repo": head_repo,
-    }));
-    set(&mut v, "base", json!({
-        "label": format!("{}:{}", repo.owner(), pr.base_ref),
-        "ref": pr.base_ref,
-        "sha": pr.base_sha,
-        "user": user(repo.owner(), "User"),
-        "repo": repo_of(repo, rec),
-    }));
+    set(
+        &mut v,
+        "merged_by",
+        pr.merged_by.as_deref().map_or(Value::Null, actor),
+    );
+    set(
+        &mut v,
+        "author_association",
+        json!(author_association(repo, rec, &pr.author)),
+    );
+    set(
+        &mut v,
+        "head",
+        json!({
+            "label": format!("{head_owner}:{}", pr.head_ref),
+            "ref": pr.head_ref,
+            "sha": pr.head_sha,
+            "user": user(&head_owner, "User"),
+            "repo": head_repo,
+        }),
+    );
+    set(
+        &mut v,
+        "base",
+        json!({
+            "label": format!("{}:{}", repo.owner(), pr.base_ref),
+            "ref": pr.base_ref,
+            "sha": pr.base_sha,
+            "user": user(repo.owner(), "User"),
+            "repo": repo_of(repo, rec),
+        }),
+    );
     v
 }
 
@@ -206,8 +242,17 @@ pub(crate) fn pull_simple(repo: &RepoName, rec: &RepoRecord, pr: &PullRecord) ->
     let mut v = pull(repo, rec, pr, &PR_OPENED["pull_request"]);
     if let Value::Object(map) = &mut v {
         for key in [
-            "merged", "mergeable", "rebaseable", "mergeable_state", "merged_by", "comments",
-            "review_comments", "maintainer_can_modify", "commits", "additions", "deletions",
+            "merged",
+            "mergeable",
+            "rebaseable",
+            "mergeable_state",
+            "merged_by",
+            "comments",
+            "review_comments",
+            "maintainer_can_modify",
+            "commits",
+            "additions",
+            "deletions",
             "changed_files",
         ] {
             map.remove(key);
@@ -221,7 +266,11 @@ pub(crate) fn issue(repo: &RepoName, rec: &RepoRecord, pr: &PullRecord) -> Value
     let mut v = ISSUE_COMMENT["issue"].clone();
     let n = pr.number.to_string();
     for kind in ["/issues/", "/pulls/", "/pull/"] {
-        replace_strings(&mut v, &format!("{kind}{ISSUE_FIXTURE_NUMBER}"), &format!("{kind}{n}"));
+        replace_strings(
+            &mut v,
+            &format!("{kind}{ISSUE_FIXTURE_NUMBER}"),
+            &format!("{kind}{n}"),
+        );
     }
     replace_strings(&mut v, ISSUE_FIXTURE_REPO, repo.as_str());
     let comments = rec.comments.iter().filter(|c| c.issue == pr.number).count();
@@ -231,12 +280,20 @@ pub(crate) fn issue(repo: &RepoName, rec: &RepoRecord, pr: &PullRecord) -> Value
     set(&mut v, "title", json!(pr.title));
     set(&mut v, "user", actor(&pr.author));
     set(&mut v, "labels", labels(repo, &pr.labels));
-    set(&mut v, "state", json!(if pr.open { "open" } else { "closed" }));
+    set(
+        &mut v,
+        "state",
+        json!(if pr.open { "open" } else { "closed" }),
+    );
     set(&mut v, "comments", json!(comments));
     set(&mut v, "created_at", json!(ts(pr.created_at)));
     set(&mut v, "updated_at", json!(ts(pr.updated_at)));
     set(&mut v, "closed_at", json!(pr.closed_at.map(ts)));
-    set(&mut v, "author_association", json!(author_association(repo, rec, &pr.author)));
+    set(
+        &mut v,
+        "author_association",
+        json!(author_association(repo, rec, &pr.author)),
+    );
     if let Some(Value::Object(pr_link)) = v.get_mut("pull_request") {
         pr_link.insert("merged_at".to_owned(), json!(pr.merged_at.map(ts)));
     }
@@ -244,20 +301,54 @@ pub(crate) fn issue(repo: &RepoName, rec: &RepoRecord, pr: &PullRecord) -> Value
 }
 
 /// An issue comment object.
-pub(crate) fn comment(repo: &RepoName, rec: &RepoRecord, c: &CommentRecord, app_id: &AppIdentity) -> Value {
+pub(crate) fn comment(
+    repo: &RepoName,
+    rec: &RepoRecord,
+    c: &CommentRecord,
+    app_id: &AppIdentity,
+) -> Value {
     let mut v = ISSUE_COMMENT["comment"].clone();
-    set(&mut v, "url", json!(format!("https://api.github.com/repos/{repo}/issues/comments/{}", c.id)));
-    set(&mut v, "html_url", json!(format!("https://github.com/{repo}/pull/{}#issuecomment-{}", c.issue, c.id)));
-    set(&mut v, "issue_url", json!(format!("https://api.github.com/repos/{repo}/issues/{}", c.issue)));
+    set(
+        &mut v,
+        "url",
+        json!(format!(
+            "https://api.github.com/repos/{repo}/issues/comments/{}",
+            c.id
+        )),
+    );
+    set(
+        &mut v,
+        "html_url",
+        json!(format!(
+            "https://github.com/{repo}/pull/{}#issuecomment-{}",
+            c.issue, c.id
+        )),
+    );
+    set(
+        &mut v,
+        "issue_url",
+        json!(format!(
+            "https://api.github.com/repos/{repo}/issues/{}",
+            c.issue
+        )),
+    );
     set(&mut v, "id", json!(c.id));
     set(&mut v, "node_id", json!(node_id("012:IssueComment", c.id)));
     set(&mut v, "user", actor(&c.user));
     set(&mut v, "created_at", json!(ts(c.created_at)));
     set(&mut v, "updated_at", json!(ts(c.updated_at)));
-    let association = if c.by_app { "NONE" } else { author_association(repo, rec, &c.user) };
+    let association = if c.by_app {
+        "NONE"
+    } else {
+        author_association(repo, rec, &c.user)
+    };
     set(&mut v, "author_association", json!(association));
     set(&mut v, "body", json!(c.body));
-    set(&mut v, "performed_via_github_app", if c.by_app { app(app_id) } else { Value::Null });
+    set(
+        &mut v,
+        "performed_via_github_app",
+        if c.by_app { app(app_id) } else { Value::Null },
+    );
     v
 }
 
@@ -295,7 +386,12 @@ pub(crate) fn deployment(repo: &RepoName, d: &DeploymentRecord, identity: &AppId
     })
 }
 
-pub(crate) fn deployment_status(repo: &RepoName, deployment_id: u64, s: &StatusRecord, identity: &AppIdentity) -> Value {
+pub(crate) fn deployment_status(
+    repo: &RepoName,
+    deployment_id: u64,
+    s: &StatusRecord,
+    identity: &AppIdentity,
+) -> Value {
     let deployment_url = format!("https://api.github.com/repos/{repo}/deployments/{deployment_id}");
     json!({
         "url": format!("{deployment_url}/statuses/{}", s.id),

@@ -242,6 +242,22 @@ impl FakeGitHub {
         });
     }
 
+    /// Deletes the fork a PR comes from: its `head.repo` becomes null (no delivery is sent).
+    pub fn delete_fork(&self, repo: &RepoName, number: PrNumber) {
+        self.with(|st| {
+            let pr = st
+                .repo_mut(repo)
+                .pulls
+                .get_mut(&number.get())
+                .unwrap_or_else(|| panic!("no pull request #{number} in {repo}"));
+            assert!(
+                matches!(pr.head_repo, HeadRepo::Fork(_)),
+                "pull request #{number} does not come from a fork"
+            );
+            pr.head_repo = HeadRepo::Deleted;
+        });
+    }
+
     /// Marks a ref as behind the default branch: a deployment with `auto_merge` on gets 202.
     pub fn mark_behind(&self, repo: &RepoName, ref_: &str) {
         self.with(|st| st.repo_mut(repo).behind.insert(ref_.to_owned()));

@@ -195,17 +195,44 @@ async fn front(
         }
         Some(Fault::Slow(delay)) => {
             tokio::time::sleep(delay).await;
-            route(&router, parts, bytes, auth, within_budget, installation, &budget).await
+            route(
+                &router,
+                parts,
+                bytes,
+                auth,
+                within_budget,
+                installation,
+                &budget,
+            )
+            .await
         }
-        None => route(&router, parts, bytes, auth, within_budget, installation, &budget).await,
+        None => {
+            route(
+                &router,
+                parts,
+                bytes,
+                auth,
+                within_budget,
+                installation,
+                &budget,
+            )
+            .await
+        }
     };
     for (name, value) in rate_headers(&budget) {
         if !response.headers().contains_key(name) {
             insert(&mut response, name, &value);
         }
     }
-    insert(&mut response, "x-github-request-id", &format!("{seq:08X}:STANDIN"));
-    shared.lock().log.set_status(seq, response.status().as_u16());
+    insert(
+        &mut response,
+        "x-github-request-id",
+        &format!("{seq:08X}:STANDIN"),
+    );
+    shared
+        .lock()
+        .log
+        .set_status(seq, response.status().as_u16());
     Ok(response)
 }
 
@@ -230,7 +257,8 @@ async fn route(
 }
 
 fn primary_limit(installation: Option<u64>, budget: &Budget) -> Response<Body> {
-    let who = installation.map_or_else(|| "this App".to_owned(), |i| format!("installation ID {i}"));
+    let who =
+        installation.map_or_else(|| "this App".to_owned(), |i| format!("installation ID {i}"));
     let mut r = json_response(
         StatusCode::FORBIDDEN,
         &json!({

@@ -21,7 +21,10 @@ pub enum Role {
     Triage,
     Read,
     /// A custom repository role built on a base role (`read`, `write`…).
-    Custom { name: String, base: String },
+    Custom {
+        name: String,
+        base: String,
+    },
 }
 
 impl Role {

@@ -132,7 +132,11 @@ fn pull_payload(
     );
     set(&mut v, "repository", json::repo_of(repo, rec));
     set(&mut v, "sender", json::actor(sender));
-    set(&mut v, "installation", json::installation_ref(rec.installation));
+    set(
+        &mut v,
+        "installation",
+        json::installation_ref(rec.installation),
+    );
     v
 }
 
@@ -224,7 +228,14 @@ impl FakeGitHub {
                     merged_at: None,
                 },
             );
-            pull_payload(st, repo, spec.number.get(), &PR_OPENED, "opened", &spec.author)
+            pull_payload(
+                st,
+                repo,
+                spec.number.get(),
+                &PR_OPENED,
+                "opened",
+                &spec.author,
+            )
         });
         self.deliver("pull_request", &payload)
     }
@@ -337,11 +348,23 @@ impl FakeGitHub {
             let comment = rec.comments.last().expect("just pushed");
             let mut v = ISSUE_COMMENT.clone();
             set(&mut v, "action", json!("created"));
-            set(&mut v, "issue", json::issue(repo, rec, rec.pull(number.get())));
-            set(&mut v, "comment", json::comment(repo, rec, comment, &identity));
+            set(
+                &mut v,
+                "issue",
+                json::issue(repo, rec, rec.pull(number.get())),
+            );
+            set(
+                &mut v,
+                "comment",
+                json::comment(repo, rec, comment, &identity),
+            );
             set(&mut v, "repository", json::repo_of(repo, rec));
             set(&mut v, "sender", json::actor(user));
-            set(&mut v, "installation", json::installation_ref(rec.installation));
+            set(
+                &mut v,
+                "installation",
+                json::installation_ref(rec.installation),
+            );
             v
         });
         self.deliver("issue_comment", &payload)
@@ -387,10 +410,18 @@ impl FakeGitHub {
             let rec = st.repo(repo);
             let mut v = CHECK_RUN.clone();
             set(&mut v, "action", json!("completed"));
-            set(&mut v, "check_run", json::check_run(repo, rec, &rec.check_runs[index]));
+            set(
+                &mut v,
+                "check_run",
+                json::check_run(repo, rec, &rec.check_runs[index]),
+            );
             set(&mut v, "repository", json::repo_of(repo, rec));
             set(&mut v, "sender", json::actor(repo.owner()));
-            set(&mut v, "installation", json::installation_ref(rec.installation));
+            set(
+                &mut v,
+                "installation",
+                json::installation_ref(rec.installation),
+            );
             v
         });
         self.deliver("check_run", &payload)

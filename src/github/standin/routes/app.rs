@@ -18,7 +18,8 @@ use crate::github::standin::json;
 use crate::github::standin::server::Shared;
 use crate::github::standin::state::{TokenRecord, ts};
 
-const TOKEN_DOC: &str = "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app";
+const TOKEN_DOC: &str =
+    "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app";
 
 /// What the stand-in App may do (DESIGN.md §6).
 fn permissions() -> Value {
@@ -60,8 +61,8 @@ pub(super) async fn create_access_token(
     st.tokens_issued += 1;
     let serial = st.tokens_issued;
     let secs = i64::try_from(st.token_lifetime.as_secs()).unwrap_or(3600);
-    let expires_at = Timestamp::from_second(Timestamp::now().as_second() + secs)
-        .unwrap_or(Timestamp::MAX);
+    let expires_at =
+        Timestamp::from_second(Timestamp::now().as_second() + secs).unwrap_or(Timestamp::MAX);
     let token: String = rand::rng()
         .sample_iter(rand::distr::Alphanumeric)
         .take(36)

@@ -56,7 +56,13 @@ pub(super) async fn create(
                 bool_field("auto_merge")?,
                 bool_field("transient_environment")?,
                 bool_field("production_environment")?,
-                field(&body, "required_contexts", "an array", Value::as_array, DEPLOY_DOC)?,
+                field(
+                    &body,
+                    "required_contexts",
+                    "an array",
+                    Value::as_array,
+                    DEPLOY_DOC,
+                )?,
             ))
         })();
         let (ref_, environment, description, task, auto_merge, transient, production, contexts) =
@@ -133,13 +139,17 @@ fn contexts_pass(
 ) -> bool {
     let on_sha: Vec<_> = runs.iter().filter(|r| &r.sha == sha).collect();
     let passed = |name: &str| {
-        on_sha.iter().rev().find(|r| r.name == name).is_some_and(|r| {
-            r.status == "completed"
-                && matches!(
-                    r.conclusion.as_deref(),
-                    Some("success" | "neutral" | "skipped")
-                )
-        })
+        on_sha
+            .iter()
+            .rev()
+            .find(|r| r.name == name)
+            .is_some_and(|r| {
+                r.status == "completed"
+                    && matches!(
+                        r.conclusion.as_deref(),
+                        Some("success" | "neutral" | "skipped")
+                    )
+            })
     };
     match required {
         Some(names) => names.iter().all(|n| passed(n)),
@@ -195,7 +205,13 @@ pub(super) async fn create_status(
                 str_field("log_url")?,
                 str_field("target_url")?,
                 str_field("environment")?,
-                field(&body, "auto_inactive", "a boolean", Value::as_bool, STATUS_DOC)?,
+                field(
+                    &body,
+                    "auto_inactive",
+                    "a boolean",
+                    Value::as_bool,
+                    STATUS_DOC,
+                )?,
             ))
         })();
         let (state, description, environment_url, log_url, target_url, environment, auto_inactive) =

@@ -11,9 +11,7 @@ use axum::response::Response;
 use http::{StatusCode, Uri};
 use serde_json::Value;
 
-use super::{
-    field, invalid, no_content, not_found, object_body, paginate_array, reply, with_repo,
-};
+use super::{field, invalid, no_content, not_found, object_body, paginate_array, reply, with_repo};
 use crate::github::standin::auth::RequestAuth;
 use crate::github::standin::json;
 use crate::github::standin::server::Shared;
@@ -88,7 +86,12 @@ pub(super) async fn create_comment(
         };
         let rec = st.repo_mut(repo);
         rec.comments.push(comment);
-        let out = json::comment(repo, rec, rec.comments.last().expect("just pushed"), &identity);
+        let out = json::comment(
+            repo,
+            rec,
+            rec.comments.last().expect("just pushed"),
+            &identity,
+        );
         reply(StatusCode::CREATED, &out)
     })
 }

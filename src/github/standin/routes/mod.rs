@@ -1,6 +1,11 @@
 //! The stand-in's REST routes and what they share: GitHub's error bodies, installation-token and
 //! repository checks, JSON body parsing and `Link`-header pagination.
 
+#![expect(
+    clippy::result_large_err,
+    reason = "handlers bail out early with a ready axum Response, built once per request"
+)]
+
 mod app;
 mod deployments;
 mod issues;
@@ -57,7 +62,10 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         )
         .route("/repos/{owner}/{repo}/pulls", get(repos::list_pulls))
         .route("/repos/{owner}/{repo}/pulls/{number}", get(repos::get_pull))
-        .route("/repos/{owner}/{repo}/contents/{*path}", get(repos::contents))
+        .route(
+            "/repos/{owner}/{repo}/contents/{*path}",
+            get(repos::contents),
+        )
         .route(
             "/repos/{owner}/{repo}/commits/{ref}/check-runs",
             get(repos::check_runs),
@@ -131,10 +139,10 @@ pub(crate) fn with_repo(
         return not_found();
     };
     let mut st = shared.lock();
-    if !st
+    if st
         .repos
         .get(&repo)
-        .is_some_and(|r| r.installation == installation)
+        .is_none_or(|r| r.installation != installation)
     {
         return not_found();
     }

@@ -158,8 +158,30 @@ pub(super) async fn check_runs(
             .filter(|r| r.sha == sha)
             .map(|r| json::check_run(repo, rec, r))
             .collect();
-        paginate(&shared, uri.path(), &query, items, |page, total| {
-            json!({"total_count": total, "check_runs": page})
-        })
+        paginate(
+            &shared,
+            uri.path(),
+            &query,
+            items,
+            |page, total| json!({"total_count": total, "check_runs": page}),
+        )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::github::client::decode_base64_content;
+
+    #[test]
+    fn contents_are_wrapped_like_githubs() {
+        let text = "x".repeat(100);
+        let wrapped = wrapped_base64(text.as_bytes());
+        assert!(wrapped.ends_with('\n'));
+        let lines: Vec<&str> = wrapped.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines.iter().all(|l| l.len() <= 60));
+        assert_eq!(lines[0].len(), 60);
+        assert_eq!(decode_base64_content(&wrapped).unwrap(), text.as_bytes());
+    }
 }
