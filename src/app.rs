@@ -10,8 +10,8 @@ use futures::StreamExt;
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::{KubeArgs, Secret};
 use crate::controller::{self, Context, Settings, clock::Clock};
@@ -20,7 +20,7 @@ use crate::http::{self, AppState, Deliveries};
 use crate::k8s::crd::Blueprint;
 
 /// Everything needed to run Sandcastle.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Parts {
     pub client: Client,
     pub github: GitHubApp,
@@ -32,19 +32,25 @@ pub struct Parts {
     pub controller: bool,
 }
 
+impl std::fmt::Debug for Parts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parts").field("settings", &self.settings).field("listen", &self.listen).finish_non_exhaustive()
+    }
+}
+
 /// A running Sandcastle.
 #[derive(Debug)]
 pub struct Running {
     /// The address the HTTP server is bound to.
     pub addr: SocketAddr,
-    stop: watch::Sender<bool>,
+    stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
 
 impl Running {
     /// Stop accepting requests, finish those in flight, stop the controller, and wait.
     pub async fn shutdown(self) {
-        let _ = self.stop.send(true);
+        self.stop.cancel();
         for t in self.tasks {
             let _ = t.await;
         }
@@ -70,25 +76,15 @@ pub async fn kube_client(args: &KubeArgs) -> anyhow::Result<Client> {
     Ok(Client::try_from(config)?)
 }
 
-fn stopped(mut rx: watch::Receiver<bool>) -> impl std::future::Future<Output = ()> + Send + 'static {
-    async move {
-        while !*rx.borrow() {
-            if rx.changed().await.is_err() {
-                return;
-            }
-        }
-    }
-}
-
 /// Start Sandcastle; it runs until [`Running::shutdown`].
 pub async fn start(parts: Parts) -> anyhow::Result<Running> {
-    let (stop, stop_rx) = watch::channel(false);
+    let stop = CancellationToken::new();
     let mut tasks = Vec::new();
 
     let (store, writer) = reflector::store::<Blueprint>();
     let blueprints: Api<Blueprint> = Api::namespaced(parts.client.clone(), &parts.settings.home);
     let stream = watcher(blueprints, watcher::Config::default()).default_backoff().reflect(writer).applied_objects();
-    let until = stopped(stop_rx.clone());
+    let until = stop.clone().cancelled_owned();
     tasks.push(tokio::spawn(async move {
         tokio::select! {
             () = stream.for_each(|_| async {}) => {}
@@ -107,7 +103,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
     let listener = tokio::net::TcpListener::bind(parts.listen).await.with_context(|| format!("binding {}", parts.listen))?;
     let addr = listener.local_addr()?;
     let router = http::app(state);
-    let until = stopped(stop_rx.clone());
+    let until = stop.clone().cancelled_owned();
     tasks.push(tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(until).await {
             tracing::error!(error = %e, "HTTP server stopped");
@@ -116,8 +112,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
 
     if parts.controller {
         let ctx = Context::new(parts.client.clone(), parts.github.clone(), parts.settings.clone(), parts.clock.clone());
-        let until = stopped(stop_rx.clone());
-        tasks.push(tokio::spawn(controller::run(ctx, until)));
+        tasks.push(tokio::spawn(controller::run(ctx, stop.clone().cancelled_owned())));
     }
     tracing::info!(%addr, "Sandcastle is listening");
     Ok(Running { addr, stop, tasks })

@@ -36,7 +36,7 @@ fn owner_of<K: Resource>(obj: &K, home: &str) -> Option<ObjectRef<PreviewEnviron
 }
 
 /// Run the controller until `shutdown` resolves.
-pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> + Send + 'static) {
+pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) {
     let home = ctx.settings.home.clone();
     let client = ctx.client.clone();
     let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);

@@ -61,6 +61,12 @@ pub struct TestNamespace {
     client: Client,
 }
 
+impl std::fmt::Debug for TestNamespace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestNamespace").field("name", &self.name).finish()
+    }
+}
+
 impl TestNamespace {
     pub async fn new(client: &Client, prefix: &str) -> Self {
         let name = unique(prefix);
@@ -87,14 +93,18 @@ impl TestNamespace {
 
 impl Drop for TestNamespace {
     fn drop(&mut self) {
-        let api: Api<Namespace> = Api::all(self.client.clone());
         let name = self.name.clone();
-        // Best effort: the namespace controller finishes the job after the test.
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
+        // On a runtime of its own: the test's runtime is ending. The namespace controller
+        // finishes the deletion after the test.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let client = Client::try_from(config().await).unwrap();
+                let api: Api<Namespace> = Api::all(client);
                 let _ = api.delete(&name, &DeleteParams::background()).await;
             });
-        }
+        })
+        .join();
     }
 }
 

@@ -1,5 +1,7 @@
-//! Shared test support: the control plane client and waits (`cluster`).
+//! Shared test support: the control plane client and waits (`cluster`), and one test's whole
+//! world — Sandcastle, the GitHub stand-in and a blueprint (`world`).
 
 pub mod cluster;
+pub mod world;
 
 pub use self::cluster::{TestNamespace, client, eventually, wait_for};

@@ -1,0 +1,241 @@
+//! One test's whole world: a Sandcastle namespace, a staging namespace holding the blueprint, the
+//! GitHub stand-in with one installed repository, and a running Sandcastle (HTTP server and
+//! controller) that deliveries are sent to over real HTTP.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client as HttpClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use sandcastle::app::{self, Parts, Running};
+use sandcastle::config::Secret;
+use sandcastle::controller::{Settings, clock::Clock};
+use sandcastle::domain::{PrNumber, RepoName, Sha};
+use sandcastle::github::client::{ClientSettings, GitHubApp};
+use sandcastle::github::standin::{Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
+use sandcastle::k8s::crd::{self, Phase, PreviewEnvironment};
+use serde_json::{Value, json};
+
+use super::cluster::{self, TestNamespace, unique};
+
+pub const SECRET: &str = "it's a test secret";
+pub const INSTALLATION: u64 = 4242;
+
+/// A fresh commit SHA.
+pub fn sha() -> Sha {
+    let bytes: [u8; 20] = rand::random();
+    Sha::new(&hex::encode(bytes)).unwrap()
+}
+
+pub fn pr(n: u64) -> PrNumber {
+    PrNumber::new(n).unwrap()
+}
+
+/// Apply every document of a YAML file into `ns`, as `kubectl apply` would.
+pub async fn load_yaml(client: &Client, ns: &str, yaml: &str) {
+    let resolver = sandcastle::k8s::apply::Resolver::new(client.clone());
+    for doc in sandcastle::domain::plan::parse_manifests(yaml).expect("fixture parses") {
+        let mut doc = doc;
+        doc["metadata"]["namespace"] = Value::from(ns);
+        let params = PatchParams::apply("kubectl-client-side-apply").force();
+        let api = resolver.api_for(ns, &doc).await.expect("fixture kind is served");
+        let name = doc["metadata"]["name"].as_str().unwrap().to_owned();
+        api.patch(&name, &params, &Patch::Apply(&doc)).await.unwrap_or_else(|e| panic!("applying {name}: {e}"));
+    }
+}
+
+pub struct World {
+    pub client: Client,
+    pub home: TestNamespace,
+    pub staging: TestNamespace,
+    pub gh: FakeGitHub,
+    pub repo: RepoName,
+    /// Prefix of this test's preview namespaces (keeps parallel tests apart).
+    pub prefix: String,
+    pub clock: Clock,
+    pub sandcastle: Option<Running>,
+    http: HttpClient<HttpConnector, Full<Bytes>>,
+}
+
+impl World {
+    /// A world whose Blueprint `name` clones the staging namespace, loaded with `yaml`, for `repo`.
+    pub async fn new(name: &str, yaml: &str, blueprint_extra: Value) -> Self {
+        let client = cluster::client().await;
+        crd::install(&client, Duration::from_secs(30)).await.expect("CRDs install");
+        let home = TestNamespace::new(&client, "it-home").await;
+        let staging = TestNamespace::new(&client, "it-staging").await;
+        load_yaml(&client, &staging.name, yaml).await;
+
+        let repo = RepoName::new(&format!("acme/{name}")).unwrap();
+        let mut spec = json!({
+            "source": {"namespace": staging.name},
+            "repositories": [repo.as_str()],
+            "host": "{{pr}}-{{repo}}.preview.example.com",
+            "readinessTimeout": "2m",
+        });
+        if let (Value::Object(s), Value::Object(extra)) = (&mut spec, blueprint_extra) {
+            s.extend(extra);
+        }
+        let bp = json!({"apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint", "metadata": {"name": name}, "spec": spec});
+        let api: Api<crd::Blueprint> = Api::namespaced(client.clone(), &home.name);
+        api.patch(name, &PatchParams::apply("test").force(), &Patch::Apply(&bp)).await.expect("Blueprint accepted");
+
+        let gh = FakeGitHub::start(FakeConfig::test_app()).await.expect("GitHub stand-in starts");
+        gh.add_installation(INSTALLATION, repo.owner());
+        gh.add_repo(INSTALLATION, &repo);
+
+        let prefix = unique("t");
+        let mut world = Self {
+            client,
+            home,
+            staging,
+            gh,
+            repo,
+            prefix,
+            clock: Clock::system(),
+            sandcastle: None,
+            http: HttpClient::builder(TokioExecutor::new()).build_http(),
+        };
+        world.start().await;
+        world
+    }
+
+    pub fn settings(&self) -> Settings {
+        let mut s = Settings::for_namespace(&self.home.name);
+        s.namespace_prefix = self.prefix.clone();
+        s.progress_interval = Duration::from_millis(500);
+        s
+    }
+
+    pub fn parts(&self, client: Client) -> Parts {
+        let settings = ClientSettings {
+            backoff_base: Duration::from_millis(20),
+            backoff_cap: Duration::from_millis(200),
+            max_wait: Duration::from_secs(3),
+            ..ClientSettings::default()
+        };
+        let github = GitHubApp::new(TEST_APP_ID, &Secret::new(TEST_APP_PRIVATE_KEY_PEM), self.gh.url(), settings).expect("GitHub client");
+        Parts {
+            client,
+            github,
+            settings: self.settings(),
+            webhook_secrets: vec![Secret::new(SECRET)],
+            listen: "127.0.0.1:0".parse().unwrap(),
+            clock: self.clock.clone(),
+            controller: true,
+        }
+    }
+
+    /// Start (or restart) Sandcastle.
+    pub async fn start(&mut self) {
+        let running = app::start(self.parts(self.client.clone())).await.expect("Sandcastle starts");
+        self.sandcastle = Some(running);
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.sandcastle.as_ref().expect("Sandcastle is running").addr
+    }
+
+    /// POST a delivery, signed with the world's secret; returns status and JSON body.
+    pub async fn deliver(&self, d: &Delivery) -> (u16, Value) {
+        self.post(d.body.clone(), d.signed_headers(SECRET)).await
+    }
+
+    /// POST raw bytes with the given headers to the webhook endpoint of Sandcastle at `addr`.
+    pub async fn post_to(&self, addr: SocketAddr, body: Vec<u8>, headers: Vec<(&'static str, String)>) -> (u16, Value) {
+        let mut req = http::Request::post(format!("http://{addr}/github/webhook"));
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        let resp = self.http.request(req.body(Full::new(Bytes::from(body))).unwrap()).await.expect("webhook answers");
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    pub async fn post(&self, body: Vec<u8>, headers: Vec<(&'static str, String)>) -> (u16, Value) {
+        self.post_to(self.addr(), body, headers).await
+    }
+
+    pub fn previews(&self) -> Api<PreviewEnvironment> {
+        Api::namespaced(self.client.clone(), &self.home.name)
+    }
+
+    /// The preview namespace for preview `name`.
+    pub fn namespace_of(&self, preview: &str) -> String {
+        format!("{}-{preview}", self.prefix)
+    }
+
+    /// Wait until preview `name` is in `phase`; returns it.
+    pub async fn wait_phase(&self, name: &str, phase: Phase, timeout: Duration) -> PreviewEnvironment {
+        let api = self.previews();
+        let want = Some(phase);
+        cluster::wait_for(&api, name, &format!("preview {name} {phase:?}"), timeout, move |pe: Option<&PreviewEnvironment>| {
+            pe.and_then(|p| p.status.as_ref()).is_some_and(|s| s.phase == want)
+        })
+        .await
+        .expect("preview exists")
+    }
+
+    /// Wait until the GitHub deployment for `sha` has `state` as its latest status.
+    pub async fn wait_github_state(&self, sha: &Sha, state: &str, timeout: Duration) {
+        let gh = self.gh.clone();
+        let repo = self.repo.clone();
+        let sha = sha.clone();
+        let state = state.to_owned();
+        cluster::eventually(&format!("GitHub deployment of {} is {state}", sha.short()), timeout, || {
+            let deployments = gh.deployments(&repo);
+            let (sha, state) = (sha.clone(), state.clone());
+            async move {
+                let d = deployments.iter().find(|d| d.sha == sha).ok_or("no deployment for that commit yet")?;
+                match d.latest_state() {
+                    Some(s) if s == state => Ok(()),
+                    other => Err(format!("latest state {other:?}")),
+                }
+            }
+        })
+        .await;
+    }
+
+    pub async fn namespace_exists(&self, name: &str) -> bool {
+        Api::<Namespace>::all(self.client.clone()).get_opt(name).await.unwrap().is_some()
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        if let Some(running) = self.sandcastle.take() {
+            running.abort();
+        }
+        self.gh.shutdown();
+        let home = self.home.name.clone();
+        let prefix = self.prefix.clone();
+        // Clean up on a runtime of its own: the test's runtime is ending.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let client = Client::try_from(cluster::config().await).unwrap();
+                let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
+                if let Ok(list) = previews.list(&ListParams::default()).await {
+                    for pe in list {
+                        let patch = json!({"metadata": {"finalizers": null}});
+                        let _ = previews.patch(&pe.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await;
+                    }
+                }
+                let namespaces: Api<Namespace> = Api::all(client);
+                if let Ok(list) = namespaces.list(&ListParams::default().labels("app.kubernetes.io/managed-by=sandcastle")).await {
+                    for ns in list.into_iter().filter(|n| n.name_any().starts_with(&prefix)) {
+                        let _ = namespaces.delete(&ns.name_any(), &DeleteParams::background()).await;
+                    }
+                }
+            });
+        })
+        .join();
+    }
+}
