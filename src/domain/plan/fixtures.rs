@@ -1,0 +1,1 @@
+//! Snapshot tests of `plan()` over the blueprints in `fixtures/blueprints/`.
