@@ -251,8 +251,8 @@ pub fn plan(
     ctx: &PreviewContext,
 ) -> Result<Plan, Refused> {
     let mut problems = Vec::new();
-    let tags = images::render_tags(blueprint, ctx, &mut problems);
     let host_template = hosts::HostTemplate::new(blueprint, ctx, &mut problems);
+    let tags = images::render_tags(blueprint, ctx, &mut problems);
 
     let identified = identify(objects, &mut problems);
     let index = select::Index::new(&identified, blueprint);
@@ -375,12 +375,14 @@ fn identify(objects: &[Value], problems: &mut Vec<Problem>) -> Vec<Obj> {
 }
 
 fn refused(mut problems: Vec<Problem>, ctx: &PreviewContext) -> Refused {
-    // The Blueprint's own problems first, then objects by kind and name; the order of problems
-    // within one object (the order they were found in) is kept.
-    let blueprint_first = |p: &Problem| !(p.kind == "Blueprint" && p.name == ctx.blueprint);
-    problems.sort_by(|a, b| {
-        (blueprint_first(a), &a.kind, &a.name).cmp(&(blueprint_first(b), &b.kind, &b.name))
-    });
+    // The Blueprint's own problems first (by field), then objects by kind and name; problems of
+    // one object keep the order they were found in (the order of its fields).
+    let key = |p: &Problem| {
+        let of_blueprint = p.kind == "Blueprint" && p.name == ctx.blueprint;
+        let field = if of_blueprint { p.field.clone() } else { None };
+        (!of_blueprint, p.kind.clone(), p.name.clone(), field)
+    };
+    problems.sort_by_key(key);
     problems.dedup();
     Refused { problems }
 }

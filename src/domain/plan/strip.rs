@@ -188,8 +188,14 @@ fn strip_claim_templates(value: &mut Value) {
 }
 
 /// The Job controller generates the selector and labels its pods with the Job's uid; the copy
-/// is a new Job and gets new ones.
+/// is a new Job and gets new ones. Hook Jobs lose `suspend`: a blueprint namespace keeps its
+/// hooks suspended so that they do not run there, but a preview must run them (a suspended seed
+/// would hold the seed phase until it times out).
 fn strip_job(value: &mut Value) {
+    let hook = value["metadata"]["annotations"][labels::HOOK].as_str();
+    if matches!(hook, Some(labels::HOOK_SEED | labels::HOOK_PRE_DELETE)) {
+        remove(value, &["spec"], &["suspend"]);
+    }
     remove(value, &["spec"], &["selector", "manualSelector"]);
     if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
         remove_labels(meta, &labels::JOB_CONTROLLER_LABELS);
@@ -324,6 +330,18 @@ mod tests {
                 "spec": {"template": {"metadata": {}, "spec": {"containers": []}}}
             })
         );
+    }
+
+    #[test]
+    fn hooks_are_never_suspended() {
+        let job = |hook: &str| {
+            json!({"metadata": {"name": "j", "annotations": {"sandcastle.dev/hook": hook}},
+                   "spec": {"suspend": true}})
+        };
+        for (hook, suspended) in [("seed", false), ("pre-delete", false), ("other", true)] {
+            let got = stripped(Class::Builtin(Builtin::Job), job(hook));
+            assert_eq!(got["spec"].get("suspend").is_some(), suspended, "{hook}");
+        }
     }
 
     #[test]
