@@ -79,7 +79,9 @@ impl Index {
                     .unwrap_or_default();
                 index.statefulsets.push((obj.name.clone(), templates));
             }
-            if skippable(obj) && controller_owner(&obj.value).is_none() {
+            let made_by_controller = controller_owner(&obj.value).is_some()
+                || owner_of_kind(&obj.value, "CronJob").is_some();
+            if skippable(obj) && !made_by_controller {
                 let template = if obj.kind == "CronJob" {
                     &obj.value["spec"]["jobTemplate"]["spec"]["template"]
                 } else {
@@ -93,6 +95,12 @@ impl Index {
                 });
             }
         }
+        // Reasons name workloads and StatefulSets: keep them in a fixed order, whatever the
+        // order of the input.
+        index.statefulsets.sort();
+        index
+            .workloads
+            .sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
         index
     }
 }
@@ -378,6 +386,36 @@ mod tests {
         ];
         for (selector, want) in table {
             assert_eq!(selector_matches(&selector, &pod), want, "{selector}");
+        }
+    }
+
+    #[test]
+    fn reasons_do_not_depend_on_input_order() {
+        let workload = |name: &str| Obj {
+            group: "apps".to_owned(),
+            kind: "Deployment".to_owned(),
+            name: name.to_owned(),
+            value: json!({"spec": {"template": {"metadata": {"labels": {"tier": "web"}}}}}),
+        };
+        let service = Obj {
+            group: String::new(),
+            kind: "Service".to_owned(),
+            name: "web".to_owned(),
+            value: json!({"spec": {"selector": {"tier": "web"}}}),
+        };
+        let bp: BlueprintSpec = serde_saphyr::from_str(
+            "source: {namespace: s}\nrepositories: [acme/shop]\nskip: [a, b]\n",
+        )
+        .unwrap();
+        let want = Decision::LeaveOut(
+            "selects only pods of skipped workloads (Deployment a, Deployment b)".to_owned(),
+        );
+        for objects in [
+            vec![workload("a"), workload("b")],
+            vec![workload("b"), workload("a")],
+        ] {
+            let index = Index::new(&objects, &bp);
+            assert_eq!(decide(&service, &index, &bp), want);
         }
     }
 
