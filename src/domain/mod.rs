@@ -1,4 +1,5 @@
-//! Pure types and rules with no I/O: identifiers, durations, naming, intents and the clone plan.
+//! Pure types and rules with no I/O: identifiers, durations, naming, templates, intents, the clone
+//! plan and the guardrails of a preview namespace.
 
 pub mod duration;
 pub mod guardrails;

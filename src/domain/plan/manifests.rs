@@ -9,10 +9,11 @@ use serde_saphyr::Spanned;
 /// Why manifests cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ManifestError {
-    #[error("document {document} (line {line}): {message}")]
+    #[error("document {document} (line {line}, column {column}): {message}")]
     Syntax {
         document: usize,
         line: u64,
+        column: u64,
         message: String,
     },
     #[error("document {document}{}: {message}", item.map(|i| format!(", item {i}")).unwrap_or_default())]
@@ -29,11 +30,12 @@ pub enum ManifestError {
 pub fn parse_manifests(yaml: &str) -> Result<Vec<Value>, ManifestError> {
     let starts = document_starts(yaml);
     let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple(yaml).map_err(|e| {
-        let line = e.location().map_or(0, |l| l.line());
+        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
         ManifestError::Syntax {
             document: document_of(&starts, line),
             line,
-            message: first_line(&e.to_string()),
+            column,
+            message: syntax_message(&e.to_string()),
         }
     })?;
     let mut out = Vec::new();
@@ -66,8 +68,16 @@ pub fn parse_manifests(yaml: &str) -> Result<Vec<Value>, ManifestError> {
     Ok(out)
 }
 
-fn first_line(message: &str) -> String {
-    message.lines().next().unwrap_or_default().trim().to_owned()
+/// The parser's message without its own `error: line L column C: ` prefix (the error carries
+/// the location separately).
+fn syntax_message(message: &str) -> String {
+    let first = message.lines().next().unwrap_or_default().trim();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let without_location = first
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split_once(": "))
+        .map_or(first, |(_, text)| text);
+    without_location.to_owned()
 }
 
 fn describe(v: &Value) -> &'static str {
@@ -222,11 +232,14 @@ mod tests {
     fn syntax_errors_name_document_and_line() {
         let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: [unclosed\n";
         let err = parse_manifests(yaml).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "document 2 (line 6, column 7): unclosed bracket '['"
+        );
         let ManifestError::Syntax { document, line, .. } = err else {
             panic!("expected a syntax error, got {err:?}");
         };
-        assert_eq!(document, 2);
-        assert!(line >= 6, "line {line}");
+        assert_eq!((document, line), (2, 6));
     }
 
     #[test]
