@@ -26,6 +26,48 @@ pub const FIELD_MANAGER: &str = "sandcastle";
 pub const FINALIZER: &str = "sandcastle.dev/teardown";
 /// Pod Security admission enforcement label on preview namespaces.
 pub const POD_SECURITY_ENFORCE: &str = "pod-security.kubernetes.io/enforce";
+/// Which version of the Pod Security Standards [`POD_SECURITY_ENFORCE`] means.
+pub const POD_SECURITY_ENFORCE_VERSION: &str = "pod-security.kubernetes.io/enforce-version";
+/// The namespace name label the API server sets on every namespace.
+pub const NAMESPACE_NAME: &str = "kubernetes.io/metadata.name";
+
+/// Values of [`HOOK`].
+pub const HOOK_SEED: &str = "seed";
+pub const HOOK_PRE_DELETE: &str = "pre-delete";
+
+// Keys owned by the API server, controllers or other tools. Cloning strips them: they describe
+// the source object's history, not what the copy should be.
+
+/// `kubectl apply`'s record of the last applied object.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// The Deployment controller's revision counter.
+pub const DEPLOYMENT_REVISION: &str = "deployment.kubernetes.io/revision";
+/// Helm's ownership annotations.
+pub const HELM_RELEASE_NAME: &str = "meta.helm.sh/release-name";
+pub const HELM_RELEASE_NAMESPACE: &str = "meta.helm.sh/release-namespace";
+/// Prefix of the PersistentVolume binder's annotations (`pv.kubernetes.io/bind-completed`, ...).
+pub const PV_ANNOTATION_PREFIX: &str = "pv.kubernetes.io/";
+/// Volume provisioning annotations the binder and scheduler add to claims.
+pub const STORAGE_PROVISIONER_BETA: &str = "volume.beta.kubernetes.io/storage-provisioner";
+pub const STORAGE_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
+pub const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+/// Prefix of the annotations the `autoscaling/v1` API uses to carry v2 fields and status.
+pub const AUTOSCALING_ALPHA_PREFIX: &str = "autoscaling.alpha.kubernetes.io/";
+/// Job tracking marker the Job controller adds.
+pub const JOB_TRACKING: &str = "batch.kubernetes.io/job-tracking";
+/// Prefix of external-dns annotations: they would publish the source's own domains.
+pub const EXTERNAL_DNS_PREFIX: &str = "external-dns.alpha.kubernetes.io/";
+/// Labels the Job controller puts on a Job, its selector and its pod template.
+pub const JOB_CONTROLLER_LABELS: [&str; 4] = [
+    "controller-uid",
+    "batch.kubernetes.io/controller-uid",
+    "job-name",
+    "batch.kubernetes.io/job-name",
+];
+/// Label the Deployment controller puts on ReplicaSets and their pods.
+pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+/// Prefix of the legacy per-container AppArmor annotations on pods.
+pub const APPARMOR_CONTAINER_PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
 
 /// The repository as a label value: `owner/name` becomes `owner.name`.
 pub fn repo_label_value(repo: &crate::domain::RepoName) -> String {

@@ -1,0 +1,253 @@
+//! Blueprint manifests: multi-document YAML as users write it, parsed into objects. Empty
+//! documents are skipped, `kind: List` (and `*List`) documents are flattened into their items
+//! (one level), and every error names the document (counted from 1 as the file shows them,
+//! empty ones included) and, for syntax errors, the line.
+
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+/// Why manifests cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    #[error("document {document} (line {line}, column {column}): {message}")]
+    Syntax {
+        document: usize,
+        line: u64,
+        column: u64,
+        message: String,
+    },
+    #[error("document {document}{}: {message}", item.map(|i| format!(", item {i}")).unwrap_or_default())]
+    Object {
+        document: usize,
+        /// The item (from 1) of a `List` document.
+        item: Option<usize>,
+        message: String,
+    },
+}
+
+/// Parse multi-document YAML into Kubernetes objects (each with `apiVersion`, `kind` and
+/// `metadata.name`).
+pub fn parse_manifests(yaml: &str) -> Result<Vec<Value>, ManifestError> {
+    let starts = document_starts(yaml);
+    let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple(yaml).map_err(|e| {
+        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+        ManifestError::Syntax {
+            document: document_of(&starts, line),
+            line,
+            column,
+            message: syntax_message(&e.to_string()),
+        }
+    })?;
+    let mut out = Vec::new();
+    for doc in docs {
+        let document = document_of(&starts, doc.referenced.line());
+        let value = doc.value;
+        if value.is_null() {
+            continue;
+        }
+        let fail = |item, message: String| ManifestError::Object {
+            document,
+            item,
+            message,
+        };
+        let is_list = value["kind"].as_str().is_some_and(|k| k.ends_with("List"))
+            && value.get("items").is_some();
+        if !is_list {
+            check_object(&value).map_err(|m| fail(None, m))?;
+            out.push(value);
+            continue;
+        }
+        let Some(items) = value["items"].as_array() else {
+            return Err(fail(None, "items of a List must be a sequence".to_owned()));
+        };
+        for (i, item) in items.iter().enumerate() {
+            check_object(item).map_err(|m| fail(Some(i + 1), m))?;
+            out.push(item.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// The parser's message without its own `error: line L column C: ` prefix (the error carries
+/// the location separately).
+fn syntax_message(message: &str) -> String {
+    let first = message.lines().next().unwrap_or_default().trim();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let without_location = first
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split_once(": "))
+        .map_or(first, |(_, text)| text);
+    without_location.to_owned()
+}
+
+fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a sequence",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+fn check_object(v: &Value) -> Result<(), String> {
+    if !v.is_object() {
+        return Err(format!(
+            "expected a Kubernetes object (a mapping), found {}",
+            describe(v)
+        ));
+    }
+    for field in ["apiVersion", "kind"] {
+        match &v[field] {
+            Value::String(s) if !s.is_empty() => {}
+            Value::Null => return Err(format!("{field} is missing")),
+            other => {
+                return Err(format!(
+                    "{field} must be a non-empty string, found {}",
+                    describe(other)
+                ));
+            }
+        }
+    }
+    match &v["metadata"]["name"] {
+        Value::String(s) if !s.is_empty() => Ok(()),
+        Value::Null if v["metadata"]["generateName"].is_string() => Err(
+            "metadata.name is missing (generateName is not supported: a preview needs stable names)"
+                .to_owned(),
+        ),
+        Value::Null => Err("metadata.name is missing".to_owned()),
+        other => Err(format!(
+            "metadata.name must be a non-empty string, found {}",
+            describe(other)
+        )),
+    }
+}
+
+fn is_marker(line: &str, marker: &str) -> bool {
+    line.strip_prefix(marker)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+}
+
+/// The line (from 1) each document starts on. Every `---` marker starts a document, except a
+/// first one with only comments, blank lines and directives before it (which opens the first
+/// document); content after a `...` end marker starts a new document too.
+fn document_starts(yaml: &str) -> Vec<u64> {
+    let mut starts = vec![1];
+    let mut content = false;
+    let mut ended = false;
+    let mut marked = false;
+    for (n, line) in (1u64..).zip(yaml.lines()) {
+        let trimmed = line.trim_start();
+        if is_marker(line, "---") {
+            if content || ended || marked {
+                starts.push(n);
+            } else if let Some(last) = starts.last_mut() {
+                *last = n;
+            }
+            marked = true;
+            let rest = line[3..].trim_start();
+            content = !rest.is_empty() && !rest.starts_with('#');
+            ended = false;
+        } else if is_marker(line, "...") {
+            ended = true;
+            content = false;
+        } else if !trimmed.is_empty() && !trimmed.starts_with('#') && !line.starts_with('%') {
+            if ended {
+                starts.push(n);
+                ended = false;
+            }
+            content = true;
+        }
+    }
+    starts
+}
+
+/// The document (from 1) holding `line`.
+fn document_of(starts: &[u64], line: u64) -> usize {
+    starts.iter().filter(|s| **s <= line).count().max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_are_parsed_and_empty_ones_skipped() {
+        let yaml = "# header\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\n# only a comment\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: b\n";
+        let objects = parse_manifests(yaml).unwrap();
+        let names: Vec<&str> = objects
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(parse_manifests("").unwrap(), Vec::<Value>::new());
+    }
+
+    #[test]
+    fn lists_are_flattened() {
+        let yaml = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n---\napiVersion: v1\nkind: ConfigMapList\nitems: []\n";
+        let objects = parse_manifests(yaml).unwrap();
+        assert_eq!(objects.len(), 2);
+        assert_eq!(objects[1]["metadata"]["name"], "b");
+    }
+
+    #[test]
+    fn errors_name_the_document() {
+        let ok = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n";
+        let table = [
+            (
+                format!("{ok}---\nkind: ConfigMap\nmetadata: {{name: b}}\n"),
+                "document 2: apiVersion is missing",
+            ),
+            (
+                format!("{ok}---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{}}\n"),
+                "document 3: metadata.name is missing",
+            ),
+            (
+                format!("{ok}---\n- a\n- b\n"),
+                "document 2: expected a Kubernetes object (a mapping), found a sequence",
+            ),
+            (
+                format!(
+                    "{ok}---\napiVersion: v1\nkind: List\nitems:\n- {{apiVersion: v1, kind: X}}\n"
+                ),
+                "document 2, item 1: metadata.name is missing",
+            ),
+            (
+                format!("{ok}---\napiVersion: v1\nkind: 7\nmetadata: {{name: x}}\n"),
+                "document 2: kind must be a non-empty string, found a number",
+            ),
+            (
+                format!("{ok}---\napiVersion: v1\nkind: Pod\nmetadata: {{generateName: x-}}\n"),
+                "document 2: metadata.name is missing (generateName is not supported: a preview needs stable names)",
+            ),
+        ];
+        for (yaml, want) in table {
+            assert_eq!(parse_manifests(&yaml).unwrap_err().to_string(), want);
+        }
+    }
+
+    #[test]
+    fn syntax_errors_name_document_and_line() {
+        let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: [unclosed\n";
+        let err = parse_manifests(yaml).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "document 2 (line 6, column 7): unclosed bracket '['"
+        );
+        let ManifestError::Syntax { document, line, .. } = err else {
+            panic!("expected a syntax error, got {err:?}");
+        };
+        assert_eq!((document, line), (2, 6));
+    }
+
+    #[test]
+    fn document_starts_follow_markers() {
+        let yaml = "# c\n---\na: 1\n---\nb: 2\n...\nc: 3\n--- \nd: 4\n";
+        assert_eq!(document_starts(yaml), vec![2, 4, 7, 8]);
+        assert_eq!(document_starts("---\n---\na: 1\n"), vec![1, 2]);
+        assert_eq!(document_of(&[2, 4, 7, 8], 5), 2);
+        assert_eq!(document_of(&[2, 4], 1), 1);
+    }
+}
