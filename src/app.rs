@@ -34,7 +34,10 @@ pub struct Parts {
 
 impl std::fmt::Debug for Parts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Parts").field("settings", &self.settings).field("listen", &self.listen).finish_non_exhaustive()
+        f.debug_struct("Parts")
+            .field("settings", &self.settings)
+            .field("listen", &self.listen)
+            .finish_non_exhaustive()
     }
 }
 
@@ -68,10 +71,14 @@ impl Running {
 pub async fn kube_client(args: &KubeArgs) -> anyhow::Result<Client> {
     let config = match &args.kubeconfig {
         Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await?
         }
-        None => kube::Config::infer().await.context("no kubeconfig and not running in a cluster")?,
+        None => kube::Config::infer()
+            .await
+            .context("no kubeconfig and not running in a cluster")?,
     };
     Ok(Client::try_from(config)?)
 }
@@ -83,7 +90,10 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
 
     let (store, writer) = reflector::store::<Blueprint>();
     let blueprints: Api<Blueprint> = Api::namespaced(parts.client.clone(), &parts.settings.home);
-    let stream = watcher(blueprints, watcher::Config::default()).default_backoff().reflect(writer).applied_objects();
+    let stream = watcher(blueprints, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
     let until = stop.clone().cancelled_owned();
     tasks.push(tokio::spawn(async move {
         tokio::select! {
@@ -100,19 +110,32 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         blueprints: store,
         clock: parts.clock.clone(),
     };
-    let listener = tokio::net::TcpListener::bind(parts.listen).await.with_context(|| format!("binding {}", parts.listen))?;
+    let listener = tokio::net::TcpListener::bind(parts.listen)
+        .await
+        .with_context(|| format!("binding {}", parts.listen))?;
     let addr = listener.local_addr()?;
     let router = http::app(state);
     let until = stop.clone().cancelled_owned();
     tasks.push(tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(until).await {
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(until)
+            .await
+        {
             tracing::error!(error = %e, "HTTP server stopped");
         }
     }));
 
     if parts.controller {
-        let ctx = Context::new(parts.client.clone(), parts.github.clone(), parts.settings.clone(), parts.clock.clone());
-        tasks.push(tokio::spawn(controller::run(ctx, stop.clone().cancelled_owned())));
+        let ctx = Context::new(
+            parts.client.clone(),
+            parts.github.clone(),
+            parts.settings.clone(),
+            parts.clock.clone(),
+        );
+        tasks.push(tokio::spawn(controller::run(
+            ctx,
+            stop.clone().cancelled_owned(),
+        )));
     }
     tracing::info!(%addr, "Sandcastle is listening");
     Ok(Running { addr, stop, tasks })

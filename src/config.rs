@@ -101,11 +101,21 @@ pub struct GitHubArgs {
 
     /// Webhook secret(s), comma-separated: the first is current, the others are accepted while
     /// a rotation is under way.
-    #[arg(long, env = "SANDCASTLE_WEBHOOK_SECRET", value_delimiter = ',', required = true, hide_env_values = true)]
+    #[arg(
+        long,
+        env = "SANDCASTLE_WEBHOOK_SECRET",
+        value_delimiter = ',',
+        required = true,
+        hide_env_values = true
+    )]
     pub webhook_secret: Vec<Secret>,
 
     /// Base URL of GitHub's REST API (GitHub Enterprise: https://HOST/api/v3).
-    #[arg(long, env = "SANDCASTLE_GITHUB_API_URL", default_value = "https://api.github.com")]
+    #[arg(
+        long,
+        env = "SANDCASTLE_GITHUB_API_URL",
+        default_value = "https://api.github.com"
+    )]
     pub github_api_url: String,
 }
 
@@ -113,7 +123,11 @@ pub struct GitHubArgs {
 #[derive(Debug, Clone, Args)]
 pub struct PreviewArgs {
     /// Public base URL of this Sandcastle (preview pages linked from GitHub as `log_url`).
-    #[arg(long, env = "SANDCASTLE_PUBLIC_URL", default_value = "http://localhost:8080")]
+    #[arg(
+        long,
+        env = "SANDCASTLE_PUBLIC_URL",
+        default_value = "http://localhost:8080"
+    )]
     pub public_url: String,
 
     /// Prefix of preview namespace names.
@@ -121,11 +135,19 @@ pub struct PreviewArgs {
     pub namespace_prefix: String,
 
     /// Host template for previews whose Blueprint sets no `host`.
-    #[arg(long, env = "SANDCASTLE_DEFAULT_HOST", default_value = "{{host}}-{{preview}}.preview.localhost")]
+    #[arg(
+        long,
+        env = "SANDCASTLE_DEFAULT_HOST",
+        default_value = "{{host}}-{{preview}}.preview.localhost"
+    )]
     pub default_host: String,
 
     /// Namespace of the ingress controller (allowed through preview NetworkPolicies).
-    #[arg(long, env = "SANDCASTLE_INGRESS_NAMESPACE", default_value = "ingress-nginx")]
+    #[arg(
+        long,
+        env = "SANDCASTLE_INGRESS_NAMESPACE",
+        default_value = "ingress-nginx"
+    )]
     pub ingress_namespace: String,
 
     /// How long a removed preview is kept as a tombstone so late deliveries cannot revive it.

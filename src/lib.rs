@@ -18,6 +18,7 @@
 pub mod app;
 pub mod config;
 pub mod controller;
+pub mod demo;
 pub mod domain;
 pub mod github;
 pub mod http;

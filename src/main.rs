@@ -11,7 +11,13 @@ use sandcastle::github::client::{ClientSettings, GitHubApp};
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.log_format);
+    // The demo narrates on stdout; keep its logs to warnings unless asked.
+    let default_level = if matches!(cli.command, Command::Demo(_)) {
+        "warn"
+    } else {
+        "info"
+    };
+    init_tracing(cli.log_format, default_level);
     match run(cli.command).await {
         Ok(code) => code,
         Err(err) => {
@@ -21,9 +27,9 @@ async fn main() -> ExitCode {
     }
 }
 
-fn init_tracing(format: LogFormat) {
+fn init_tracing(format: LogFormat, default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SANDCASTLE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -43,9 +49,18 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let client = sandcastle::app::kube_client(&args.kube).await?;
-    let key = std::fs::read_to_string(&args.github.private_key_file)
-        .with_context(|| format!("reading the GitHub App key {}", args.github.private_key_file.display()))?;
-    let github = GitHubApp::new(args.github.app_id, &Secret::new(key), &args.github.github_api_url, ClientSettings::default())?;
+    let key = std::fs::read_to_string(&args.github.private_key_file).with_context(|| {
+        format!(
+            "reading the GitHub App key {}",
+            args.github.private_key_file.display()
+        )
+    })?;
+    let github = GitHubApp::new(
+        args.github.app_id,
+        &Secret::new(key),
+        &args.github.github_api_url,
+        ClientSettings::default(),
+    )?;
     let mut settings = Settings::for_namespace(&args.kube.namespace);
     settings.public_url = args.previews.public_url.clone();
     settings.namespace_prefix = args.previews.namespace_prefix.clone();

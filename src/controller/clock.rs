@@ -19,7 +19,9 @@ impl Clock {
 
     /// A clock that stands still at `start` until moved with [`Clock::advance`].
     pub fn manual(start: Timestamp) -> Self {
-        Self { manual: Some(Arc::new(Mutex::new(start))) }
+        Self {
+            manual: Some(Arc::new(Mutex::new(start))),
+        }
     }
 
     pub fn now(&self) -> Timestamp {
@@ -31,9 +33,13 @@ impl Clock {
 
     /// Move a manual clock forward. A system clock cannot be moved.
     pub fn advance(&self, by: Duration) {
-        let Some(t) = &self.manual else { panic!("the system clock cannot be moved") };
+        let Some(t) = &self.manual else {
+            panic!("the system clock cannot be moved")
+        };
         let mut t = t.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *t = t.checked_add(jiff::SignedDuration::try_from(by).unwrap_or(jiff::SignedDuration::MAX)).unwrap_or(*t);
+        *t = t
+            .checked_add(jiff::SignedDuration::try_from(by).unwrap_or(jiff::SignedDuration::MAX))
+            .unwrap_or(*t);
     }
 }
 
@@ -50,6 +56,10 @@ mod tests {
         assert_eq!(c.now().to_string(), "2026-11-29T13:00:00Z");
         let shared = c.clone();
         shared.advance(Duration::from_secs(60));
-        assert_eq!(c.now().to_string(), "2026-11-29T13:01:00Z", "clones share the same time");
+        assert_eq!(
+            c.now().to_string(),
+            "2026-11-29T13:01:00Z",
+            "clones share the same time"
+        );
     }
 }

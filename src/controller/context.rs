@@ -57,12 +57,20 @@ pub struct Context {
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Context").field("settings", &self.settings).finish_non_exhaustive()
+        f.debug_struct("Context")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
     }
 }
 
 impl Context {
     pub fn new(client: Client, github: GitHubApp, settings: Settings, clock: Clock) -> Self {
-        Self { resolver: Resolver::new(client.clone()), client, github, settings, clock }
+        Self {
+            resolver: Resolver::new(client.clone()),
+            client,
+            github,
+            settings,
+            clock,
+        }
     }
 }

@@ -36,7 +36,10 @@ fn owner_of<K: Resource>(obj: &K, home: &str) -> Option<ObjectRef<PreviewEnviron
 }
 
 /// Run the controller until `shutdown` resolves.
-pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) {
+pub async fn run(
+    ctx: Context,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
     let home = ctx.settings.home.clone();
     let client = ctx.client.clone();
     let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
@@ -50,20 +53,36 @@ pub async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()> +
     let controller = Controller::new(previews, watcher::Config::default());
     let store = controller.store();
     controller
-        .watches(Api::<Deployment>::all(client.clone()), ours.clone(), move |o| owner_of(&o, &h1))
-        .watches(Api::<StatefulSet>::all(client.clone()), ours.clone(), move |o| owner_of(&o, &h2))
-        .watches(Api::<Job>::all(client.clone()), ours.clone(), move |o| owner_of(&o, &h3))
-        .watches(Api::<Namespace>::all(client.clone()), ours, move |o| owner_of(&o, &h4))
-        .watches(blueprints, watcher::Config::default(), move |bp: Blueprint| {
-            // A changed Blueprint concerns every preview made from it.
-            let name = bp.name_any();
-            store
-                .state()
-                .into_iter()
-                .filter(|p| p.spec.blueprint == name)
-                .map(|p| ObjectRef::from_obj(&*p))
-                .collect::<Vec<_>>()
+        .watches(
+            Api::<Deployment>::all(client.clone()),
+            ours.clone(),
+            move |o| owner_of(&o, &h1),
+        )
+        .watches(
+            Api::<StatefulSet>::all(client.clone()),
+            ours.clone(),
+            move |o| owner_of(&o, &h2),
+        )
+        .watches(Api::<Job>::all(client.clone()), ours.clone(), move |o| {
+            owner_of(&o, &h3)
         })
+        .watches(Api::<Namespace>::all(client.clone()), ours, move |o| {
+            owner_of(&o, &h4)
+        })
+        .watches(
+            blueprints,
+            watcher::Config::default(),
+            move |bp: Blueprint| {
+                // A changed Blueprint concerns every preview made from it.
+                let name = bp.name_any();
+                store
+                    .state()
+                    .into_iter()
+                    .filter(|p| p.spec.blueprint == name)
+                    .map(|p| ObjectRef::from_obj(&*p))
+                    .collect::<Vec<_>>()
+            },
+        )
         .graceful_shutdown_on(shutdown)
         .run(reconcile::reconcile, reconcile::error_policy, Arc::new(ctx))
         .for_each(|res| async move {

@@ -22,12 +22,17 @@ pub enum Error {
     Transient(String),
 }
 
-pub(super) async fn reconcile(pe: Arc<PreviewEnvironment>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let name = pe.name_any();
-    let span = tracing::info_span!("reconcile", preview = %name);
-    let _enter = span.enter();
-    drop(_enter);
+pub(super) async fn reconcile(
+    cached: Arc<PreviewEnvironment>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
     let api: Api<PreviewEnvironment> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
+    // The watch cache can lag behind this controller's own last status write; decisions that
+    // must happen once (creating a GitHub deployment, recording history) are taken on a fresh
+    // read.
+    let Some(pe) = api.get_opt(&cached.name_any()).await? else {
+        return Ok(Action::await_change());
+    };
     if pe.meta().deletion_timestamp.is_some() {
         return teardown::finalize(&api, &pe, &ctx).await;
     }
@@ -47,22 +52,45 @@ pub(super) fn error_policy(pe: Arc<PreviewEnvironment>, err: &Error, _ctx: Arc<C
     Action::requeue(Duration::from_secs(5))
 }
 
-async fn add_finalizer(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment) -> Result<(), kube::Error> {
+async fn add_finalizer(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+) -> Result<(), kube::Error> {
     let mut finalizers = pe.finalizers().to_vec();
     finalizers.push(FINALIZER.to_owned());
     let patch = json!({
         "metadata": {"finalizers": finalizers, "resourceVersion": pe.resource_version()}
     });
-    api.patch(&pe.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    api.patch(
+        &pe.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
     Ok(())
 }
 
-pub(super) async fn remove_finalizer(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment) -> Result<(), kube::Error> {
-    let finalizers: Vec<String> = pe.finalizers().iter().filter(|f| *f != FINALIZER).cloned().collect();
+pub(super) async fn remove_finalizer(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+) -> Result<(), kube::Error> {
+    let finalizers: Vec<String> = pe
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
     let patch = json!({
         "metadata": {"finalizers": finalizers, "resourceVersion": pe.resource_version()}
     });
-    match api.patch(&pe.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
+    match api
+        .patch(
+            &pe.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(r)) if r.code == 404 => Ok(()),
         Err(e) => Err(e),

@@ -36,7 +36,10 @@ fn state_name(s: DeploymentState) -> &'static str {
 
 /// The preview's page on Sandcastle, GitHub's `log_url`.
 pub(crate) fn log_url(ctx: &Context, preview: &str) -> String {
-    format!("{}/previews/{preview}", ctx.settings.public_url.trim_end_matches('/'))
+    format!(
+        "{}/previews/{preview}",
+        ctx.settings.public_url.trim_end_matches('/')
+    )
 }
 
 fn set_condition(st: &mut PreviewStatus, ok: bool, message: String, now: Timestamp) {
@@ -56,9 +59,18 @@ fn set_condition(st: &mut PreviewStatus, ok: bool, message: String, now: Timesta
 }
 
 /// Bring GitHub in line with `report`. Returns false when GitHub could not be told (retry later).
-pub(super) async fn sync(pe: &PreviewEnvironment, st: &mut PreviewStatus, ctx: &Context, report: Report<'_>) -> bool {
-    let Some(installation_id) = pe.spec.installation_id else { return true };
-    let Ok(repo) = RepoName::new(&pe.spec.repository) else { return true };
+pub(super) async fn sync(
+    pe: &PreviewEnvironment,
+    st: &mut PreviewStatus,
+    ctx: &Context,
+    report: Report<'_>,
+) -> bool {
+    let Some(installation_id) = pe.spec.installation_id else {
+        return true;
+    };
+    let Ok(repo) = RepoName::new(&pe.spec.repository) else {
+        return true;
+    };
     let gh = ctx.github.installation(installation_id);
     let now = ctx.clock.now();
     match post(pe, st, ctx, &gh, &repo, report).await {
@@ -87,44 +99,60 @@ async fn post(
     let name = pe.name_any();
     if matches!(report, Report::Inactive) {
         if let Some(old) = st.github_previous_deployment_id {
-            gh.create_deployment_status(repo, old, &NewStatus::new(DeploymentState::Inactive)).await?;
+            gh.create_deployment_status(repo, old, &NewStatus::new(DeploymentState::Inactive))
+                .await?;
             st.github_previous_deployment_id = None;
         }
         if let Some(id) = st.github_deployment_id
             && st.github_reported.as_deref() != Some("inactive")
         {
-            gh.create_deployment_status(repo, id, &NewStatus::new(DeploymentState::Inactive)).await?;
+            gh.create_deployment_status(repo, id, &NewStatus::new(DeploymentState::Inactive))
+                .await?;
             st.github_reported = Some("inactive".into());
         }
         return Ok(());
     }
 
-    if st.github_deployment_sha.as_deref() != Some(pe.spec.sha.as_str()) {
-        let deployment = gh
-            .create_deployment(
-                repo,
-                &NewDeployment {
-                    ref_: pe.spec.sha.clone(),
-                    environment: crate::domain::naming::github_environment(&name),
-                    description: Some(format!("Sandcastle preview {name}")),
-                    payload: json!({"preview": name, "namespace": st.namespace, "blueprint": pe.spec.blueprint}),
-                    transient_environment: true,
-                    production_environment: false,
-                    auto_merge: false,
-                    required_contexts: Vec::new(),
-                },
-            )
-            .await?;
-        if let Some(old) = st.github_deployment_id.filter(|old| *old != deployment.id) {
-            if st.github_reported.as_deref() != Some("inactive") {
-                st.github_previous_deployment_id = Some(old);
+    let resurrected = st.github_reported.as_deref() == Some("inactive");
+    if st.github_deployment_sha.as_deref() != Some(pe.spec.sha.as_str()) || resurrected {
+        let environment = crate::domain::naming::github_environment(&name);
+        // A deployment made before a crash, whose id never reached the status, is reused.
+        let existing = if resurrected {
+            None
+        } else {
+            gh.find_deployment(repo, &environment, &pe.spec.sha).await?
+        };
+        let deployment = match existing {
+            Some(d) => d,
+            None => {
+                gh.create_deployment(
+                    repo,
+                    &NewDeployment {
+                        ref_: pe.spec.sha.clone(),
+                        environment,
+                        description: Some(format!("Sandcastle preview {name}")),
+                        payload: json!({"preview": name, "namespace": st.namespace, "blueprint": pe.spec.blueprint}),
+                        transient_environment: true,
+                        production_environment: false,
+                        auto_merge: false,
+                        required_contexts: Vec::new(),
+                    },
+                )
+                .await?
             }
+        };
+        if let Some(old) = st.github_deployment_id.filter(|old| *old != deployment.id)
+            && st.github_reported.as_deref() != Some("inactive")
+        {
+            st.github_previous_deployment_id = Some(old);
         }
         st.github_deployment_id = Some(deployment.id);
         st.github_deployment_sha = Some(pe.spec.sha.clone());
         st.github_reported = None;
     }
-    let Some(id) = st.github_deployment_id else { return Ok(()) };
+    let Some(id) = st.github_deployment_id else {
+        return Ok(());
+    };
 
     let mut status = match report {
         Report::InProgress => {
@@ -153,11 +181,12 @@ async fn post(
     gh.create_deployment_status(repo, id, &status).await?;
     st.github_reported = Some(state.to_owned());
 
-    if matches!(report, Report::Success) {
-        if let Some(old) = st.github_previous_deployment_id {
-            gh.create_deployment_status(repo, old, &NewStatus::new(DeploymentState::Inactive)).await?;
-            st.github_previous_deployment_id = None;
-        }
+    if matches!(report, Report::Success)
+        && let Some(old) = st.github_previous_deployment_id
+    {
+        gh.create_deployment_status(repo, old, &NewStatus::new(DeploymentState::Inactive))
+            .await?;
+        st.github_previous_deployment_id = None;
     }
     Ok(())
 }

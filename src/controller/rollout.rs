@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use kube::ResourceExt;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -48,12 +48,21 @@ impl From<kube::Error> for Unresolved {
 async fn resolve(pe: &PreviewEnvironment, ctx: &Context) -> Result<Target, Unresolved> {
     let blueprints: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
     let Some(blueprint) = blueprints.get_opt(&pe.spec.blueprint).await? else {
-        return Err(Unresolved::Fail(format!("Blueprint {} does not exist", pe.spec.blueprint)));
+        return Err(Unresolved::Fail(format!(
+            "Blueprint {} does not exist",
+            pe.spec.blueprint
+        )));
     };
-    let bad = |what: &str, e: &dyn std::fmt::Display| Unresolved::Fail(format!("invalid {what}: {e}"));
+    let bad =
+        |what: &str, e: &dyn std::fmt::Display| Unresolved::Fail(format!("invalid {what}: {e}"));
     let repo = RepoName::new(&pe.spec.repository).map_err(|e| bad("spec.repository", &e))?;
     let sha = Sha::new(&pe.spec.sha).map_err(|e| bad("spec.sha", &e))?;
-    let pr = pe.spec.pull_request.map(PrNumber::new).transpose().map_err(|e| bad("spec.pullRequest", &e))?;
+    let pr = pe
+        .spec
+        .pull_request
+        .map(PrNumber::new)
+        .transpose()
+        .map_err(|e| bad("spec.pullRequest", &e))?;
     let preview = NamespaceName::new(&pe.name_any()).map_err(|e| bad("metadata.name", &e))?;
     let namespace = naming::namespace_name(&ctx.settings.namespace_prefix, &preview);
     let pctx = PreviewContext {
@@ -67,7 +76,10 @@ async fn resolve(pe: &PreviewEnvironment, ctx: &Context) -> Result<Target, Unres
         branch: pe.spec.git_ref.clone(),
         default_host: ctx.settings.default_host.clone(),
     };
-    Ok(Target { blueprint, ctx: pctx })
+    Ok(Target {
+        blueprint,
+        ctx: pctx,
+    })
 }
 
 fn plan_hash(steps: &[(String, Vec<Value>)]) -> String {
@@ -94,15 +106,29 @@ async fn fail(
     message: String,
 ) -> Result<Action, Error> {
     let now = ctx.clock.now();
-    set_phase(&mut st, Phase::Failed, message.clone(), now, Some(&pe.spec.sha));
+    set_phase(
+        &mut st,
+        Phase::Failed,
+        message.clone(),
+        now,
+        Some(&pe.spec.sha),
+    );
     let reported = report::sync(pe, &mut st, ctx, Report::Failure(&message)).await;
     save(api, pe, &st).await?;
     // A failure can heal (pods become ready late, the Blueprint is fixed): look again later;
     // watches on the workloads and the Blueprint bring it back sooner.
-    Ok(super::after(if reported { Duration::from_secs(60) } else { Duration::from_secs(15) }))
+    Ok(super::after(if reported {
+        Duration::from_secs(60)
+    } else {
+        Duration::from_secs(15)
+    }))
 }
 
-pub(super) async fn run(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, ctx: &Context) -> Result<Action, Error> {
+pub(super) async fn run(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+) -> Result<Action, Error> {
     let now = ctx.clock.now();
     let mut st = pe.status.clone().unwrap_or_default();
     st.observed_generation = pe.metadata.generation;
@@ -120,15 +146,31 @@ pub(super) async fn run(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, 
     let objects = match source::read(&ctx.resolver, &ctx.settings.home, spec).await {
         Ok(o) => o,
         Err(e) if e.is_transient() => return Err(Error::Transient(e.to_string())),
-        Err(e) => return fail(api, pe, ctx, st, format!("blueprint {}: {e}", pe.spec.blueprint)).await,
+        Err(e) => {
+            return fail(
+                api,
+                pe,
+                ctx,
+                st,
+                format!("blueprint {}: {e}", pe.spec.blueprint),
+            )
+            .await;
+        }
     };
     let plan: Plan = match plan::plan(&objects, spec, pctx) {
         Ok(p) => p,
-        Err(refused) => return fail(api, pe, ctx, st, format!("blueprint refused: {refused}")).await,
+        Err(refused) => {
+            return fail(api, pe, ctx, st, format!("blueprint refused: {refused}")).await;
+        }
     };
-    let guard = guardrails::guardrail_objects(pctx, &spec.isolation, &ctx.settings.ingress_namespace);
+    let guard =
+        guardrails::guardrail_objects(pctx, &spec.isolation, &ctx.settings.ingress_namespace);
     let mut steps: Vec<(String, Vec<Value>)> = vec![("guardrails".to_owned(), guard)];
-    steps.extend(plan.steps.iter().map(|s| (s.phase.as_str().to_owned(), s.objects.clone())));
+    steps.extend(
+        plan.steps
+            .iter()
+            .map(|s| (s.phase.as_str().to_owned(), s.objects.clone())),
+    );
     let hash = plan_hash(&steps);
     let total_objects: usize = steps.iter().map(|(_, o)| o.len()).sum();
 
@@ -144,24 +186,56 @@ pub(super) async fn run(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, 
             started_at: Time(now),
             step_started_at: Time(now),
         });
-        let source = spec.source.namespace.as_deref().map_or_else(|| "manifests".to_owned(), |n| n.to_owned());
-        set_phase(&mut st, Phase::Deploying, format!("cloning {source} ({total_objects} objects)"), now, Some(&pe.spec.sha));
+        let source = spec
+            .source
+            .namespace
+            .as_deref()
+            .map_or_else(|| "manifests".to_owned(), |n| n.to_owned());
+        set_phase(
+            &mut st,
+            Phase::Deploying,
+            format!("cloning {source} ({total_objects} objects)"),
+            now,
+            Some(&pe.spec.sha),
+        );
     }
-    report::sync(pe, &mut st, ctx, Report::InProgress).await;
+    let done = st
+        .rollout
+        .as_ref()
+        .is_some_and(|r| r.ready_steps >= r.total_steps);
+    if !done {
+        report::sync(pe, &mut st, ctx, Report::InProgress).await;
+    }
 
     let labels = guardrails::namespace_labels(pctx, &spec.isolation);
-    match namespace::ensure(&ctx.client, pctx.namespace.as_str(), pctx.preview.as_str(), &labels).await {
+    match namespace::ensure(
+        &ctx.client,
+        pctx.namespace.as_str(),
+        pctx.preview.as_str(),
+        &labels,
+    )
+    .await
+    {
         Ok(_) => {}
         Err(NamespaceError::Api(e)) => return Err(e.into()),
         Err(NamespaceError::Terminating(ns)) => {
-            set_phase(&mut st, Phase::Pending, format!("waiting for the old namespace {ns} to be deleted"), now, None);
+            set_phase(
+                &mut st,
+                Phase::Pending,
+                format!("waiting for the old namespace {ns} to be deleted"),
+                now,
+                None,
+            );
             save(api, pe, &st).await?;
             return Ok(super::soon(ctx));
         }
-        Err(e @ NamespaceError::NotOurs { .. }) => return fail(api, pe, ctx, st, e.to_string()).await,
+        Err(e @ NamespaceError::NotOurs { .. }) => {
+            return fail(api, pe, ctx, st, e.to_string()).await;
+        }
     }
 
-    let timeout = duration::parse_field(&spec.readiness_timeout).unwrap_or(Duration::from_secs(600));
+    let timeout =
+        duration::parse_field(&spec.readiness_timeout).unwrap_or(Duration::from_secs(600));
     let ns = pctx.namespace.as_str();
     let mut services = Vec::new();
     for (index, (phase, objects)) in steps.iter().enumerate() {
@@ -178,11 +252,26 @@ pub(super) async fn run(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, 
             rollout.step_started_at = Time(now);
         }
         let states = readiness::workload_states(&ctx.client, ns, objects).await?;
-        services.extend(states.iter().filter(|w| w.kind != "Job").map(readiness::WorkloadState::service_status));
-        if let Some(failed) = states.iter().find(|w| matches!(w.health, Health::Failed(_))) {
+        services.extend(
+            states
+                .iter()
+                .filter(|w| w.kind != "Job")
+                .map(readiness::WorkloadState::service_status),
+        );
+        if let Some(failed) = states
+            .iter()
+            .find(|w| matches!(w.health, Health::Failed(_)))
+        {
             let why = readiness::job_failure(&ctx.client, ns, failed).await;
             let what = if phase == "seed" { "seed job" } else { "job" };
-            return fail(api, pe, ctx, st, format!("{what} {} failed: {why}", failed.name)).await;
+            return fail(
+                api,
+                pe,
+                ctx,
+                st,
+                format!("{what} {} failed: {why}", failed.name),
+            )
+            .await;
         }
         if let Some(waiting) = states.iter().find(|w| w.health != Health::Ready) {
             let rollout = st.rollout.as_ref().expect("rollout set above");
@@ -209,7 +298,11 @@ pub(super) async fn run(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, 
     set_phase(&mut st, Phase::Ready, message, now, Some(&pe.spec.sha));
     let reported = report::sync(pe, &mut st, ctx, Report::Success).await;
     save(api, pe, &st).await?;
-    Ok(if reported { super::after(ctx.settings.drift_interval) } else { super::after(Duration::from_secs(15)) })
+    Ok(if reported {
+        super::after(ctx.settings.drift_interval)
+    } else {
+        super::after(Duration::from_secs(15))
+    })
 }
 
 fn apply_failure(phase: &str, e: &ApplyError) -> String {

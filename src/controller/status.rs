@@ -3,15 +3,19 @@
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Api, Patch, PatchParams};
 use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
 use crate::k8s::crd::{HISTORY_LIMIT, HistoryEntry, Phase, PreviewEnvironment, PreviewStatus};
 use crate::k8s::labels::FIELD_MANAGER;
 
 /// Write `new` as the status of `pe` unless it equals the current one.
-pub(super) async fn save(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, new: &PreviewStatus) -> Result<(), kube::Error> {
+pub(super) async fn save(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    new: &PreviewStatus,
+) -> Result<(), kube::Error> {
     if pe.status.as_ref() == Some(new) {
         return Ok(());
     }
@@ -21,7 +25,11 @@ pub(super) async fn save(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment,
         "status": new,
     });
     match api
-        .patch_status(&pe.name_any(), &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&patch))
+        .patch_status(
+            &pe.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
         .await
     {
         Ok(_) => Ok(()),
@@ -32,7 +40,13 @@ pub(super) async fn save(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment,
 
 /// Move to `phase` with `message`; a phase change is recorded in the history and the `Ready`
 /// condition.
-pub(super) fn set_phase(st: &mut PreviewStatus, phase: Phase, message: impl Into<String>, now: Timestamp, sha: Option<&str>) {
+pub(super) fn set_phase(
+    st: &mut PreviewStatus,
+    phase: Phase,
+    message: impl Into<String>,
+    now: Timestamp,
+    sha: Option<&str>,
+) {
     let message = message.into();
     let changed = st.phase != Some(phase);
     st.phase = Some(phase);
@@ -47,7 +61,8 @@ pub(super) fn set_phase(st: &mut PreviewStatus, phase: Phase, message: impl Into
         observed_generation: None,
     };
     match st.conditions.iter_mut().find(|c| c.type_ == "Ready") {
-        Some(c) if c.status == cond.status && c.reason == cond.reason && c.message == cond.message => {}
+        Some(c)
+            if c.status == cond.status && c.reason == cond.reason && c.message == cond.message => {}
         Some(c) => {
             let keep_time = c.status == cond.status;
             let time = c.last_transition_time.clone();
@@ -64,7 +79,14 @@ pub(super) fn set_phase(st: &mut PreviewStatus, phase: Phase, message: impl Into
 }
 
 /// Append an action to the history, keeping the last [`HISTORY_LIMIT`].
-pub(super) fn record(st: &mut PreviewStatus, now: Timestamp, actor: &str, action: &str, sha: Option<&str>, result: Option<&str>) {
+pub(super) fn record(
+    st: &mut PreviewStatus,
+    now: Timestamp,
+    actor: &str,
+    action: &str,
+    sha: Option<&str>,
+    result: Option<&str>,
+) {
     st.history.push(HistoryEntry {
         time: Time(now),
         actor: actor.to_owned(),

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::Action;
-use kube::ResourceExt;
 
 use super::context::Context;
 use super::reconcile::{Error, remove_finalizer};
@@ -26,16 +26,26 @@ fn namespace_of(pe: &PreviewEnvironment, ctx: &Context) -> Option<String> {
 
 /// Delete the namespace; `Ok(true)` once it is gone.
 async fn namespace_gone(pe: &PreviewEnvironment, ctx: &Context) -> Result<bool, Error> {
-    let Some(ns) = namespace_of(pe, ctx) else { return Ok(true) };
-    namespace::delete(&ctx.client, &ns, &pe.name_any()).await.map_err(|e| match e {
-        namespace::NamespaceError::Api(e) => Error::Kube(e),
-        other => Error::Transient(other.to_string()),
-    })
+    let Some(ns) = namespace_of(pe, ctx) else {
+        return Ok(true);
+    };
+    namespace::delete(&ctx.client, &ns, &pe.name_any())
+        .await
+        .map_err(|e| match e {
+            namespace::NamespaceError::Api(e) => Error::Kube(e),
+            other => Error::Transient(other.to_string()),
+        })
 }
 
 fn removal_message(pe: &PreviewEnvironment) -> String {
-    let Some(t) = &pe.spec.teardown else { return "removed: the PreviewEnvironment was deleted".into() };
-    let by = t.actor.as_deref().map(|a| format!(" by @{a}")).unwrap_or_default();
+    let Some(t) = &pe.spec.teardown else {
+        return "removed: the PreviewEnvironment was deleted".into();
+    };
+    let by = t
+        .actor
+        .as_deref()
+        .map(|a| format!(" by @{a}"))
+        .unwrap_or_default();
     match t.reason {
         TeardownReason::Merged => format!("removed: pull request merged{by}"),
         TeardownReason::Closed => format!("removed: pull request closed{by}"),
@@ -44,7 +54,12 @@ fn removal_message(pe: &PreviewEnvironment) -> String {
     }
 }
 
-async fn take_down(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, ctx: &Context, st: &mut PreviewStatus) -> Result<bool, Error> {
+async fn take_down(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+    st: &mut PreviewStatus,
+) -> Result<bool, Error> {
     let now = ctx.clock.now();
     if !namespace_gone(pe, ctx).await? {
         if st.phase != Some(Phase::Terminating) {
@@ -57,7 +72,11 @@ async fn take_down(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, ctx: 
 }
 
 /// The resource is being deleted: take everything down, then let it go.
-pub(super) async fn finalize(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, ctx: &Context) -> Result<Action, Error> {
+pub(super) async fn finalize(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+) -> Result<Action, Error> {
     let mut st = pe.status.clone().unwrap_or_default();
     if !take_down(api, pe, ctx, &mut st).await? {
         return Ok(super::soon(ctx));
@@ -72,7 +91,11 @@ pub(super) async fn finalize(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironm
 }
 
 /// The preview should be gone but its record kept for a while.
-pub(super) async fn tombstone(api: &Api<PreviewEnvironment>, pe: &PreviewEnvironment, ctx: &Context) -> Result<Action, Error> {
+pub(super) async fn tombstone(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+) -> Result<Action, Error> {
     let now = ctx.clock.now();
     let mut st = pe.status.clone().unwrap_or_default();
     if st.phase != Some(Phase::Removed) {
@@ -96,7 +119,10 @@ pub(super) async fn tombstone(api: &Api<PreviewEnvironment>, pe: &PreviewEnviron
     let age: Duration = now.duration_since(at).try_into().unwrap_or_default();
     let retention = ctx.settings.tombstone_retention;
     if age >= retention {
-        match api.delete(&pe.name_any(), &DeleteParams::background()).await {
+        match api
+            .delete(&pe.name_any(), &DeleteParams::background())
+            .await
+        {
             Ok(_) => {}
             Err(kube::Error::Api(r)) if r.code == 404 => {}
             Err(e) => return Err(e.into()),

@@ -154,11 +154,9 @@ mod tests {
     }
 
     #[test]
-    fn environment_is_per_pr() {
+    fn environment_is_per_preview() {
         let shop = RepoName::new("acme/shop").unwrap();
-        assert_eq!(
-            github_environment(&shop, PrNumber::new(42).unwrap()),
-            "preview/shop-pr-42"
-        );
+        let name = preview_name(id("shop", &shop, 42));
+        assert_eq!(github_environment(name.as_str()), "preview/shop-pr-42");
     }
 }

@@ -31,9 +31,17 @@ pub struct Intent {
 pub enum Change {
     /// Run the preview at `sha`. `create`: make it if it does not exist (otherwise only move an
     /// existing one, e.g. a push to a PR whose preview was asked for by comment).
-    Deploy { create: bool, requested_by: String, ttl: Duration, max_ttl: Duration },
+    Deploy {
+        create: bool,
+        requested_by: String,
+        ttl: Duration,
+        max_ttl: Duration,
+    },
     /// Take the preview down (PR merged or closed).
-    Teardown { reason: TeardownReason, actor: Option<String> },
+    Teardown {
+        reason: TeardownReason,
+        actor: Option<String>,
+    },
 }
 
 /// Why a Blueprint covering the repository produced no intent.
@@ -54,52 +62,93 @@ fn covers(pattern: &str, repo: &RepoName) -> bool {
 
 /// Whether a Blueprint admits pull requests from `repo` into `base`.
 pub fn admits(spec: &BlueprintSpec, repo: &RepoName, base: &str) -> bool {
-    spec.repositories.iter().any(|p| covers(p, repo)) && (spec.base_branches.is_empty() || spec.base_branches.iter().any(|b| b == base))
+    spec.repositories.iter().any(|p| covers(p, repo))
+        && (spec.base_branches.is_empty() || spec.base_branches.iter().any(|b| b == base))
 }
 
 /// Whether another repository with the same name but another owner may use the Blueprint, so
 /// that the owner must be part of the preview's name.
 fn owner_ambiguous(spec: &BlueprintSpec, repo: &RepoName) -> bool {
-    spec.repositories.iter().any(|p| match p.to_ascii_lowercase().split_once('/') {
-        Some((owner, name)) => owner != repo.owner() && (name == repo.name() || name == "*"),
-        None => false,
-    })
+    spec.repositories
+        .iter()
+        .any(|p| match p.to_ascii_lowercase().split_once('/') {
+            Some((owner, name)) => owner != repo.owner() && (name == repo.name() || name == "*"),
+            None => false,
+        })
 }
 
 /// The preview name of `repo`'s PR `pr` under Blueprint `name`.
-pub fn preview_name(blueprint: &str, spec: &BlueprintSpec, repo: &RepoName, pr: PrNumber) -> NamespaceName {
-    naming::preview_name(PreviewIdentity { blueprint, repo, pr, owner_ambiguous: owner_ambiguous(spec, repo) })
+pub fn preview_name(
+    blueprint: &str,
+    spec: &BlueprintSpec,
+    repo: &RepoName,
+    pr: PrNumber,
+) -> NamespaceName {
+    naming::preview_name(PreviewIdentity {
+        blueprint,
+        repo,
+        pr,
+        owner_ambiguous: owner_ambiguous(spec, repo),
+    })
 }
 
 /// The intents of a pull request event, and why Blueprints that cover the repository were
 /// passed over.
-pub fn from_pull_request(ev: &PullRequestEvent, blueprints: &[(&str, &BlueprintSpec)]) -> (Vec<Intent>, Vec<Skipped>) {
+pub fn from_pull_request(
+    ev: &PullRequestEvent,
+    blueprints: &[(&str, &BlueprintSpec)],
+) -> (Vec<Intent>, Vec<Skipped>) {
     let mut intents = Vec::new();
     let mut skipped = Vec::new();
-    for (name, spec) in blueprints.iter().filter(|(_, s)| admits(s, &ev.repo, &ev.base.ref_)) {
-        let skip = |reason: &str| Skipped { blueprint: (*name).to_owned(), reason: reason.to_owned() };
+    for (name, spec) in blueprints
+        .iter()
+        .filter(|(_, s)| admits(s, &ev.repo, &ev.base.ref_))
+    {
+        let skip = |reason: &str| Skipped {
+            blueprint: (*name).to_owned(),
+            reason: reason.to_owned(),
+        };
         let change = match &ev.action {
             PrAction::Closed => Some(Change::Teardown {
-                reason: if ev.merged { TeardownReason::Merged } else { TeardownReason::Closed },
-                actor: if ev.merged { ev.merged_by.clone().or_else(|| Some(ev.sender.clone())) } else { Some(ev.sender.clone()) },
+                reason: if ev.merged {
+                    TeardownReason::Merged
+                } else {
+                    TeardownReason::Closed
+                },
+                actor: if ev.merged {
+                    ev.merged_by.clone().or_else(|| Some(ev.sender.clone()))
+                } else {
+                    Some(ev.sender.clone())
+                },
             }),
-            PrAction::Opened | PrAction::Reopened | PrAction::Synchronize | PrAction::ReadyForReview => {
+            PrAction::Opened
+            | PrAction::Reopened
+            | PrAction::Synchronize
+            | PrAction::ReadyForReview => {
                 if ev.is_fork() {
                     // Fork code is never deployed without a maintainer asking; a push does not
                     // move a preview a maintainer pinned to an earlier commit.
-                    skipped.push(skip("pull request from a fork: a maintainer can comment /preview"));
+                    skipped.push(skip(
+                        "pull request from a fork: a maintainer can comment /preview",
+                    ));
                     None
                 } else {
                     let auto = spec.trigger == Trigger::Auto && !ev.draft;
                     if !auto && ev.action != PrAction::Synchronize {
-                        skipped.push(skip(if ev.draft { "draft pull request" } else { "Blueprint deploys on /preview only" }));
+                        skipped.push(skip(if ev.draft {
+                            "draft pull request"
+                        } else {
+                            "Blueprint deploys on /preview only"
+                        }));
                         None
                     } else {
                         Some(Change::Deploy {
                             create: auto,
                             requested_by: ev.sender.clone(),
-                            ttl: duration::parse_field(&spec.ttl).unwrap_or(Duration::from_secs(24 * 3600)),
-                            max_ttl: duration::parse_field(&spec.max_ttl).unwrap_or(Duration::from_secs(168 * 3600)),
+                            ttl: duration::parse_field(&spec.ttl)
+                                .unwrap_or(Duration::from_secs(24 * 3600)),
+                            max_ttl: duration::parse_field(&spec.max_ttl)
+                                .unwrap_or(Duration::from_secs(168 * 3600)),
                         })
                     }
                 }
@@ -144,8 +193,15 @@ mod tests {
             repo: repo.clone(),
             number: PrNumber::new(42).unwrap(),
             installation_id: Some(7),
-            head: HeadInfo { sha: Sha::new(&"a".repeat(40)).unwrap(), ref_: "feature".into(), repo: Some(repo.clone()) },
-            base: BaseInfo { ref_: "main".into(), repo },
+            head: HeadInfo {
+                sha: Sha::new(&"a".repeat(40)).unwrap(),
+                ref_: "feature".into(),
+                repo: Some(repo.clone()),
+            },
+            base: BaseInfo {
+                ref_: "main".into(),
+                repo,
+            },
             draft: false,
             state: PrState::Open,
             merged: false,
@@ -164,11 +220,17 @@ mod tests {
         let shop = spec(&["acme/shop"], Trigger::Auto);
         let all = spec(&["acme/*"], Trigger::Auto);
         let other = spec(&["acme/web"], Trigger::Auto);
-        let (intents, skipped) = from_pull_request(&event(PrAction::Opened), &[("shop", &shop), ("all", &all), ("web", &other)]);
+        let (intents, skipped) = from_pull_request(
+            &event(PrAction::Opened),
+            &[("shop", &shop), ("all", &all), ("web", &other)],
+        );
         let names: Vec<_> = intents.iter().map(|i| i.preview.as_str()).collect();
         assert_eq!(names, ["shop-pr-42", "all-shop-pr-42"]);
         assert!(skipped.is_empty());
-        assert!(matches!(intents[0].change, Change::Deploy { create: true, .. }));
+        assert!(matches!(
+            intents[0].change,
+            Change::Deploy { create: true, .. }
+        ));
     }
 
     #[test]
@@ -184,15 +246,28 @@ mod tests {
         fork.head.repo = Some(RepoName::new("mallory/shop").unwrap());
         assert!(from_pull_request(&fork, &[("shop", &auto)]).0.is_empty());
         fork.head.repo = None;
-        assert!(from_pull_request(&fork, &[("shop", &auto)]).0.is_empty(), "deleted forks too");
+        assert!(
+            from_pull_request(&fork, &[("shop", &auto)]).0.is_empty(),
+            "deleted forks too"
+        );
         fork.action = PrAction::Synchronize;
-        assert!(from_pull_request(&fork, &[("shop", &auto)]).0.is_empty(), "a fork push never moves a preview");
+        assert!(
+            from_pull_request(&fork, &[("shop", &auto)]).0.is_empty(),
+            "a fork push never moves a preview"
+        );
 
         let comment = spec(&["acme/shop"], Trigger::Comment);
-        assert!(from_pull_request(&event(PrAction::Opened), &[("shop", &comment)]).0.is_empty());
+        assert!(
+            from_pull_request(&event(PrAction::Opened), &[("shop", &comment)])
+                .0
+                .is_empty()
+        );
         // A push still moves a preview someone asked for.
         let (intents, _) = from_pull_request(&event(PrAction::Synchronize), &[("shop", &comment)]);
-        assert!(matches!(intents[0].change, Change::Deploy { create: false, .. }));
+        assert!(matches!(
+            intents[0].change,
+            Change::Deploy { create: false, .. }
+        ));
     }
 
     #[test]
@@ -202,16 +277,32 @@ mod tests {
         merged.merged = true;
         merged.merged_by = Some("hubot".into());
         let (intents, _) = from_pull_request(&merged, &[("shop", &auto)]);
-        assert_eq!(intents[0].change, Change::Teardown { reason: TeardownReason::Merged, actor: Some("hubot".into()) });
+        assert_eq!(
+            intents[0].change,
+            Change::Teardown {
+                reason: TeardownReason::Merged,
+                actor: Some("hubot".into())
+            }
+        );
         let (intents, _) = from_pull_request(&event(PrAction::Closed), &[("shop", &auto)]);
-        assert_eq!(intents[0].change, Change::Teardown { reason: TeardownReason::Closed, actor: Some("octocat".into()) });
+        assert_eq!(
+            intents[0].change,
+            Change::Teardown {
+                reason: TeardownReason::Closed,
+                actor: Some("octocat".into())
+            }
+        );
     }
 
     #[test]
     fn base_branch_filter_and_owner_ambiguity() {
         let mut s = spec(&["acme/shop", "other/shop"], Trigger::Auto);
         s.base_branches = vec!["release".into()];
-        assert!(from_pull_request(&event(PrAction::Opened), &[("bp", &s)]).0.is_empty());
+        assert!(
+            from_pull_request(&event(PrAction::Opened), &[("bp", &s)])
+                .0
+                .is_empty()
+        );
         s.base_branches.clear();
         let (intents, _) = from_pull_request(&event(PrAction::Opened), &[("bp", &s)]);
         assert_eq!(intents[0].preview.as_str(), "bp-acme-shop-pr-42");
@@ -220,8 +311,19 @@ mod tests {
     #[test]
     fn other_actions_change_nothing() {
         let auto = spec(&["acme/shop"], Trigger::Auto);
-        for a in [PrAction::Labeled, PrAction::Unlabeled, PrAction::ConvertedToDraft, PrAction::Edited { base_changed: false }] {
-            assert!(from_pull_request(&event(a), &[("shop", &auto)]).0.is_empty());
+        for a in [
+            PrAction::Labeled,
+            PrAction::Unlabeled,
+            PrAction::ConvertedToDraft,
+            PrAction::Edited {
+                base_changed: false,
+            },
+        ] {
+            assert!(
+                from_pull_request(&event(a), &[("shop", &auto)])
+                    .0
+                    .is_empty()
+            );
         }
     }
 }

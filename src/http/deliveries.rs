@@ -18,15 +18,28 @@ struct Seen {
 
 impl Deliveries {
     pub fn new(capacity: usize) -> Self {
-        Self { inner: Arc::new(Mutex::new(Seen { set: HashSet::new(), order: VecDeque::new(), capacity })) }
+        Self {
+            inner: Arc::new(Mutex::new(Seen {
+                set: HashSet::new(),
+                order: VecDeque::new(),
+                capacity,
+            })),
+        }
     }
 
     pub fn contains(&self, id: &str) -> bool {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).set.contains(id)
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .set
+            .contains(id)
     }
 
     pub fn insert(&self, id: String) {
-        let mut seen = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut seen = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if !seen.set.insert(id.clone()) {
             return;
         }

@@ -17,7 +17,10 @@ pub(super) async fn healthz() -> Response {
     (StatusCode::OK, Json(json!({"status": "ok"}))).into_response()
 }
 
-const CRDS: [&str; 2] = ["blueprints.sandcastle.dev", "previewenvironments.sandcastle.dev"];
+const CRDS: [&str; 2] = [
+    "blueprints.sandcastle.dev",
+    "previewenvironments.sandcastle.dev",
+];
 
 async fn problems(state: &AppState) -> Vec<String> {
     let mut out = Vec::new();
@@ -36,7 +39,13 @@ async fn problems(state: &AppState) -> Vec<String> {
             }
         }
     }
-    if tokio::time::timeout(Duration::from_millis(100), state.blueprints.wait_until_ready()).await.is_err() {
+    if tokio::time::timeout(
+        Duration::from_millis(100),
+        state.blueprints.wait_until_ready(),
+    )
+    .await
+    .is_err()
+    {
         out.push("the Blueprint cache is not filled yet".to_owned());
     }
     out
@@ -47,6 +56,10 @@ pub(super) async fn readyz(State(state): State<AppState>) -> Response {
     if problems.is_empty() {
         (StatusCode::OK, Json(json!({"status": "ready"}))).into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not ready", "problems": problems}))).into_response()
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "not ready", "problems": problems})),
+        )
+            .into_response()
     }
 }

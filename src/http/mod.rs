@@ -39,7 +39,9 @@ pub struct AppState {
 
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppState").field("home", &self.home).finish_non_exhaustive()
+        f.debug_struct("AppState")
+            .field("home", &self.home)
+            .finish_non_exhaustive()
     }
 }
 

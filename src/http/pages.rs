@@ -4,14 +4,17 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
-use kube::api::{Api, ListParams};
 use kube::ResourceExt;
+use kube::api::{Api, ListParams};
 
 use super::AppState;
 use crate::k8s::crd::PreviewEnvironment;
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn page(title: &str, body: &str) -> Html<String> {
@@ -25,14 +28,23 @@ fn page(title: &str, body: &str) -> Html<String> {
 }
 
 fn link(url: Option<&str>) -> String {
-    url.map_or_else(|| "—".to_owned(), |u| format!("<a href=\"{0}\">{0}</a>", esc(u)))
+    url.map_or_else(
+        || "—".to_owned(),
+        |u| format!("<a href=\"{0}\">{0}</a>", esc(u)),
+    )
 }
 
 pub(super) async fn index(State(state): State<AppState>) -> Response {
     let api: Api<PreviewEnvironment> = Api::namespaced(state.client.clone(), &state.home);
     let list = match api.list(&ListParams::default()).await {
         Ok(l) => l,
-        Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, format!("Kubernetes API: {e}")).into_response(),
+        Err(e) => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("Kubernetes API: {e}"),
+            )
+                .into_response();
+        }
     };
     let mut rows = String::new();
     for pe in &list.items {
@@ -59,14 +71,37 @@ pub(super) async fn preview(State(state): State<AppState>, Path(name): Path<Stri
     let api: Api<PreviewEnvironment> = Api::namespaced(state.client.clone(), &state.home);
     let pe = match api.get_opt(&name).await {
         Ok(Some(pe)) => pe,
-        Ok(None) => return (StatusCode::NOT_FOUND, page("Not found", &format!("<p>No preview named {}.</p>", esc(&name)))).into_response(),
-        Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, format!("Kubernetes API: {e}")).into_response(),
+        Ok(None) => {
+            return (
+                StatusCode::NOT_FOUND,
+                page(
+                    "Not found",
+                    &format!("<p>No preview named {}.</p>", esc(&name)),
+                ),
+            )
+                .into_response();
+        }
+        Err(e) => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("Kubernetes API: {e}"),
+            )
+                .into_response();
+        }
     };
     let st = pe.status.clone().unwrap_or_default();
     let services: String = st
         .services
         .iter()
-        .map(|s| format!("<tr><td>{}</td><td>{}</td><td>{}/{}</td></tr>", esc(&s.kind), esc(&s.name), s.ready, s.desired))
+        .map(|s| {
+            format!(
+                "<tr><td>{}</td><td>{}</td><td>{}/{}</td></tr>",
+                esc(&s.kind),
+                esc(&s.name),
+                s.ready,
+                s.desired
+            )
+        })
         .collect();
     let history: String = st
         .history
@@ -94,10 +129,19 @@ pub(super) async fn preview(State(state): State<AppState>, Path(name): Path<Stri
         msg = esc(st.message.as_deref().unwrap_or("")),
         url = link(st.url.as_deref()),
         repo = esc(&pe.spec.repository),
-        pr = pe.spec.pull_request.map(|p| p.to_string()).unwrap_or_default(),
+        pr = pe
+            .spec
+            .pull_request
+            .map(|p| p.to_string())
+            .unwrap_or_default(),
         sha = esc(&pe.spec.sha),
         ns = esc(st.namespace.as_deref().unwrap_or("")),
-        exp = pe.spec.expires_at.as_ref().map(|t| t.0.to_string()).unwrap_or_default(),
+        exp = pe
+            .spec
+            .expires_at
+            .as_ref()
+            .map(|t| t.0.to_string())
+            .unwrap_or_default(),
     );
     page(&format!("Preview {name}"), &body).into_response()
 }

@@ -17,7 +17,6 @@ use k8s_openapi::api::{
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{Scope, pinned_kind};
-use futures::{StreamExt, TryStreamExt};
 use kube::{Client, Resource};
 use serde_json::Value;
 use tokio::sync::RwLock;
@@ -30,9 +29,17 @@ use super::labels::{FIELD_MANAGER, HOOK, SPEC_HASH};
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     #[error("{kind} {name}: {message}")]
-    Rejected { kind: String, name: String, message: String },
+    Rejected {
+        kind: String,
+        name: String,
+        message: String,
+    },
     #[error("{kind} {name}: the cluster does not serve {api_version} {kind}")]
-    UnknownKind { api_version: String, kind: String, name: String },
+    UnknownKind {
+        api_version: String,
+        kind: String,
+        name: String,
+    },
     #[error("{kind} {name} is cluster-scoped and cannot be copied into a preview")]
     ClusterScoped { kind: String, name: String },
     #[error("{kind} {name} changed and is being replaced")]
@@ -111,7 +118,10 @@ impl Resolver {
         ] {
             map.insert((ar.api_version.clone(), ar.kind.clone()), ar);
         }
-        Self { client, cache: Arc::new(RwLock::new(map)) }
+        Self {
+            client,
+            cache: Arc::new(RwLock::new(map)),
+        }
     }
 
     pub fn client(&self) -> &Client {
@@ -119,7 +129,12 @@ impl Resolver {
     }
 
     /// The API resource for `apiVersion`/`kind`; `name` only labels errors.
-    pub async fn resolve(&self, api_version: &str, kind: &str, name: &str) -> Result<ApiResource, ApplyError> {
+    pub async fn resolve(
+        &self,
+        api_version: &str,
+        kind: &str,
+        name: &str,
+    ) -> Result<ApiResource, ApplyError> {
         let key = (api_version.to_owned(), kind.to_owned());
         if let Some(ar) = self.cache.read().await.get(&key) {
             return Ok(ar.clone());
@@ -143,14 +158,21 @@ impl Resolver {
             other => ApplyError::Api(other),
         })?;
         if caps.scope != Scope::Namespaced {
-            return Err(ApplyError::ClusterScoped { kind: kind.to_owned(), name: name.to_owned() });
+            return Err(ApplyError::ClusterScoped {
+                kind: kind.to_owned(),
+                name: name.to_owned(),
+            });
         }
         self.cache.write().await.insert(key, ar.clone());
         Ok(ar)
     }
 
     /// A namespaced API for the object's kind.
-    pub async fn api_for(&self, namespace: &str, obj: &Value) -> Result<Api<DynamicObject>, ApplyError> {
+    pub async fn api_for(
+        &self,
+        namespace: &str,
+        obj: &Value,
+    ) -> Result<Api<DynamicObject>, ApplyError> {
         let (api_version, kind, name) = identity(obj)?;
         let ar = self.resolve(api_version, kind, name).await?;
         Ok(Api::namespaced_with(self.client.clone(), namespace, &ar))
@@ -168,7 +190,12 @@ impl Resolver {
 
     /// Jobs are immutable once created: an unchanged Job is left alone, a completed seed Job is
     /// never run again (the data it made is still there), and a changed one is replaced.
-    async fn apply_job(&self, api: &Api<DynamicObject>, obj: &Value, name: &str) -> Result<DynamicObject, ApplyError> {
+    async fn apply_job(
+        &self,
+        api: &Api<DynamicObject>,
+        obj: &Value,
+        name: &str,
+    ) -> Result<DynamicObject, ApplyError> {
         let hash = hex::encode(&Sha256::digest(obj.to_string().as_bytes())[..8]);
         let mut desired = obj.clone();
         desired["metadata"]["annotations"][SPEC_HASH] = Value::from(hash.clone());
@@ -177,32 +204,56 @@ impl Resolver {
         };
         let annotations = &existing.metadata.annotations;
         let same = annotations.as_ref().and_then(|a| a.get(SPEC_HASH)) == Some(&hash);
-        let seed = annotations.as_ref().and_then(|a| a.get(HOOK)).map(String::as_str) == Some("seed");
+        let seed = annotations
+            .as_ref()
+            .and_then(|a| a.get(HOOK))
+            .map(String::as_str)
+            == Some("seed");
         let complete = existing
             .data
             .pointer("/status/conditions")
             .and_then(Value::as_array)
-            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Complete" && c["status"] == "True"));
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Complete" && c["status"] == "True")
+            });
         if existing.metadata.deletion_timestamp.is_some() {
-            return Err(ApplyError::Replacing { kind: "Job".into(), name: name.to_owned() });
+            return Err(ApplyError::Replacing {
+                kind: "Job".into(),
+                name: name.to_owned(),
+            });
         }
         if same || (seed && complete) {
             return Ok(existing);
         }
-        api.delete(name, &DeleteParams::background()).await.map_err(ApplyError::Api)?;
+        api.delete(name, &DeleteParams::background())
+            .await
+            .map_err(ApplyError::Api)?;
         // A later apply recreates it once the old one is gone.
-        Err(ApplyError::Replacing { kind: "Job".into(), name: name.to_owned() })
+        Err(ApplyError::Replacing {
+            kind: "Job".into(),
+            name: name.to_owned(),
+        })
     }
 }
 
-async fn ssa(api: &Api<DynamicObject>, kind: &str, name: &str, obj: &Value) -> Result<DynamicObject, ApplyError> {
-        let params = PatchParams::apply(FIELD_MANAGER).force();
-        api.patch(name, &params, &Patch::Apply(obj)).await.map_err(|e| match e {
-            kube::Error::Api(r) if r.code == 422 || r.code == 400 || r.code == 403 => ApplyError::Rejected {
-                kind: kind.to_owned(),
-                name: name.to_owned(),
-                message: r.message,
-            },
+async fn ssa(
+    api: &Api<DynamicObject>,
+    kind: &str,
+    name: &str,
+    obj: &Value,
+) -> Result<DynamicObject, ApplyError> {
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(name, &params, &Patch::Apply(obj))
+        .await
+        .map_err(|e| match e {
+            kube::Error::Api(r) if r.code == 422 || r.code == 400 || r.code == 403 => {
+                ApplyError::Rejected {
+                    kind: kind.to_owned(),
+                    name: name.to_owned(),
+                    message: r.message,
+                }
+            }
             other => ApplyError::Api(other),
         })
 }
@@ -210,10 +261,19 @@ async fn ssa(api: &Api<DynamicObject>, kind: &str, name: &str, obj: &Value) -> R
 impl Resolver {
     /// Apply every object (a few at a time: objects of one phase do not depend on each other),
     /// stopping at the first failure.
-    pub async fn apply_all(&self, namespace: &str, objects: &[Value]) -> Result<Vec<DynamicObject>, ApplyError> {
-        futures::stream::iter(objects.iter().map(|obj| self.apply(namespace, obj)))
-            .buffered(8)
-            .try_collect()
-            .await
+    pub async fn apply_all(
+        &self,
+        namespace: &str,
+        objects: &[Value],
+    ) -> Result<Vec<DynamicObject>, ApplyError> {
+        let mut applied = Vec::with_capacity(objects.len());
+        for chunk in objects.chunks(8) {
+            let mut batch = Vec::with_capacity(chunk.len());
+            for obj in chunk {
+                batch.push(self.apply(namespace, obj));
+            }
+            applied.extend(futures::future::try_join_all(batch).await?);
+        }
+        Ok(applied)
     }
 }

@@ -12,7 +12,9 @@ use super::labels::{FIELD_MANAGER, MANAGED_BY, MANAGER, PREVIEW};
 
 #[derive(Debug, thiserror::Error)]
 pub enum NamespaceError {
-    #[error("namespace {namespace} already exists and is not managed by Sandcastle for preview {preview}")]
+    #[error(
+        "namespace {namespace} already exists and is not managed by Sandcastle for preview {preview}"
+    )]
     NotOurs { namespace: String, preview: String },
     #[error("namespace {0} is still being deleted")]
     Terminating(String),
@@ -23,15 +25,24 @@ pub enum NamespaceError {
 /// Whether `ns` belongs to `preview`.
 pub fn is_ours(ns: &Namespace, preview: &str) -> bool {
     let labels = ns.labels();
-    labels.get(MANAGED_BY).map(String::as_str) == Some(MANAGER) && labels.get(PREVIEW).map(String::as_str) == Some(preview)
+    labels.get(MANAGED_BY).map(String::as_str) == Some(MANAGER)
+        && labels.get(PREVIEW).map(String::as_str) == Some(preview)
 }
 
 /// Create or update the namespace `name` for `preview` with `labels` (server-side apply).
-pub async fn ensure(client: &Client, name: &str, preview: &str, labels: &BTreeMap<String, String>) -> Result<Namespace, NamespaceError> {
+pub async fn ensure(
+    client: &Client,
+    name: &str,
+    preview: &str,
+    labels: &BTreeMap<String, String>,
+) -> Result<Namespace, NamespaceError> {
     let api: Api<Namespace> = Api::all(client.clone());
     if let Some(existing) = api.get_opt(name).await? {
         if !is_ours(&existing, preview) {
-            return Err(NamespaceError::NotOurs { namespace: name.to_owned(), preview: preview.to_owned() });
+            return Err(NamespaceError::NotOurs {
+                namespace: name.to_owned(),
+                preview: preview.to_owned(),
+            });
         }
         if existing.metadata.deletion_timestamp.is_some() {
             return Err(NamespaceError::Terminating(name.to_owned()));
@@ -42,13 +53,21 @@ pub async fn ensure(client: &Client, name: &str, preview: &str, labels: &BTreeMa
         "kind": "Namespace",
         "metadata": {"name": name, "labels": labels},
     });
-    Ok(api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&ns)).await?)
+    Ok(api
+        .patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&ns),
+        )
+        .await?)
 }
 
 /// Ask for the namespace to be deleted (if it is ours). Returns true when it no longer exists.
 pub async fn delete(client: &Client, name: &str, preview: &str) -> Result<bool, NamespaceError> {
     let api: Api<Namespace> = Api::all(client.clone());
-    let Some(existing) = api.get_opt(name).await? else { return Ok(true) };
+    let Some(existing) = api.get_opt(name).await? else {
+        return Ok(true);
+    };
     if !is_ours(&existing, preview) {
         // Never touch a namespace Sandcastle did not create for this preview.
         return Ok(true);

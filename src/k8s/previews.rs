@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, PostParams};
 use kube::ResourceExt;
+use kube::api::{Api, PostParams};
 
 use super::crd::{PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind, Teardown};
 use super::labels::{self, MANAGED_BY, MANAGER, PR, PREVIEW, REPO};
@@ -52,14 +52,22 @@ impl Outcome {
 }
 
 fn expiry(now: Timestamp, ttl: Duration) -> Time {
-    Time(now.checked_add(jiff::SignedDuration::try_from(ttl).unwrap_or(jiff::SignedDuration::ZERO)).unwrap_or(now))
+    Time(
+        now.checked_add(jiff::SignedDuration::try_from(ttl).unwrap_or(jiff::SignedDuration::ZERO))
+            .unwrap_or(now),
+    )
 }
 
 fn record_delivery(pe: &mut PreviewEnvironment, delivery: &str) {
     let annotations = pe.annotations_mut();
     let mut ids: Vec<String> = annotations
         .get(DELIVERIES)
-        .map(|s| s.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect())
+        .map(|s| {
+            s.split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     ids.push(delivery.to_owned());
     let excess = ids.len().saturating_sub(DELIVERIES_KEPT);
@@ -68,16 +76,24 @@ fn record_delivery(pe: &mut PreviewEnvironment, delivery: &str) {
 }
 
 fn seen(pe: &PreviewEnvironment, delivery: &str) -> bool {
-    pe.annotations().get(DELIVERIES).is_some_and(|s| s.split(',').any(|d| d == delivery))
+    pe.annotations()
+        .get(DELIVERIES)
+        .is_some_and(|s| s.split(',').any(|d| d == delivery))
 }
 
 fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
     let (requested_by, expires_at, teardown) = match &intent.change {
-        Change::Deploy { requested_by, ttl, .. } => (requested_by.clone(), Some(expiry(now, *ttl)), None),
+        Change::Deploy {
+            requested_by, ttl, ..
+        } => (requested_by.clone(), Some(expiry(now, *ttl)), None),
         Change::Teardown { reason, actor } => (
             actor.clone().unwrap_or_else(|| "github".into()),
             None,
-            Some(Teardown { reason: *reason, actor: actor.clone(), at: Time(intent.event_time) }),
+            Some(Teardown {
+                reason: *reason,
+                actor: actor.clone(),
+                at: Time(intent.event_time),
+            }),
         ),
     };
     let mut pe = PreviewEnvironment::new(
@@ -89,7 +105,10 @@ fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
             git_ref: intent.git_ref.clone(),
             sha: intent.sha.to_string(),
             installation_id: intent.installation_id,
-            requested_by: Requester { kind: RequesterKind::GithubUser, name: requested_by },
+            requested_by: Requester {
+                kind: RequesterKind::GithubUser,
+                name: requested_by,
+            },
             expires_at,
             stopped: false,
             teardown,
@@ -106,7 +125,11 @@ fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
 }
 
 /// Change `pe` as `intent` asks. Returns `None` when nothing should be written.
-fn change(pe: &PreviewEnvironment, intent: &Intent, now: Timestamp) -> Result<PreviewEnvironment, Outcome> {
+fn change(
+    pe: &PreviewEnvironment,
+    intent: &Intent,
+    now: Timestamp,
+) -> Result<PreviewEnvironment, Outcome> {
     let last = pe.spec.pr_updated_at.as_ref().map(|t| t.0);
     let mut next = pe.clone();
     match &intent.change {
@@ -143,7 +166,11 @@ fn change(pe: &PreviewEnvironment, intent: &Intent, now: Timestamp) -> Result<Pr
             if last.is_some_and(|l| intent.event_time < l) {
                 return Err(Outcome::Stale);
             }
-            next.spec.teardown = Some(Teardown { reason: *reason, actor: actor.clone(), at: Time(intent.event_time) });
+            next.spec.teardown = Some(Teardown {
+                reason: *reason,
+                actor: actor.clone(),
+                at: Time(intent.event_time),
+            });
         }
     }
     if last.is_none_or(|l| intent.event_time > l) {
@@ -156,7 +183,12 @@ fn change(pe: &PreviewEnvironment, intent: &Intent, now: Timestamp) -> Result<Pr
 }
 
 /// Apply `intent` (from delivery `delivery`) to the previews in `api`'s namespace.
-pub async fn apply(api: &Api<PreviewEnvironment>, intent: &Intent, delivery: &str, now: Timestamp) -> Result<Outcome, kube::Error> {
+pub async fn apply(
+    api: &Api<PreviewEnvironment>,
+    intent: &Intent,
+    delivery: &str,
+    now: Timestamp,
+) -> Result<Outcome, kube::Error> {
     let name = intent.preview.as_str();
     for _ in 0..5 {
         let Some(pe) = api.get_opt(name).await? else {

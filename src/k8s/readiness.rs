@@ -35,7 +35,12 @@ pub struct WorkloadState {
 
 impl WorkloadState {
     pub fn service_status(&self) -> ServiceStatus {
-        ServiceStatus { name: self.name.clone(), kind: self.kind.clone(), ready: self.ready, desired: self.desired }
+        ServiceStatus {
+            name: self.name.clone(),
+            kind: self.kind.clone(),
+            ready: self.ready,
+            desired: self.desired,
+        }
     }
 }
 
@@ -44,7 +49,13 @@ fn selector_query(labels: Option<&std::collections::BTreeMap<String, String>>) -
     if labels.is_empty() {
         return None;
     }
-    Some(labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","))
+    Some(
+        labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    )
 }
 
 pub fn deployment_state(d: &Deployment) -> WorkloadState {
@@ -61,8 +72,16 @@ pub fn deployment_state(d: &Deployment) -> WorkloadState {
         name: d.name_any(),
         ready: available.min(desired),
         desired,
-        health: if ready { Health::Ready } else { Health::Waiting },
-        selector: selector_query(d.spec.as_ref().and_then(|s| s.selector.match_labels.as_ref())),
+        health: if ready {
+            Health::Ready
+        } else {
+            Health::Waiting
+        },
+        selector: selector_query(
+            d.spec
+                .as_ref()
+                .and_then(|s| s.selector.match_labels.as_ref()),
+        ),
     }
 }
 
@@ -73,21 +92,34 @@ pub fn statefulset_state(s: &StatefulSet) -> WorkloadState {
     let observed = st.observed_generation.unwrap_or(-1) >= generation;
     let ready_replicas = st.ready_replicas.unwrap_or(0);
     let updated = st.updated_replicas.unwrap_or(0);
-    let ready = observed && ready_replicas == desired && updated == desired && st.replicas == desired;
+    let ready =
+        observed && ready_replicas == desired && updated == desired && st.replicas == desired;
     WorkloadState {
         kind: "StatefulSet".into(),
         name: s.name_any(),
         ready: ready_replicas.min(desired),
         desired,
-        health: if ready { Health::Ready } else { Health::Waiting },
-        selector: selector_query(s.spec.as_ref().and_then(|s| s.selector.match_labels.as_ref())),
+        health: if ready {
+            Health::Ready
+        } else {
+            Health::Waiting
+        },
+        selector: selector_query(
+            s.spec
+                .as_ref()
+                .and_then(|s| s.selector.match_labels.as_ref()),
+        ),
     }
 }
 
 pub fn job_state(j: &Job) -> WorkloadState {
     let st = j.status.clone().unwrap_or_default();
     let conditions = st.conditions.unwrap_or_default();
-    let is = |t: &str| conditions.iter().find(|c| c.type_ == t && c.status == "True");
+    let is = |t: &str| {
+        conditions
+            .iter()
+            .find(|c| c.type_ == t && c.status == "True")
+    };
     let health = if is("Complete").is_some() {
         Health::Ready
     } else if let Some(c) = is("Failed") {
@@ -120,16 +152,29 @@ pub fn job_state(j: &Job) -> WorkloadState {
 pub fn pod_problem(pods: &[Pod]) -> Option<String> {
     for pod in pods {
         let Some(st) = &pod.status else { continue };
-        let statuses = st.init_container_statuses.iter().flatten().chain(st.container_statuses.iter().flatten());
+        let statuses = st
+            .init_container_statuses
+            .iter()
+            .flatten()
+            .chain(st.container_statuses.iter().flatten());
         for cs in statuses {
             let Some(state) = &cs.state else { continue };
             if let Some(w) = &state.waiting {
                 let reason = w.reason.clone().unwrap_or_default();
-                if reason.is_empty() || reason == "ContainerCreating" || reason == "PodInitializing" {
+                if reason.is_empty() || reason == "ContainerCreating" || reason == "PodInitializing"
+                {
                     continue;
                 }
-                let detail = if reason.contains("Image") { cs.image.clone() } else { w.message.clone().unwrap_or_default() };
-                return Some(if detail.is_empty() { reason } else { format!("{reason} {detail}") });
+                let detail = if reason.contains("Image") {
+                    cs.image.clone()
+                } else {
+                    w.message.clone().unwrap_or_default()
+                };
+                return Some(if detail.is_empty() {
+                    reason
+                } else {
+                    format!("{reason} {detail}")
+                });
             }
             if let Some(t) = &state.terminated
                 && t.exit_code != 0
@@ -140,7 +185,12 @@ pub fn pod_problem(pods: &[Pod]) -> Option<String> {
         }
         for c in st.conditions.iter().flatten() {
             if c.type_ == "PodScheduled" && c.status == "False" {
-                return Some(c.message.clone().or_else(|| c.reason.clone()).unwrap_or_else(|| "Unschedulable".into()));
+                return Some(
+                    c.message
+                        .clone()
+                        .or_else(|| c.reason.clone())
+                        .unwrap_or_else(|| "Unschedulable".into()),
+                );
             }
         }
     }
@@ -149,11 +199,18 @@ pub fn pod_problem(pods: &[Pod]) -> Option<String> {
 
 /// Fetch the current state of the workloads among `objects` (Deployments, StatefulSets, Jobs).
 /// Objects not found yet count as waiting.
-pub async fn workload_states(client: &Client, namespace: &str, objects: &[Value]) -> Result<Vec<WorkloadState>, kube::Error> {
+pub async fn workload_states(
+    client: &Client,
+    namespace: &str,
+    objects: &[Value],
+) -> Result<Vec<WorkloadState>, kube::Error> {
     let mut out = Vec::new();
     for obj in objects {
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let missing = |kind: &str| WorkloadState {
             kind: kind.into(),
             name: name.into(),
@@ -184,11 +241,19 @@ pub async fn workload_states(client: &Client, namespace: &str, objects: &[Value]
 
 /// Why `w` is not ready, from its pods: e.g. `deployment/api 0/2 (ImagePullBackOff ghcr.io/acme/api:abc1234)`.
 pub async fn diagnose(client: &Client, namespace: &str, w: &WorkloadState) -> String {
-    let head = format!("{}/{} {}/{}", w.kind.to_lowercase(), w.name, w.ready, w.desired);
+    let head = format!(
+        "{}/{} {}/{}",
+        w.kind.to_lowercase(),
+        w.name,
+        w.ready,
+        w.desired
+    );
     if let Health::Failed(why) = &w.health {
         return format!("{head}: {why}");
     }
-    let Some(selector) = &w.selector else { return head };
+    let Some(selector) = &w.selector else {
+        return head;
+    };
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     match pods.list(&ListParams::default().labels(selector)).await {
         Ok(list) => match pod_problem(&list.items) {
@@ -203,10 +268,18 @@ pub async fn diagnose(client: &Client, namespace: &str, w: &WorkloadState) -> St
 /// For a failed Job: the failure condition plus the failing container's exit, e.g.
 /// `BackoffLimitExceeded: Job has reached the specified backoff limit (exit 1)`.
 pub async fn job_failure(client: &Client, namespace: &str, w: &WorkloadState) -> String {
-    let Health::Failed(why) = &w.health else { return String::new() };
-    let Some(selector) = &w.selector else { return why.clone() };
+    let Health::Failed(why) = &w.health else {
+        return String::new();
+    };
+    let Some(selector) = &w.selector else {
+        return why.clone();
+    };
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let exit = pods.list(&ListParams::default().labels(selector)).await.ok().and_then(|l| pod_problem(&l.items));
+    let exit = pods
+        .list(&ListParams::default().labels(selector))
+        .await
+        .ok()
+        .and_then(|l| pod_problem(&l.items));
     match exit {
         Some(p) => format!("{why} ({p})"),
         None => why.clone(),
@@ -268,8 +341,16 @@ mod tests {
         }))
         .unwrap();
         let s = job_state(&j);
-        assert_eq!(s.health, Health::Failed("BackoffLimitExceeded: Job has reached the specified backoff limit".into()));
-        assert_eq!(s.selector.as_deref(), Some("batch.kubernetes.io/controller-uid=u1"));
+        assert_eq!(
+            s.health,
+            Health::Failed(
+                "BackoffLimitExceeded: Job has reached the specified backoff limit".into()
+            )
+        );
+        assert_eq!(
+            s.selector.as_deref(),
+            Some("batch.kubernetes.io/controller-uid=u1")
+        );
     }
 
     #[test]
@@ -278,7 +359,10 @@ mod tests {
             {"name": "api", "image": "ghcr.io/acme/api:abc1234", "imageID": "", "ready": false, "restartCount": 0,
              "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}}]}}))
         .unwrap();
-        assert_eq!(pod_problem(&[pull]).as_deref(), Some("ImagePullBackOff ghcr.io/acme/api:abc1234"));
+        assert_eq!(
+            pod_problem(&[pull]).as_deref(),
+            Some("ImagePullBackOff ghcr.io/acme/api:abc1234")
+        );
 
         let crash: Pod = serde_json::from_value(json!({"status": {"containerStatuses": [
             {"name": "api", "image": "x", "imageID": "", "ready": false, "restartCount": 5,
@@ -298,7 +382,10 @@ mod tests {
         let unschedulable: Pod = serde_json::from_value(json!({"status": {"conditions": [
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available"}]}}))
         .unwrap();
-        assert_eq!(pod_problem(&[unschedulable]).as_deref(), Some("0/1 nodes are available"));
+        assert_eq!(
+            pod_problem(&[unschedulable]).as_deref(),
+            Some("0/1 nodes are available")
+        );
 
         let fine: Pod = serde_json::from_value(json!({"status": {"containerStatuses": [
             {"name": "api", "image": "x", "imageID": "", "ready": true, "restartCount": 0, "state": {"running": {}}}]}}))

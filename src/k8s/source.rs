@@ -38,7 +38,11 @@ pub enum SourceError {
     #[error("manifests ConfigMap {0} does not exist")]
     ConfigMapMissing(String),
     #[error("manifests ConfigMap {name}, key {key}: {message}")]
-    Manifest { name: String, key: String, message: String },
+    Manifest {
+        name: String,
+        key: String,
+        message: String,
+    },
     #[error("the Blueprint names no source")]
     NoSource,
     #[error(transparent)]
@@ -60,7 +64,11 @@ impl SourceError {
 
 /// Read the source objects of `blueprint`. `home` is Sandcastle's namespace (where a manifests
 /// ConfigMap lives).
-pub async fn read(resolver: &Resolver, home: &str, blueprint: &BlueprintSpec) -> Result<Vec<Value>, SourceError> {
+pub async fn read(
+    resolver: &Resolver,
+    home: &str,
+    blueprint: &BlueprintSpec,
+) -> Result<Vec<Value>, SourceError> {
     if let Some(ns) = &blueprint.source.namespace {
         return read_namespace(resolver, ns, &blueprint.allow_kinds).await;
     }
@@ -70,23 +78,33 @@ pub async fn read(resolver: &Resolver, home: &str, blueprint: &BlueprintSpec) ->
     Err(SourceError::NoSource)
 }
 
-async fn read_namespace(resolver: &Resolver, ns: &str, extra: &[KindRef]) -> Result<Vec<Value>, SourceError> {
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(resolver.client().clone());
+async fn read_namespace(
+    resolver: &Resolver,
+    ns: &str,
+    extra: &[KindRef],
+) -> Result<Vec<Value>, SourceError> {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(resolver.client().clone());
     if namespaces.get_opt(ns).await?.is_none() {
         return Err(SourceError::NamespaceMissing(ns.to_owned()));
     }
-    let mut kinds: Vec<(String, String)> = LIVE_KINDS.iter().map(|(a, k)| ((*a).to_owned(), (*k).to_owned())).collect();
-    kinds.extend(extra.iter().map(|k| (k.api_version.clone(), k.kind.clone())));
+    let mut kinds: Vec<(String, String)> = LIVE_KINDS
+        .iter()
+        .map(|(a, k)| ((*a).to_owned(), (*k).to_owned()))
+        .collect();
+    kinds.extend(
+        extra
+            .iter()
+            .map(|k| (k.api_version.clone(), k.kind.clone())),
+    );
     let lists = futures::future::try_join_all(kinds.iter().map(|(api_version, kind)| async move {
         let ar = resolver.resolve(api_version, kind, "*").await?;
         let api: Api<DynamicObject> = Api::namespaced_with(resolver.client().clone(), ns, &ar);
         let list = api.list(&ListParams::default()).await?;
-        Ok::<_, SourceError>(
-            list.items
-                .into_iter()
-                .map(|o| with_type(o, api_version, kind))
-                .collect::<Result<Vec<_>, _>>()?,
-        )
+        list.items
+            .into_iter()
+            .map(|o| with_type(o, api_version, kind))
+            .collect::<Result<Vec<_>, SourceError>>()
     }))
     .await?;
     Ok(lists.into_iter().flatten().collect())
@@ -104,9 +122,16 @@ fn with_type(obj: DynamicObject, api_version: &str, kind: &str) -> Result<Value,
     Ok(v)
 }
 
-async fn read_manifests(resolver: &Resolver, home: &str, name: &str) -> Result<Vec<Value>, SourceError> {
+async fn read_manifests(
+    resolver: &Resolver,
+    home: &str,
+    name: &str,
+) -> Result<Vec<Value>, SourceError> {
     let api: Api<ConfigMap> = Api::namespaced(resolver.client().clone(), home);
-    let cm = api.get_opt(name).await?.ok_or_else(|| SourceError::ConfigMapMissing(name.to_owned()))?;
+    let cm = api
+        .get_opt(name)
+        .await?
+        .ok_or_else(|| SourceError::ConfigMapMissing(name.to_owned()))?;
     let mut out = Vec::new();
     // Keys in a stable order, so the same ConfigMap always gives the same plan.
     for (key, yaml) in cm.data.unwrap_or_default() {

@@ -205,3 +205,41 @@ async fn deleting_a_namespace_removes_it_and_its_pods() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_fake_node_renews_its_lease() {
+    // Without lease renewals the node lifecycle controller marks the node NotReady after ~50 s,
+    // and with it every pod, which kwok never makes ready again.
+    use k8s_openapi::api::coordination::v1::Lease;
+    let client = client().await;
+    let leases: Api<Lease> = Api::namespaced(client, "kube-node-lease");
+    let first = leases
+        .get("kwok-node-0")
+        .await
+        .expect("the node has a lease")
+        .spec
+        .unwrap()
+        .renew_time
+        .unwrap();
+    let renewed = eventually("the node lease is renewed", T, || {
+        let leases = leases.clone();
+        let first = first.clone();
+        async move {
+            let now = leases
+                .get("kwok-node-0")
+                .await
+                .map_err(|e| e.to_string())?
+                .spec
+                .unwrap()
+                .renew_time
+                .unwrap();
+            if now.0 > first.0 {
+                Ok(now)
+            } else {
+                Err(format!("still {:?}", now.0))
+            }
+        }
+    })
+    .await;
+    assert!(renewed.0 > first.0);
+}

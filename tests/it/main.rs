@@ -1,8 +1,9 @@
-//! Integration tests against the real local control plane (see `scripts/kube-harness`). One test
-//! binary with a module per area keeps linking cheap.
+//! Integration tests against the real local control plane (see `scripts/kube-harness`) and the
+//! GitHub stand-in. One test binary with a module per area keeps linking cheap.
 
 mod support;
 
 mod crds;
 mod harness;
+mod lifecycle;
 mod server_side_apply;

@@ -273,6 +273,9 @@ func (cp *controlPlane) start(ctx context.Context) error {
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--node-ip=127.0.0.1",
 		"--cidr=10.244.0.0/24",
+		// Without a KwokConfiguration the lease is off by default; the node would then miss its
+		// heartbeats and be marked NotReady (and its pods with it) every ~50 s.
+		"--node-lease-duration-seconds=40",
 		fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort),
 		fmt.Sprintf("--node-port=%d", kwokPort),
 	); err != nil {

@@ -96,6 +96,27 @@ impl Installation {
             .await
     }
 
+    /// The newest deployment of `sha` on `environment`, if there is one (so that a deployment
+    /// is created once per commit even when the record of creating it was lost).
+    pub async fn find_deployment(
+        &self,
+        repo: &RepoName,
+        environment: &str,
+        sha: &str,
+    ) -> Result<Option<Deployment>, GitHubError> {
+        let q = query(&[
+            ("environment", environment),
+            ("sha", sha),
+            ("per_page", "1"),
+        ]);
+        let path = format!("{}/deployments?{q}", repo_path(repo));
+        let list: Vec<Deployment> = self
+            .send(Method::GET, &path, None)
+            .await?
+            .json("deployment list")?;
+        Ok(list.into_iter().next())
+    }
+
     /// Every status of a deployment, newest first.
     pub async fn list_deployment_statuses(
         &self,

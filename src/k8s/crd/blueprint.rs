@@ -30,10 +30,6 @@ fn default_image_tag() -> String {
 }
 
 /// A template environment that pull requests get a copy of.
-#[expect(
-    clippy::duplicated_attributes,
-    reason = "kube's printcolumn(...) entries repeat keys such as type_ by design"
-)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "sandcastle.dev",

@@ -7,10 +7,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The desired state of one preview environment.
-#[expect(
-    clippy::duplicated_attributes,
-    reason = "kube's printcolumn(...) entries repeat keys such as type_ by design"
-)]
 #[derive(CustomResource, JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "sandcastle.dev",

@@ -63,7 +63,9 @@ pub struct TestNamespace {
 
 impl std::fmt::Debug for TestNamespace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestNamespace").field("name", &self.name).finish()
+        f.debug_struct("TestNamespace")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -97,7 +99,10 @@ impl Drop for TestNamespace {
         // On a runtime of its own: the test's runtime is ending. The namespace controller
         // finishes the deletion after the test.
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async move {
                 let client = Client::try_from(config().await).unwrap();
                 let api: Api<Namespace> = Api::all(client);

@@ -18,7 +18,9 @@ use sandcastle::config::Secret;
 use sandcastle::controller::{Settings, clock::Clock};
 use sandcastle::domain::{PrNumber, RepoName, Sha};
 use sandcastle::github::client::{ClientSettings, GitHubApp};
-use sandcastle::github::standin::{Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
+use sandcastle::github::standin::{
+    Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
+};
 use sandcastle::k8s::crd::{self, Phase, PreviewEnvironment};
 use serde_json::{Value, json};
 
@@ -44,9 +46,14 @@ pub async fn load_yaml(client: &Client, ns: &str, yaml: &str) {
         let mut doc = doc;
         doc["metadata"]["namespace"] = Value::from(ns);
         let params = PatchParams::apply("kubectl-client-side-apply").force();
-        let api = resolver.api_for(ns, &doc).await.expect("fixture kind is served");
+        let api = resolver
+            .api_for(ns, &doc)
+            .await
+            .expect("fixture kind is served");
         let name = doc["metadata"]["name"].as_str().unwrap().to_owned();
-        api.patch(&name, &params, &Patch::Apply(&doc)).await.unwrap_or_else(|e| panic!("applying {name}: {e}"));
+        api.patch(&name, &params, &Patch::Apply(&doc))
+            .await
+            .unwrap_or_else(|e| panic!("applying {name}: {e}"));
     }
 }
 
@@ -66,8 +73,16 @@ pub struct World {
 impl World {
     /// A world whose Blueprint `name` clones the staging namespace, loaded with `yaml`, for `repo`.
     pub async fn new(name: &str, yaml: &str, blueprint_extra: Value) -> Self {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(
+                std::env::var("SANDCASTLE_TEST_LOG").unwrap_or_else(|_| "sandcastle=debug".into()),
+            )
+            .with_test_writer()
+            .try_init();
         let client = cluster::client().await;
-        crd::install(&client, Duration::from_secs(30)).await.expect("CRDs install");
+        crd::install(&client, Duration::from_secs(30))
+            .await
+            .expect("CRDs install");
         let home = TestNamespace::new(&client, "it-home").await;
         let staging = TestNamespace::new(&client, "it-staging").await;
         load_yaml(&client, &staging.name, yaml).await;
@@ -84,9 +99,17 @@ impl World {
         }
         let bp = json!({"apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint", "metadata": {"name": name}, "spec": spec});
         let api: Api<crd::Blueprint> = Api::namespaced(client.clone(), &home.name);
-        api.patch(name, &PatchParams::apply("test").force(), &Patch::Apply(&bp)).await.expect("Blueprint accepted");
+        api.patch(
+            name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&bp),
+        )
+        .await
+        .expect("Blueprint accepted");
 
-        let gh = FakeGitHub::start(FakeConfig::test_app()).await.expect("GitHub stand-in starts");
+        let gh = FakeGitHub::start(FakeConfig::test_app())
+            .await
+            .expect("GitHub stand-in starts");
         gh.add_installation(INSTALLATION, repo.owner());
         gh.add_repo(INSTALLATION, &repo);
 
@@ -120,7 +143,13 @@ impl World {
             max_wait: Duration::from_secs(3),
             ..ClientSettings::default()
         };
-        let github = GitHubApp::new(TEST_APP_ID, &Secret::new(TEST_APP_PRIVATE_KEY_PEM), self.gh.url(), settings).expect("GitHub client");
+        let github = GitHubApp::new(
+            TEST_APP_ID,
+            &Secret::new(TEST_APP_PRIVATE_KEY_PEM),
+            self.gh.url(),
+            settings,
+        )
+        .expect("GitHub client");
         Parts {
             client,
             github,
@@ -134,12 +163,17 @@ impl World {
 
     /// Start (or restart) Sandcastle.
     pub async fn start(&mut self) {
-        let running = app::start(self.parts(self.client.clone())).await.expect("Sandcastle starts");
+        let running = app::start(self.parts(self.client.clone()))
+            .await
+            .expect("Sandcastle starts");
         self.sandcastle = Some(running);
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.sandcastle.as_ref().expect("Sandcastle is running").addr
+        self.sandcastle
+            .as_ref()
+            .expect("Sandcastle is running")
+            .addr
     }
 
     /// POST a delivery, signed with the world's secret; returns status and JSON body.
@@ -148,15 +182,27 @@ impl World {
     }
 
     /// POST raw bytes with the given headers to the webhook endpoint of Sandcastle at `addr`.
-    pub async fn post_to(&self, addr: SocketAddr, body: Vec<u8>, headers: Vec<(&'static str, String)>) -> (u16, Value) {
+    pub async fn post_to(
+        &self,
+        addr: SocketAddr,
+        body: Vec<u8>,
+        headers: Vec<(&'static str, String)>,
+    ) -> (u16, Value) {
         let mut req = http::Request::post(format!("http://{addr}/github/webhook"));
         for (k, v) in headers {
             req = req.header(k, v);
         }
-        let resp = self.http.request(req.body(Full::new(Bytes::from(body))).unwrap()).await.expect("webhook answers");
+        let resp = self
+            .http
+            .request(req.body(Full::new(Bytes::from(body))).unwrap())
+            .await
+            .expect("webhook answers");
         let status = resp.status().as_u16();
         let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
     }
 
     pub async fn post(&self, body: Vec<u8>, headers: Vec<(&'static str, String)>) -> (u16, Value) {
@@ -173,12 +219,24 @@ impl World {
     }
 
     /// Wait until preview `name` is in `phase`; returns it.
-    pub async fn wait_phase(&self, name: &str, phase: Phase, timeout: Duration) -> PreviewEnvironment {
+    pub async fn wait_phase(
+        &self,
+        name: &str,
+        phase: Phase,
+        timeout: Duration,
+    ) -> PreviewEnvironment {
         let api = self.previews();
         let want = Some(phase);
-        cluster::wait_for(&api, name, &format!("preview {name} {phase:?}"), timeout, move |pe: Option<&PreviewEnvironment>| {
-            pe.and_then(|p| p.status.as_ref()).is_some_and(|s| s.phase == want)
-        })
+        cluster::wait_for(
+            &api,
+            name,
+            &format!("preview {name} {phase:?}"),
+            timeout,
+            move |pe: Option<&PreviewEnvironment>| {
+                pe.and_then(|p| p.status.as_ref())
+                    .is_some_and(|s| s.phase == want)
+            },
+        )
         .await
         .expect("preview exists")
     }
@@ -189,22 +247,38 @@ impl World {
         let repo = self.repo.clone();
         let sha = sha.clone();
         let state = state.to_owned();
-        cluster::eventually(&format!("GitHub deployment of {} is {state}", sha.short()), timeout, || {
-            let deployments = gh.deployments(&repo);
-            let (sha, state) = (sha.clone(), state.clone());
-            async move {
-                let d = deployments.iter().find(|d| d.sha == sha).ok_or("no deployment for that commit yet")?;
-                match d.latest_state() {
-                    Some(s) if s == state => Ok(()),
-                    other => Err(format!("latest state {other:?}")),
+        let previews = self.previews();
+        cluster::eventually(
+            &format!("GitHub deployment of {} is {state}", sha.short()),
+            timeout,
+            || {
+                let deployments = gh.deployments(&repo);
+                let (sha, state, previews) = (sha.clone(), state.clone(), previews.clone());
+                async move {
+                    let statuses: Vec<_> = previews
+                        .list(&ListParams::default())
+                        .await
+                        .map(|l| l.items.into_iter().map(|p| p.status).collect())
+                        .unwrap_or_default();
+                    let d = deployments.iter().find(|d| d.sha == sha).ok_or(format!(
+                        "no deployment for that commit yet; previews: {statuses:?}"
+                    ))?;
+                    match d.latest_state() {
+                        Some(s) if s == state => Ok(()),
+                        other => Err(format!("latest state {other:?}; previews: {statuses:#?}")),
+                    }
                 }
-            }
-        })
+            },
+        )
         .await;
     }
 
     pub async fn namespace_exists(&self, name: &str) -> bool {
-        Api::<Namespace>::all(self.client.clone()).get_opt(name).await.unwrap().is_some()
+        Api::<Namespace>::all(self.client.clone())
+            .get_opt(name)
+            .await
+            .unwrap()
+            .is_some()
     }
 }
 
@@ -218,20 +292,37 @@ impl Drop for World {
         let prefix = self.prefix.clone();
         // Clean up on a runtime of its own: the test's runtime is ending.
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async move {
                 let client = Client::try_from(cluster::config().await).unwrap();
                 let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
                 if let Ok(list) = previews.list(&ListParams::default()).await {
                     for pe in list {
                         let patch = json!({"metadata": {"finalizers": null}});
-                        let _ = previews.patch(&pe.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await;
+                        let _ = previews
+                            .patch(
+                                &pe.name_any(),
+                                &PatchParams::default(),
+                                &Patch::Merge(&patch),
+                            )
+                            .await;
                     }
                 }
                 let namespaces: Api<Namespace> = Api::all(client);
-                if let Ok(list) = namespaces.list(&ListParams::default().labels("app.kubernetes.io/managed-by=sandcastle")).await {
-                    for ns in list.into_iter().filter(|n| n.name_any().starts_with(&prefix)) {
-                        let _ = namespaces.delete(&ns.name_any(), &DeleteParams::background()).await;
+                if let Ok(list) = namespaces
+                    .list(&ListParams::default().labels("app.kubernetes.io/managed-by=sandcastle"))
+                    .await
+                {
+                    for ns in list
+                        .into_iter()
+                        .filter(|n| n.name_any().starts_with(&prefix))
+                    {
+                        let _ = namespaces
+                            .delete(&ns.name_any(), &DeleteParams::background())
+                            .await;
                     }
                 }
             });
