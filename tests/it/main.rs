@@ -7,3 +7,4 @@ mod crds;
 mod harness;
 mod lifecycle;
 mod server_side_apply;
+mod webhook;

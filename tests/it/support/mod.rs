@@ -2,6 +2,7 @@
 //! world — Sandcastle, the GitHub stand-in and a blueprint (`world`).
 
 pub mod cluster;
+pub mod proxy;
 pub mod world;
 
 pub use self::cluster::{TestNamespace, client, eventually, wait_for};

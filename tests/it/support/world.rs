@@ -188,7 +188,27 @@ impl World {
         body: Vec<u8>,
         headers: Vec<(&'static str, String)>,
     ) -> (u16, Value) {
-        let mut req = http::Request::post(format!("http://{addr}/github/webhook"));
+        self.request(http::Method::POST, addr, "/github/webhook", body, headers)
+            .await
+    }
+
+    /// GET `path` from Sandcastle at `addr`.
+    pub async fn get_from(&self, addr: SocketAddr, path: &str) -> (u16, Value) {
+        self.request(http::Method::GET, addr, path, Vec::new(), Vec::new())
+            .await
+    }
+
+    async fn request(
+        &self,
+        method: http::Method,
+        addr: SocketAddr,
+        path: &str,
+        body: Vec<u8>,
+        headers: Vec<(&'static str, String)>,
+    ) -> (u16, Value) {
+        let mut req = http::Request::builder()
+            .method(method)
+            .uri(format!("http://{addr}{path}"));
         for (k, v) in headers {
             req = req.header(k, v);
         }
