@@ -3,54 +3,26 @@
 //! Sandcastle against a local GitHub stand-in, sends signed pull request deliveries through the
 //! real webhook endpoint and narrates what happens, then tears everything down.
 
+pub mod stage;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client as HttpClient;
-use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
-use kube::{Client, ResourceExt};
-use serde_json::{Value, json};
+use kube::ResourceExt;
+use kube::api::{Api, ListParams};
 use tokio::io::AsyncBufReadExt;
 
-use crate::app::{self, Parts};
-use crate::config::{DemoArgs, KubeArgs, Secret};
-use crate::controller::{Settings, clock::Clock};
-use crate::domain::{PrNumber, RepoName, Sha};
-use crate::github::client::{ClientSettings, GitHubApp};
-use crate::github::standin::{
-    Delivery, FakeConfig, FakeGitHub, PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
-};
-use crate::k8s::apply::Resolver;
+use crate::app;
+use crate::config::{DemoArgs, KubeArgs};
+use crate::domain::{PrNumber, Sha};
+use crate::github::standin::{FakeGitHub, PrSpec};
 use crate::k8s::crd::{self, Phase, PreviewEnvironment};
 
 const HOME: &str = "sandcastle";
 const STAGING: &str = "guestbook-staging";
-const SECRET: &str = "sandcastle-demo-webhook-secret";
-const INGRESS: &str = r"
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: frontend
-spec:
-  rules:
-  - host: guestbook.staging.example.com
-    http:
-      paths:
-      - path: /
-        pathType: Prefix
-        backend:
-          service:
-            name: frontend
-            port:
-              number: 80
-";
-
 fn say(s: impl AsRef<str>) {
     println!("{}", s.as_ref());
 }
@@ -102,53 +74,12 @@ impl Drop for ControlPlane {
     }
 }
 
-async fn load(client: &Client, ns: &str, yaml: &str) -> anyhow::Result<usize> {
-    let resolver = Resolver::new(client.clone());
-    let docs = crate::domain::plan::parse_manifests(yaml)?;
-    for doc in &docs {
-        let api: Api<DynamicObject> = resolver.api_for(ns, doc).await?;
-        let name = doc["metadata"]["name"].as_str().unwrap_or_default();
-        api.patch(
-            name,
-            &PatchParams::apply("kubectl").force(),
-            &Patch::Apply(doc),
-        )
-        .await?;
-    }
-    Ok(docs.len())
-}
-
-async fn ensure_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
-    let api: Api<Namespace> = Api::all(client.clone());
-    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-    api.patch(
-        name,
-        &PatchParams::apply("sandcastle-demo").force(),
-        &Patch::Apply(&ns),
-    )
-    .await?;
-    Ok(())
-}
-
-async fn deliver(addr: std::net::SocketAddr, d: &Delivery) -> anyhow::Result<(u16, Value)> {
-    let http: HttpClient<_, Full<Bytes>> = HttpClient::builder(TokioExecutor::new()).build_http();
-    let mut req = http::Request::post(format!("http://{addr}/github/webhook"));
-    for (k, v) in d.signed_headers(SECRET) {
-        req = req.header(k, v);
-    }
-    let resp = http
-        .request(req.body(Full::new(Bytes::from(d.body.clone())))?)
-        .await?;
-    let status = resp.status().as_u16();
-    let body = resp.into_body().collect().await?.to_bytes();
-    Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
-}
-
-/// Follow a preview until it reaches `want`, narrating each phase change.
+/// Follow a preview until it reaches `want` (at commit `sha`, when given), narrating each change.
 async fn follow(
     api: &Api<PreviewEnvironment>,
     name: &str,
     want: Phase,
+    sha: Option<&Sha>,
     started: Instant,
 ) -> anyhow::Result<PreviewEnvironment> {
     let mut last = (None, None);
@@ -168,7 +99,8 @@ async fn follow(
                 }
                 last = now;
             }
-            if st.phase == Some(want) {
+            let at_sha = sha.is_none_or(|s| st.deployed_sha.as_deref() == Some(s.as_str()));
+            if st.phase == Some(want) && at_sha {
                 return Ok(pe);
             }
             if st.phase == Some(Phase::Failed) && want != Phase::Failed {
@@ -235,62 +167,16 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         cp.kubeconfig.display()
     ));
 
-    ensure_namespace(&client, HOME).await?;
-    ensure_namespace(&client, STAGING).await?;
-    let guestbook = std::fs::read_to_string(
-        root.join("fixtures/blueprints/k8s-guestbook/guestbook-all-in-one.yaml"),
-    )?;
-    let n = load(&client, STAGING, &format!("{guestbook}\n---\n{INGRESS}")).await?;
-    let blueprint = json!({
-        "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint", "metadata": {"name": "guestbook"},
-        "spec": {
-            "source": {"namespace": STAGING},
-            "repositories": ["acme/guestbook"],
-            "images": [{"repository": "gcr.io/google-samples/gb-frontend", "tag": "{{shortSha}}"}],
-            "host": "{{pr}}-{{repo}}.preview.localhost",
-            "primaryService": "frontend",
-        }
-    });
-    let blueprints: Api<crd::Blueprint> = Api::namespaced(client.clone(), HOME);
-    blueprints
-        .patch(
-            "guestbook",
-            &PatchParams::apply("sandcastle-demo").force(),
-            &Patch::Apply(&blueprint),
-        )
-        .await?;
+    let stage = stage::Stage::prepare(client.clone(), HOME, STAGING, args.port, true).await?;
     say(format!(
-        "Loaded the guestbook example ({n} objects) into namespace {STAGING} and made it Blueprint `guestbook` for acme/guestbook."
+        "Loaded the guestbook example ({} objects) into namespace {STAGING} and made it Blueprint `guestbook` for acme/guestbook.",
+        stage.objects
     ));
-
-    let gh = FakeGitHub::start(FakeConfig::test_app()).await?;
-    let repo = RepoName::new("acme/guestbook")?;
-    gh.add_installation(1, "acme");
-    gh.add_repo(1, &repo);
     say(format!(
         "GitHub: a local stand-in of GitHub's REST API at {} (nothing leaves this machine).",
-        gh.url()
+        stage.gh.url()
     ));
-
-    let github = GitHubApp::new(
-        TEST_APP_ID,
-        &Secret::new(TEST_APP_PRIVATE_KEY_PEM),
-        gh.url(),
-        ClientSettings::default(),
-    )?;
-    let mut settings = Settings::for_namespace(HOME);
-    settings.progress_interval = Duration::from_millis(500);
-    let running = app::start(Parts {
-        client: client.clone(),
-        github,
-        settings: settings.clone(),
-        webhook_secrets: vec![Secret::new(SECRET)],
-        listen: ([127, 0, 0, 1], args.port).into(),
-        clock: Clock::system(),
-        controller: true,
-    })
-    .await?;
-    let addr = running.addr;
+    let (gh, repo, addr) = (stage.gh.clone(), stage.repo.clone(), stage.running.addr);
     say(format!(
         "Sandcastle is listening on http://{addr} (webhook: POST /github/webhook)."
     ));
@@ -304,14 +190,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "1. Pull request #42 opened at commit {}. Sending the signed delivery…",
         first.short()
     ));
-    let (status, body) = deliver(
-        addr,
-        &gh.open_pull_request(&repo, PrSpec::new(number, first.clone(), "feature/login")),
-    )
-    .await?;
+    let (status, body) = stage
+        .deliver(&gh.open_pull_request(&repo, PrSpec::new(number, first.clone(), "feature/login")))
+        .await?;
     say(format!("   webhook answered {status} {body}"));
     let t = Instant::now();
-    let pe = follow(&previews, name, Phase::Ready, t).await?;
+    let pe = follow(&previews, name, Phase::Ready, Some(&first), t).await?;
     let st = pe.status.clone().unwrap_or_default();
     let ns = st.namespace.clone().unwrap_or_default();
     let objects = st.rollout.as_ref().map_or(0, |r| r.objects);
@@ -333,16 +217,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "2. New commit {} pushed (synchronize). Sending the delivery…",
         second.short()
     ));
-    let (status, body) = deliver(addr, &gh.push(&repo, number, &second)).await?;
+    let (status, body) = stage.deliver(&gh.push(&repo, number, &second)).await?;
     say(format!("   webhook answered {status} {body}"));
-    let t = Instant::now();
-    loop {
-        let pe = follow(&previews, name, Phase::Ready, t).await?;
-        if pe.status.and_then(|s| s.deployed_sha).as_deref() == Some(second.as_str()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    follow(&previews, name, Phase::Ready, Some(&second), Instant::now()).await?;
     let d: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), &ns);
     let frontend = d.get("frontend").await?;
     let image = frontend
@@ -361,9 +238,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
     say("");
     say("3. Pull request #42 merged. Sending the delivery…");
-    let (status, body) = deliver(addr, &gh.close(&repo, number, true)).await?;
+    let (status, body) = stage.deliver(&gh.close(&repo, number, true)).await?;
     say(format!("   webhook answered {status} {body}"));
-    follow(&previews, name, Phase::Removed, Instant::now()).await?;
+    follow(&previews, name, Phase::Removed, None, Instant::now()).await?;
     let gone = Api::<Namespace>::all(client.clone())
         .list(&ListParams::default())
         .await?
@@ -379,7 +256,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
     ));
     github_calls(&gh, seen);
-    running.shutdown().await;
+    stage.running.shutdown().await;
     drop(cp);
     say("Done.");
     Ok(ExitCode::SUCCESS)
