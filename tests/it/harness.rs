@@ -14,15 +14,11 @@ use crate::support::{TestNamespace, client, eventually, wait_for};
 
 const T: Duration = Duration::from_secs(60);
 
-#[tokio::test]
-async fn deployment_with_two_replicas_becomes_available() {
-    let client = client().await;
-    let ns = TestNamespace::new(&client, "it-harness-deploy").await;
-    let deployments: Api<Deployment> = ns.api();
-    let d: Deployment = serde_json::from_value(json!({
+fn web_deployment(replicas: i32) -> Deployment {
+    serde_json::from_value(json!({
         "metadata": {"name": "web"},
         "spec": {
-            "replicas": 2,
+            "replicas": replicas,
             "selector": {"matchLabels": {"app": "web"}},
             "template": {
                 "metadata": {"labels": {"app": "web"}},
@@ -30,7 +26,31 @@ async fn deployment_with_two_replicas_becomes_available() {
             }
         }
     }))
-    .unwrap();
+    .unwrap()
+}
+
+/// A one-shot Job; `fate` is a kwok test stage (see tests/kwok-stages).
+fn job(name: &str, fate: Option<&str>) -> Job {
+    let annotations = fate.map_or_else(|| json!({}), |f| json!({"test.sandcastle.dev/fate": f}));
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": name, "image": "registry.k8s.io/pause:3.10"}]}
+            }
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn deployment_with_two_replicas_becomes_available() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "it-harness-deploy").await;
+    let deployments: Api<Deployment> = ns.api();
+    let d = web_deployment(2);
     deployments
         .create(&PostParams::default(), &d)
         .await
@@ -73,17 +93,7 @@ async fn job_runs_to_completion() {
     let client = client().await;
     let ns = TestNamespace::new(&client, "it-harness-job").await;
     let jobs: Api<Job> = ns.api();
-    let j: Job = serde_json::from_value(json!({
-        "metadata": {"name": "once"},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {"spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "once", "image": "registry.k8s.io/pause:3.10"}]
-            }}
-        }
-    }))
-    .unwrap();
+    let j = job("once", None);
     jobs.create(&PostParams::default(), &j).await.unwrap();
     wait_for(
         &jobs,
@@ -104,20 +114,7 @@ async fn a_pod_given_the_fail_fate_fails_its_job() {
     let client = client().await;
     let ns = TestNamespace::new(&client, "it-harness-fail").await;
     let jobs: Api<Job> = ns.api();
-    let j: Job = serde_json::from_value(json!({
-        "metadata": {"name": "doomed"},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {"annotations": {"test.sandcastle.dev/fate": "fail"}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "doomed", "image": "registry.k8s.io/pause:3.10"}]
-                }
-            }
-        }
-    }))
-    .unwrap();
+    let j = job("doomed", Some("fail"));
     jobs.create(&PostParams::default(), &j).await.unwrap();
     let failed = |job: Option<&Job>| {
         job.and_then(|j| j.status.as_ref())
@@ -143,18 +140,7 @@ async fn deleting_a_namespace_removes_it_and_its_pods() {
     let client = client().await;
     let ns = TestNamespace::new(&client, "it-harness-delete").await;
     let deployments: Api<Deployment> = ns.api();
-    let d: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "registry.k8s.io/pause:3.10"}]}
-            }
-        }
-    }))
-    .unwrap();
+    let d = web_deployment(1);
     deployments
         .create(&PostParams::default(), &d)
         .await

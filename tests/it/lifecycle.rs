@@ -19,29 +19,7 @@ const T: Duration = Duration::from_secs(60);
 
 /// The guestbook from kubernetes/examples, plus an Ingress so the preview has a URL.
 fn guestbook() -> String {
-    let base =
-        std::fs::read_to_string("fixtures/blueprints/k8s-guestbook/guestbook-all-in-one.yaml")
-            .unwrap();
-    format!(
-        "{base}\n---\n{}",
-        r"apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: frontend
-spec:
-  rules:
-  - host: guestbook.staging.example.com
-    http:
-      paths:
-      - path: /
-        pathType: Prefix
-        backend:
-          service:
-            name: frontend
-            port:
-              number: 80
-"
-    )
+    sandcastle::demo::stage::guestbook_yaml().unwrap()
 }
 
 fn images() -> serde_json::Value {

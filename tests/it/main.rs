@@ -6,5 +6,6 @@ mod support;
 mod crds;
 mod harness;
 mod lifecycle;
+mod serve;
 mod server_side_apply;
 mod webhook;
