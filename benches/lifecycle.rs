@@ -1,6 +1,8 @@
-//! From an `opened` delivery to all objects applied and to Ready, for the guestbook blueprint on
-//! the local control plane (run with `scripts/bench-lifecycle`). Times are taken from a watch on
-//! the PreviewEnvironment, so they do not depend on a polling interval.
+//! From an `opened` delivery to each step of the plan applied, to all objects applied and to
+//! Ready, for the guestbook blueprint on the local control plane (run with
+//! `scripts/bench-lifecycle`). Times are taken from a watch on the PreviewEnvironment, so they do
+//! not depend on a polling interval. Steps are applied in order (guardrails, config, apps,
+//! ingress), each once the one before is ready, so the last step lands just before Ready.
 
 mod support;
 
@@ -29,6 +31,8 @@ async fn main() {
     let mut applied = Vec::new();
     let mut ready = Vec::new();
     let mut objects = 0;
+    // Time at which each number of applied steps was first seen, per preview.
+    let mut steps: std::collections::BTreeMap<u32, Vec<Duration>> = std::collections::BTreeMap::new();
     for n in 1..=PREVIEWS {
         let name = format!("guestbook-pr-{n}");
         let mut events = watcher(
@@ -49,6 +53,12 @@ async fn main() {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
         while let Ok(Some(Ok(pe))) = tokio::time::timeout_at(deadline, events.next()).await {
             let st = pe.status.unwrap_or_default();
+            if let Some(r) = &st.rollout {
+                let seen = steps.entry(r.applied_steps).or_default();
+                if seen.len() < usize::try_from(n).unwrap() {
+                    seen.push(t.elapsed());
+                }
+            }
             if let Some(r) = &st.rollout
                 && r.applied_steps == r.total_steps
                 && applied_at.is_none()
@@ -66,6 +76,9 @@ async fn main() {
     println!(
         "guestbook blueprint: {objects} objects (guardrails included), {PREVIEWS} previews one after another"
     );
+    for (n, times) in &mut steps {
+        println!("opened → {n} steps applied: {}", support::summary(times));
+    }
     println!("opened → all applied: {}", support::summary(&mut applied));
     println!("opened → Ready:       {}", support::summary(&mut ready));
     stage.running.shutdown().await;
