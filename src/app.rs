@@ -109,6 +109,9 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         deliveries: Deliveries::new(10_000),
         blueprints: store,
         clock: parts.clock.clone(),
+        github: parts.github.clone(),
+        permissions: Arc::default(),
+        public_url: parts.settings.public_url.clone(),
     };
     let listener = tokio::net::TcpListener::bind(parts.listen)
         .await

@@ -3,14 +3,17 @@
 //!
 //! Data flows through the modules in this order:
 //! - [`config`]: the only reader of flags and environment.
-//! - [`http`]: the axum router — GitHub webhook, health, preview pages.
-//! - [`github`]: webhook verification and parsing, events to intents, the App client, and a
-//!   local stand-in of GitHub's API for the demo and tests.
+//! - [`http`]: the axum router — GitHub webhook (pull request events, `/preview` commands, check
+//!   runs), health, preview pages.
+//! - [`github`]: webhook verification and parsing, events to intents, commands and who may run
+//!   them, a repository's `.github/sandcastle.yml`, what people read, the App client, and a local
+//!   stand-in of GitHub's API for the demo and tests.
 //! - [`domain`]: pure types and rules (identifiers, naming, durations, the clone plan,
 //!   guardrails).
 //! - [`k8s`]: custom resources and everything done through the Kubernetes API (desired-state
 //!   writes, sources, apply, readiness, namespaces).
-//! - [`controller`]: the reconcile loop that makes each preview true and reports it to GitHub.
+//! - [`controller`]: the reconcile loop that makes each preview true and reports it to GitHub
+//!   (deployment statuses and the sticky comment).
 //! - [`app`]: assembles a running process from those parts.
 //!
 //! Every entry point writes desired state (a `PreviewEnvironment`); one controller makes it true.

@@ -1,12 +1,18 @@
-//! What every reconcile needs: clients, settings and the clock.
+//! What every reconcile needs: clients, settings, the clock, and the previews to look at again
+//! after a failed GitHub call.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use kube::Client;
+use kube::runtime::reflector::ObjectRef;
+use tokio::sync::mpsc;
 
 use super::clock::Clock;
 use crate::github::client::GitHubApp;
 use crate::k8s::apply::Resolver;
+use crate::k8s::crd::PreviewEnvironment;
 
 /// Controller settings, from configuration.
 #[derive(Debug, Clone)]
@@ -53,6 +59,61 @@ pub struct Context {
     pub github: GitHubApp,
     pub settings: Settings,
     pub clock: Clock,
+    pub retry: Retry,
+}
+
+type Wakeups = mpsc::UnboundedReceiver<ObjectRef<PreviewEnvironment>>;
+
+/// Previews to reconcile again once a pause after a failed GitHub call is over, whatever their
+/// next requeue is (a removed preview's is days away). One pending wake-up per preview.
+#[derive(Clone, Debug)]
+pub struct Retry {
+    tx: mpsc::UnboundedSender<ObjectRef<PreviewEnvironment>>,
+    rx: Arc<Mutex<Option<Wakeups>>>,
+    until: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self {
+            tx,
+            rx: Arc::new(Mutex::new(Some(rx))),
+            until: Arc::default(),
+        }
+    }
+}
+
+impl Retry {
+    /// Whether preview `name` is in a pause after a failure.
+    pub fn waiting(&self, name: &str) -> bool {
+        let until = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        until.get(name).is_some_and(|t| *t > Instant::now())
+    }
+
+    /// Pause `name` for `wait`, then reconcile it (unless a pause is already running).
+    pub fn schedule(&self, name: &str, home: &str, wait: Duration) {
+        {
+            let mut until = self.until.lock().unwrap_or_else(|p| p.into_inner());
+            let now = Instant::now();
+            until.retain(|_, t| *t > now);
+            if until.contains_key(name) {
+                return;
+            }
+            until.insert(name.to_owned(), now + wait);
+        }
+        let tx = self.tx.clone();
+        let obj = ObjectRef::new(name).within(home);
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            let _ = tx.send(obj);
+        });
+    }
+
+    /// The wake-ups, for the controller (once).
+    pub(super) fn take_wakeups(&self) -> Option<Wakeups> {
+        self.rx.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
 }
 
 impl std::fmt::Debug for Context {
@@ -71,6 +132,7 @@ impl Context {
             github,
             settings,
             clock,
+            retry: Retry::default(),
         }
     }
 }

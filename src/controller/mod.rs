@@ -1,13 +1,16 @@
-//! The controller: the only writer of preview namespaces and GitHub deployment statuses. It
-//! watches PreviewEnvironments (and the workloads and namespaces it creates, and Blueprints) and
-//! reconciles each preview towards its spec, level-triggered and idempotent.
+//! The controller: the only writer of preview namespaces, GitHub deployment statuses and sticky
+//! comments. It watches PreviewEnvironments (and the workloads and namespaces it creates, and
+//! Blueprints) and reconciles each preview towards its spec, level-triggered and idempotent;
+//! previews whose GitHub reporting failed are looked at again after a pause.
 
+mod checks;
 pub mod clock;
 pub mod context;
 mod reconcile;
 mod report;
 mod rollout;
 mod status;
+mod sticky;
 mod teardown;
 
 use std::sync::Arc;
@@ -52,7 +55,14 @@ pub async fn run(
     let h4 = home.clone();
     let controller = Controller::new(previews, watcher::Config::default());
     let store = controller.store();
+    // Previews whose GitHub reporting failed are looked at again after a pause.
+    let wakeups = futures::stream::unfold(ctx.retry.take_wakeups(), |rx| async move {
+        let mut rx = rx?;
+        let next = rx.recv().await?;
+        Some((next, Some(rx)))
+    });
     controller
+        .reconcile_on(wakeups)
         .watches(
             Api::<Deployment>::all(client.clone()),
             ours.clone(),

@@ -1,5 +1,6 @@
-//! One reconcile of one PreviewEnvironment: finalize when deleted, tear down when asked,
-//! otherwise roll the preview out towards its spec.
+//! One reconcile of one PreviewEnvironment: keep its sticky comment in line with what the last
+//! reconcile saved, finalize when deleted, tear down when asked, wait while a fork's pull request
+//! awaits a maintainer's approval, otherwise roll the preview out towards its spec.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,8 +11,10 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use super::context::Context;
-use super::{rollout, teardown};
-use crate::k8s::crd::PreviewEnvironment;
+use super::status::{save, set_phase};
+use super::{rollout, sticky, teardown};
+use crate::domain::Sha;
+use crate::k8s::crd::{Phase, PreviewEnvironment};
 use crate::k8s::labels::FINALIZER;
 
 #[derive(Debug, thiserror::Error)]
@@ -36,8 +39,14 @@ pub(super) async fn reconcile(
     if pe.meta().deletion_timestamp.is_some() {
         return teardown::finalize(&api, &pe, &ctx).await;
     }
+    // Every status change (saved by the previous reconcile) brings a reconcile here, so the
+    // comment follows the status without a GitHub call on every pass.
+    let pe = sticky::sync(&api, pe, &ctx).await?;
     if pe.spec.teardown.is_some() {
         return teardown::tombstone(&api, &pe, &ctx).await;
+    }
+    if pe.spec.awaiting_approval {
+        return await_approval(&api, &pe, &ctx).await;
     }
     if !pe.finalizers().iter().any(|f| f == FINALIZER) {
         add_finalizer(&api, &pe).await?;
@@ -45,6 +54,28 @@ pub(super) async fn reconcile(
         return Ok(Action::await_change());
     }
     rollout::run(&api, &pe, &ctx).await
+}
+
+/// A fork's pull request nobody permitted has approved: nothing is deployed.
+async fn await_approval(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    let mut st = pe.status.clone().unwrap_or_default();
+    let short =
+        Sha::new(&pe.spec.sha).map_or_else(|_| pe.spec.sha.clone(), |s| s.short().to_owned());
+    set_phase(
+        &mut st,
+        Phase::Pending,
+        format!(
+            "pull request from a fork: waiting for someone with write access to comment /preview to deploy {short}"
+        ),
+        ctx.clock.now(),
+        Some(&pe.spec.sha),
+    );
+    save(api, pe, &st).await?;
+    Ok(Action::await_change())
 }
 
 pub(super) fn error_policy(pe: Arc<PreviewEnvironment>, err: &Error, _ctx: Arc<Context>) -> Action {

@@ -1,6 +1,8 @@
-//! Rolling a preview out: read the Blueprint's source, plan, create the namespace with its
-//! guardrails, apply the plan phase by phase and wait for each phase to be ready (within the
-//! Blueprint's readiness timeout), keeping status and GitHub true at every step.
+//! Rolling a preview out: wait for the Blueprint's required check runs on the commit, read the
+//! Blueprint's source, plan, create the namespace with its guardrails, apply the plan phase by
+//! phase and wait for each phase to be ready (within the Blueprint's readiness timeout), keeping
+//! status and GitHub true at every step. A `/preview` on an unchanged commit starts a new
+//! rollout (the `redeploy` annotation is part of the plan's hash).
 
 use std::time::Duration;
 
@@ -12,6 +14,7 @@ use kube::runtime::controller::Action;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::checks::{self, Gate};
 use super::context::Context;
 use super::reconcile::Error;
 use super::report::{self, Report};
@@ -23,6 +26,7 @@ use crate::domain::plan::{self, Plan, PreviewContext};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
 use crate::k8s::apply::ApplyError;
 use crate::k8s::crd::{Blueprint, Phase, PreviewEnvironment, PreviewStatus, Rollout};
+use crate::k8s::labels::REDEPLOY;
 use crate::k8s::namespace::{self, NamespaceError};
 use crate::k8s::readiness::{self, Health};
 use crate::k8s::source;
@@ -82,8 +86,11 @@ async fn resolve(pe: &PreviewEnvironment, ctx: &Context) -> Result<Target, Unres
     })
 }
 
-fn plan_hash(steps: &[(String, Vec<Value>)]) -> String {
+fn plan_hash(steps: &[(String, Vec<Value>)], redeploy: Option<&String>) -> String {
     let mut h = Sha256::new();
+    if let Some(token) = redeploy {
+        h.update(token.as_bytes());
+    }
     for (phase, objects) in steps {
         h.update(phase.as_bytes());
         for o in objects {
@@ -142,6 +149,29 @@ pub(super) async fn run(
     let spec = &target.blueprint.spec;
     st.namespace = Some(pctx.namespace.to_string());
 
+    // The commit's images may not exist before its checks pass: until then, wait (a preview
+    // running an older commit keeps running it).
+    if spec.wait_for_checks.is_empty() {
+        st.waiting_for_checks.clear();
+    } else if st.checks_passed_sha.as_deref() != Some(pe.spec.sha.as_str()) {
+        match checks::gate(pe, &spec.wait_for_checks, ctx).await {
+            Gate::Passed => {
+                st.checks_passed_sha = Some(pe.spec.sha.clone());
+                st.waiting_for_checks.clear();
+            }
+            Gate::Waiting {
+                pending,
+                message,
+                again,
+            } => {
+                set_phase(&mut st, Phase::Pending, message, now, Some(&pe.spec.sha));
+                st.waiting_for_checks = pending;
+                save(api, pe, &st).await?;
+                return Ok(super::after(again));
+            }
+        }
+    }
+
     // Plan first: a refused blueprint fails before anything is created.
     let objects = match source::read(&ctx.resolver, &ctx.settings.home, spec).await {
         Ok(o) => o,
@@ -171,7 +201,7 @@ pub(super) async fn run(
             .iter()
             .map(|s| (s.phase.as_str().to_owned(), s.objects.clone())),
     );
-    let hash = plan_hash(&steps);
+    let hash = plan_hash(&steps, pe.annotations().get(REDEPLOY));
     let total_objects: usize = steps.iter().map(|(_, o)| o.len()).sum();
 
     let new_rollout = st.rollout.as_ref().is_none_or(|r| r.plan_hash != hash);

@@ -51,6 +51,7 @@ fn removal_message(pe: &PreviewEnvironment) -> String {
         TeardownReason::Closed => format!("removed: pull request closed{by}"),
         TeardownReason::Expired => "removed: the preview expired".into(),
         TeardownReason::Destroyed => format!("removed: destroyed{by}"),
+        TeardownReason::NoPreview => format!("removed: labelled no-preview{by}"),
     }
 }
 

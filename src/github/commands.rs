@@ -236,7 +236,7 @@ fn compact(d: Duration) -> String {
 pub struct HelpLimits {
     /// How long a new preview lives.
     pub ttl: Duration,
-    /// The furthest from now that `extend` can push the expiry.
+    /// The longest a preview may live, counted from its creation (`extend` stops there).
     pub max_ttl: Duration,
     /// Idle time after which a preview is stopped, if any.
     pub stop_after_idle: Option<Duration>,
@@ -284,7 +284,7 @@ fn help_entry(command: Command, limits: &HelpLimits) -> (String, String) {
         Command::Extend(example) => (
             format!("{KEYWORD} extend <duration>"),
             format!(
-                "Push the expiry back, e.g. `{}` or `4h`; at most {max} from now.",
+                "Push the expiry back, e.g. `{}` or `4h`; a preview lives at most {max} in all.",
                 compact(example)
             ),
         ),
@@ -312,7 +312,7 @@ pub fn help_text(limits: &HelpLimits) -> String {
         out.push_str(&format!("| `{usage}` | {what} |\n"));
     }
     let mut limits_line = format!(
-        "\nPreviews live {} unless extended (up to {} from now)",
+        "\nPreviews live {} after their last deploy unless extended (at most {} in all)",
         duration::human(limits.ttl),
         duration::human(limits.max_ttl)
     );
@@ -521,7 +521,9 @@ mod tests {
             ..limits
         };
         let text = help_text(&bare);
-        assert!(text.contains("Previews live 1d unless extended (up to 7d from now).\n"));
+        assert!(text.contains(
+            "Previews live 1d after their last deploy unless extended (at most 7d in all).\n"
+        ));
         assert!(!text.contains("idle"));
     }
 }

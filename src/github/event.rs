@@ -126,8 +126,12 @@ pub struct CommentEvent {
     pub comment_id: u64,
     pub body: String,
     pub author: String,
-    /// Written by a bot or through an App (possibly Sandcastle itself): never a command.
+    /// Written by a bot or through an App (possibly Sandcastle itself). Other bots and agents
+    /// are held to the same permission rule as people; Sandcastle's own comments are never
+    /// commands (see `via_app`).
     pub author_is_bot: bool,
+    /// The App the comment was made through (`performed_via_github_app.id`), if any.
+    pub via_app: Option<u64>,
     pub installation_id: Option<u64>,
 }
 
@@ -463,6 +467,7 @@ mod tests {
         assert_eq!(c.body, "/build");
         assert_eq!(c.author, "chhsia0");
         assert!(!c.author_is_bot);
+        assert_eq!(c.via_app, None);
         // A repository webhook: no installation.
         assert_eq!(c.installation_id, None);
         assert_eq!(
@@ -579,7 +584,9 @@ mod tests {
 
         let mut v = value("issue_comment.created.json");
         v["comment"]["performed_via_github_app"] = json!({"id": 1, "slug": "other"});
-        assert!(comment(parse_value("issue_comment", &v)).author_is_bot);
+        let c = comment(parse_value("issue_comment", &v));
+        assert!(c.author_is_bot);
+        assert_eq!(c.via_app, Some(1));
 
         let mut v = value("issue_comment.created.json");
         v["action"] = json!("edited");

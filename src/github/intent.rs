@@ -1,12 +1,21 @@
 //! From a pull request event to desired state: which previews (one per Blueprint that covers the
-//! repository) should exist at which commit, or be torn down. Pure: the caller supplies the
-//! Blueprints; writing the result is `k8s::previews`.
+//! repository, or the one the repository's `.github/sandcastle.yml` chose) should exist at which
+//! commit, wait for a maintainer's approval (forks), or be torn down. Pure: the caller supplies
+//! the Blueprints and the repository's configuration; writing the result is `k8s::previews`.
+//!
+//! Triggers: with `trigger: auto`, opened, reopened, synchronize and ready_for_review deploy
+//! non-draft pull requests from the repository itself, unless they carry the `no-preview`
+//! label; `trigger: comment` waits for `/preview`. A push always moves a preview that exists
+//! (someone asked for it), except a fork's, which stays on the commit a maintainer approved.
+//! Adding `no-preview` takes the pull request's previews down; removing it deploys again as if
+//! the pull request had just opened.
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 
 use super::event::{PrAction, PullRequestEvent};
+use super::repo_config::RepoConfig;
 use crate::domain::duration;
 use crate::domain::naming::{self, PreviewIdentity};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
@@ -27,6 +36,9 @@ pub struct Intent {
     pub change: Change,
 }
 
+/// The label that keeps a pull request from being deployed automatically.
+pub const NO_PREVIEW_LABEL: &str = "no-preview";
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// Run the preview at `sha`. `create`: make it if it does not exist (otherwise only move an
@@ -37,10 +49,15 @@ pub enum Change {
         ttl: Duration,
         max_ttl: Duration,
     },
-    /// Take the preview down (PR merged or closed).
+    /// A fork's head is `sha`: a preview nobody approved yet waits at it (`create`: make one if
+    /// there is none); a preview a maintainer approved stays pinned where it is.
+    AwaitApproval { create: bool, requested_by: String },
+    /// Take the preview down (PR merged or closed, `no-preview` added). `create`: leave a
+    /// tombstone even if there is no preview, so that late deliveries cannot make one.
     Teardown {
         reason: TeardownReason,
         actor: Option<String>,
+        create: bool,
     },
 }
 
@@ -62,8 +79,13 @@ fn covers(pattern: &str, repo: &RepoName) -> bool {
 
 /// Whether a Blueprint admits pull requests from `repo` into `base`.
 pub fn admits(spec: &BlueprintSpec, repo: &RepoName, base: &str) -> bool {
-    spec.repositories.iter().any(|p| covers(p, repo))
+    covers_repo(spec, repo)
         && (spec.base_branches.is_empty() || spec.base_branches.iter().any(|b| b == base))
+}
+
+/// Whether a Blueprint lists `repo` (into whichever base branch).
+pub fn covers_repo(spec: &BlueprintSpec, repo: &RepoName) -> bool {
+    spec.repositories.iter().any(|p| covers(p, repo))
 }
 
 /// Whether another repository with the same name but another owner may use the Blueprint, so
@@ -93,13 +115,16 @@ pub fn preview_name(
 }
 
 /// The intents of a pull request event, and why Blueprints that cover the repository were
-/// passed over.
+/// passed over. `config` is the repository's `.github/sandcastle.yml` from the base branch.
 pub fn from_pull_request(
     ev: &PullRequestEvent,
     blueprints: &[(&str, &BlueprintSpec)],
+    config: &RepoConfig,
 ) -> (Vec<Intent>, Vec<Skipped>) {
     let mut intents = Vec::new();
     let mut skipped = Vec::new();
+    let no_preview_label = ev.labels.iter().any(|l| l == NO_PREVIEW_LABEL);
+    let about_no_preview = ev.label.as_deref() == Some(NO_PREVIEW_LABEL);
     for (name, spec) in blueprints
         .iter()
         .filter(|(_, s)| admits(s, &ev.repo, &ev.base.ref_))
@@ -107,6 +132,14 @@ pub fn from_pull_request(
         let skip = |reason: &str| Skipped {
             blueprint: (*name).to_owned(),
             reason: reason.to_owned(),
+        };
+        let head_moved = match &ev.action {
+            PrAction::Opened
+            | PrAction::Reopened
+            | PrAction::Synchronize
+            | PrAction::ReadyForReview => true,
+            PrAction::Unlabeled => about_no_preview,
+            _ => false,
         };
         let change = match &ev.action {
             PrAction::Closed => Some(Change::Teardown {
@@ -120,40 +153,53 @@ pub fn from_pull_request(
                 } else {
                     Some(ev.sender.clone())
                 },
+                create: true,
             }),
-            PrAction::Opened
-            | PrAction::Reopened
-            | PrAction::Synchronize
-            | PrAction::ReadyForReview => {
+            // Whatever the repository configuration chose then, its previews go.
+            PrAction::Labeled if about_no_preview => Some(Change::Teardown {
+                reason: TeardownReason::NoPreview,
+                actor: Some(ev.sender.clone()),
+                create: false,
+            }),
+            _ if !head_moved => None,
+            _ if !config.selects(name) => {
+                skipped.push(skip("not the blueprint chosen in .github/sandcastle.yml"));
+                None
+            }
+            _ => {
+                let auto = config.trigger(spec) == Trigger::Auto;
+                let why_not = if ev.draft {
+                    Some("draft pull request")
+                } else if no_preview_label {
+                    Some("labelled no-preview")
+                } else if !auto {
+                    Some("deploys on /preview only")
+                } else {
+                    None
+                };
                 if ev.is_fork() {
                     // Fork code is never deployed without a maintainer asking; a push does not
                     // move a preview a maintainer pinned to an earlier commit.
                     skipped.push(skip(
                         "pull request from a fork: a maintainer can comment /preview",
                     ));
+                    Some(Change::AwaitApproval {
+                        create: why_not.is_none(),
+                        requested_by: ev.sender.clone(),
+                    })
+                } else if let (Some(why), false) = (why_not, ev.action == PrAction::Synchronize) {
+                    skipped.push(skip(why));
                     None
                 } else {
-                    let auto = spec.trigger == Trigger::Auto && !ev.draft;
-                    if !auto && ev.action != PrAction::Synchronize {
-                        skipped.push(skip(if ev.draft {
-                            "draft pull request"
-                        } else {
-                            "Blueprint deploys on /preview only"
-                        }));
-                        None
-                    } else {
-                        Some(Change::Deploy {
-                            create: auto,
-                            requested_by: ev.sender.clone(),
-                            ttl: duration::parse_field(&spec.ttl)
-                                .unwrap_or(Duration::from_secs(24 * 3600)),
-                            max_ttl: duration::parse_field(&spec.max_ttl)
-                                .unwrap_or(Duration::from_secs(168 * 3600)),
-                        })
-                    }
+                    Some(Change::Deploy {
+                        create: why_not.is_none(),
+                        requested_by: ev.sender.clone(),
+                        ttl: config.ttl(spec),
+                        max_ttl: duration::parse_field(&spec.max_ttl)
+                            .unwrap_or(Duration::from_secs(168 * 3600)),
+                    })
                 }
             }
-            _ => None,
         };
         if let Some(change) = change {
             intents.push(Intent {
@@ -215,6 +261,18 @@ mod tests {
         }
     }
 
+    fn none() -> RepoConfig {
+        RepoConfig::default()
+    }
+
+    fn changes(ev: &PullRequestEvent, bps: &[(&str, &BlueprintSpec)]) -> Vec<Change> {
+        from_pull_request(ev, bps, &none())
+            .0
+            .into_iter()
+            .map(|i| i.change)
+            .collect()
+    }
+
     #[test]
     fn opened_deploys_for_every_covering_auto_blueprint() {
         let shop = spec(&["acme/shop"], Trigger::Auto);
@@ -223,6 +281,7 @@ mod tests {
         let (intents, skipped) = from_pull_request(
             &event(PrAction::Opened),
             &[("shop", &shop), ("all", &all), ("web", &other)],
+            &none(),
         );
         let names: Vec<_> = intents.iter().map(|i| i.preview.as_str()).collect();
         assert_eq!(names, ["shop-pr-42", "all-shop-pr-42"]);
@@ -234,40 +293,134 @@ mod tests {
     }
 
     #[test]
-    fn drafts_forks_and_comment_blueprints_are_not_created() {
+    fn drafts_and_comment_blueprints_are_not_created() {
         let auto = spec(&["acme/shop"], Trigger::Auto);
         let mut draft = event(PrAction::Opened);
         draft.draft = true;
-        let (intents, skipped) = from_pull_request(&draft, &[("shop", &auto)]);
+        let (intents, skipped) = from_pull_request(&draft, &[("shop", &auto)], &none());
         assert!(intents.is_empty());
         assert_eq!(skipped[0].reason, "draft pull request");
+        draft.action = PrAction::ReadyForReview;
+        draft.draft = false;
+        assert!(matches!(
+            changes(&draft, &[("shop", &auto)])[..],
+            [Change::Deploy { create: true, .. }]
+        ));
 
+        let comment = spec(&["acme/shop"], Trigger::Comment);
+        assert!(changes(&event(PrAction::Opened), &[("shop", &comment)]).is_empty());
+        // A push still moves a preview someone asked for.
+        assert!(matches!(
+            changes(&event(PrAction::Synchronize), &[("shop", &comment)])[..],
+            [Change::Deploy { create: false, .. }]
+        ));
+    }
+
+    #[test]
+    fn forks_wait_for_approval_and_never_deploy_on_their_own() {
+        let auto = spec(&["acme/shop"], Trigger::Auto);
         let mut fork = event(PrAction::Opened);
         fork.head.repo = Some(RepoName::new("mallory/shop").unwrap());
-        assert!(from_pull_request(&fork, &[("shop", &auto)]).0.is_empty());
+        let waiting = |create| Change::AwaitApproval {
+            create,
+            requested_by: "octocat".into(),
+        };
+        assert_eq!(changes(&fork, &[("shop", &auto)]), [waiting(true)]);
         fork.head.repo = None;
-        assert!(
-            from_pull_request(&fork, &[("shop", &auto)]).0.is_empty(),
+        assert_eq!(
+            changes(&fork, &[("shop", &auto)]),
+            [waiting(true)],
             "deleted forks too"
         );
         fork.action = PrAction::Synchronize;
-        assert!(
-            from_pull_request(&fork, &[("shop", &auto)]).0.is_empty(),
-            "a fork push never moves a preview"
+        assert_eq!(
+            changes(&fork, &[("shop", &auto)]),
+            [waiting(true)],
+            "a fork push never deploys; it only moves what waits for approval"
         );
-
+        fork.draft = true;
+        assert_eq!(changes(&fork, &[("shop", &auto)]), [waiting(false)]);
         let comment = spec(&["acme/shop"], Trigger::Comment);
-        assert!(
-            from_pull_request(&event(PrAction::Opened), &[("shop", &comment)])
-                .0
-                .is_empty()
+        fork.draft = false;
+        assert_eq!(changes(&fork, &[("shop", &comment)]), [waiting(false)]);
+    }
+
+    #[test]
+    fn the_no_preview_label() {
+        let auto = spec(&["acme/shop"], Trigger::Auto);
+        let mut ev = event(PrAction::Opened);
+        ev.labels = vec!["bug".into(), NO_PREVIEW_LABEL.into()];
+        let (intents, skipped) = from_pull_request(&ev, &[("shop", &auto)], &none());
+        assert!(intents.is_empty());
+        assert_eq!(skipped[0].reason, "labelled no-preview");
+        // A push still moves a preview someone asked for with /preview.
+        ev.action = PrAction::Synchronize;
+        assert!(matches!(
+            changes(&ev, &[("shop", &auto)])[..],
+            [Change::Deploy { create: false, .. }]
+        ));
+        // Adding it takes existing previews down (and makes no tombstone where there is none).
+        ev.action = PrAction::Labeled;
+        ev.label = Some(NO_PREVIEW_LABEL.into());
+        assert_eq!(
+            changes(&ev, &[("shop", &auto)]),
+            [Change::Teardown {
+                reason: TeardownReason::NoPreview,
+                actor: Some("octocat".into()),
+                create: false
+            }]
         );
-        // A push still moves a preview someone asked for.
-        let (intents, _) = from_pull_request(&event(PrAction::Synchronize), &[("shop", &comment)]);
+        // Removing it deploys as if the pull request had just opened.
+        ev.action = PrAction::Unlabeled;
+        ev.labels = vec!["bug".into()];
+        assert!(matches!(
+            changes(&ev, &[("shop", &auto)])[..],
+            [Change::Deploy { create: true, .. }]
+        ));
+        // Other labels change nothing.
+        ev.label = Some("bug".into());
+        assert!(changes(&ev, &[("shop", &auto)]).is_empty());
+        ev.action = PrAction::Labeled;
+        assert!(changes(&ev, &[("shop", &auto)]).is_empty());
+    }
+
+    #[test]
+    fn the_repository_configuration_chooses() {
+        let shop = spec(&["acme/shop"], Trigger::Auto);
+        let all = spec(&["acme/*"], Trigger::Auto);
+        let config = RepoConfig {
+            blueprint: Some("all".into()),
+            trigger: None,
+            ttl: Some(Duration::from_secs(3600)),
+        };
+        let (intents, skipped) = from_pull_request(
+            &event(PrAction::Opened),
+            &[("shop", &shop), ("all", &all)],
+            &config,
+        );
+        assert_eq!(intents.len(), 1);
+        assert_eq!(intents[0].blueprint, "all");
         assert!(matches!(
             intents[0].change,
-            Change::Deploy { create: false, .. }
+            Change::Deploy { ttl, .. } if ttl == Duration::from_secs(3600)
         ));
+        assert_eq!(skipped[0].blueprint, "shop");
+
+        let comment_only = RepoConfig {
+            trigger: Some(Trigger::Comment),
+            ..RepoConfig::default()
+        };
+        let (intents, skipped) =
+            from_pull_request(&event(PrAction::Opened), &[("shop", &shop)], &comment_only);
+        assert!(intents.is_empty());
+        assert_eq!(skipped[0].reason, "deploys on /preview only");
+        // Closing takes down whatever exists, whatever the configuration says now.
+        let (intents, _) = from_pull_request(
+            &event(PrAction::Closed),
+            &[("shop", &shop), ("all", &all)],
+            &config,
+        );
+        assert_eq!(intents.len(), 2);
     }
 
     #[test]
@@ -276,21 +429,21 @@ mod tests {
         let mut merged = event(PrAction::Closed);
         merged.merged = true;
         merged.merged_by = Some("hubot".into());
-        let (intents, _) = from_pull_request(&merged, &[("shop", &auto)]);
         assert_eq!(
-            intents[0].change,
-            Change::Teardown {
+            changes(&merged, &[("shop", &auto)]),
+            [Change::Teardown {
                 reason: TeardownReason::Merged,
-                actor: Some("hubot".into())
-            }
+                actor: Some("hubot".into()),
+                create: true
+            }]
         );
-        let (intents, _) = from_pull_request(&event(PrAction::Closed), &[("shop", &auto)]);
         assert_eq!(
-            intents[0].change,
-            Change::Teardown {
+            changes(&event(PrAction::Closed), &[("shop", &auto)]),
+            [Change::Teardown {
                 reason: TeardownReason::Closed,
-                actor: Some("octocat".into())
-            }
+                actor: Some("octocat".into()),
+                create: true
+            }]
         );
     }
 
@@ -298,13 +451,9 @@ mod tests {
     fn base_branch_filter_and_owner_ambiguity() {
         let mut s = spec(&["acme/shop", "other/shop"], Trigger::Auto);
         s.base_branches = vec!["release".into()];
-        assert!(
-            from_pull_request(&event(PrAction::Opened), &[("bp", &s)])
-                .0
-                .is_empty()
-        );
+        assert!(changes(&event(PrAction::Opened), &[("bp", &s)]).is_empty());
         s.base_branches.clear();
-        let (intents, _) = from_pull_request(&event(PrAction::Opened), &[("bp", &s)]);
+        let (intents, _) = from_pull_request(&event(PrAction::Opened), &[("bp", &s)], &none());
         assert_eq!(intents[0].preview.as_str(), "bp-acme-shop-pr-42");
     }
 
@@ -319,11 +468,7 @@ mod tests {
                 base_changed: false,
             },
         ] {
-            assert!(
-                from_pull_request(&event(a), &[("shop", &auto)])
-                    .0
-                    .is_empty()
-            );
+            assert!(changes(&event(a), &[("shop", &auto)]).is_empty());
         }
     }
 }

@@ -1,10 +1,12 @@
 //! What people read on a pull request, rendered from plain view structs: the sticky comment
 //! (one per preview, edited in place, carrying a hidden JSON marker that finds it again and lets
-//! agents read the state), deployment status descriptions ([`status`]) and command replies
-//! ([`replies`]). Time is passed in; nothing here reads a clock.
+//! agents read the state), deployment status descriptions ([`status`]), command replies
+//! ([`replies`]), and the view of a preview resource ([`view`]). Time is passed in; nothing here
+//! reads a clock.
 
 pub mod replies;
 pub mod status;
+pub mod view;
 
 use std::time::Duration;
 
@@ -311,6 +313,7 @@ fn status_line(view: &StickyView) -> Option<String> {
                 TeardownReason::Closed => format!("closed{by}"),
                 TeardownReason::Expired => "expired".to_owned(),
                 TeardownReason::Destroyed => format!("destroyed{by} with `/preview destroy`"),
+                TeardownReason::NoPreview => format!("labelled `no-preview`{by}"),
             };
             format!("{what}; namespace deleted")
         }
@@ -395,7 +398,7 @@ fn commands_line(state: &StickyState) -> String {
             (Command::Help, ""),
         ],
         StickyState::Removed {
-            reason: TeardownReason::Expired | TeardownReason::Destroyed,
+            reason: TeardownReason::Expired | TeardownReason::Destroyed | TeardownReason::NoPreview,
             ..
         } => vec![(Command::Deploy, " to deploy again"), (Command::Help, "")],
         StickyState::Removed { .. } => vec![],

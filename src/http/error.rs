@@ -36,6 +36,18 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// GitHub could not answer something the delivery's desired state depends on (who asked,
+    /// which commit, the repository's configuration): nothing was written; redeliver later.
+    pub fn github_unavailable(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "github_unavailable",
+            message,
+        )
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"error": {"code": self.code, "message": self.message}});

@@ -1,10 +1,13 @@
-//! The HTTP surface, built by one function ([`app`]): the GitHub webhook, health probes and the
-//! preview pages that GitHub's `log_url` points at.
+//! The HTTP surface, built by one function ([`app`]): the GitHub webhook (pull request events,
+//! `/preview` commands, check runs), health probes and the preview pages that GitHub's `log_url`
+//! points at.
 
+mod commands;
 mod deliveries;
 pub mod error;
 mod health;
 mod pages;
+mod repo_config;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -20,6 +23,8 @@ pub use deliveries::Deliveries;
 
 use crate::config::Secret;
 use crate::controller::clock::Clock;
+use crate::github::client::GitHubApp;
+use crate::github::permissions::PermissionCache;
 use crate::k8s::crd::Blueprint;
 
 /// What every handler shares.
@@ -35,6 +40,13 @@ pub struct AppState {
     /// Blueprints, kept in sync by a watch.
     pub blueprints: Store<Blueprint>,
     pub clock: Clock,
+    /// The App's client: reactions, replies, permissions, pull requests and configuration files
+    /// while handling a delivery.
+    pub github: GitHubApp,
+    /// Who may run `/preview` commands, briefly remembered.
+    pub permissions: Arc<PermissionCache>,
+    /// Sandcastle's public base URL (links to preview pages).
+    pub public_url: String,
 }
 
 impl std::fmt::Debug for AppState {

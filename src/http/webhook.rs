@@ -1,7 +1,10 @@
 //! `POST /github/webhook`: read the body under GitHub's 25 MiB cap, verify the signature before
-//! anything else, parse into Sandcastle's events, and record desired state. A 2xx is returned
-//! only once that state is durably written; when Kubernetes cannot be reached the answer is 503 so
-//! the delivery shows as failed and can be redelivered.
+//! anything else, parse into Sandcastle's events, and record desired state: pull request events
+//! (with the repository's `.github/sandcastle.yml` from the base branch), `/preview` commands
+//! (`commands`), and completed check runs (a nudge to previews waiting for them). A 2xx is
+//! returned only once that state is durably written; when Kubernetes cannot be reached (or GitHub
+//! cannot tell something the desired state depends on) the answer is 503 so the delivery shows as
+//! failed and can be redelivered.
 
 use std::time::Duration;
 
@@ -12,22 +15,27 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
-use kube::api::{Api, ListParams};
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
 use super::AppState;
 use super::error::ApiError;
+use super::{commands, repo_config};
 use crate::domain::RepoName;
-use crate::github::event::{self, Event, PullRequestEvent};
+use crate::github::event::{
+    self, CheckRunAction, CheckRunEvent, Event, PrAction, PullRequestEvent,
+};
 use crate::github::intent;
 use crate::github::verify::verify_signature;
-use crate::k8s::crd::{Blueprint, PreviewEnvironment};
+use crate::k8s::crd::{Blueprint, BlueprintSpec, PreviewEnvironment};
+use crate::k8s::labels::{self, CHECKS_CHANGED, REPO};
 use crate::k8s::previews::{self, Outcome};
 
 /// GitHub caps payloads at 25 MB; Sandcastle accepts up to 25 MiB.
 pub const BODY_LIMIT: usize = 25 * 1024 * 1024;
 /// How long one desired-state write may take before the delivery is answered 503.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
@@ -86,6 +94,8 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Res
     let response = match event {
         Event::Ping { zen, .. } => reply(StatusCode::OK, json!({"status": "pong", "zen": zen})),
         Event::PullRequest(ev) => pull_request(state, &ev, &delivery).await?,
+        Event::IssueComment(ev) => commands::issue_comment(state, &ev, &delivery).await?,
+        Event::CheckRun(ev) => check_run(state, &ev, &delivery).await?,
         Event::Ignored { event, action } => {
             tracing::debug!(%event, ?action, "event not used");
             reply(
@@ -105,13 +115,13 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Res
     Ok(response)
 }
 
-fn reply(status: StatusCode, body: serde_json::Value) -> Response {
+pub(super) fn reply(status: StatusCode, body: serde_json::Value) -> Response {
     (status, Json(body)).into_response()
 }
 
 /// The Blueprints, from the watch cache; straight from the API when the cache knows none that
 /// covers `repo` (it may not be filled yet, or a Blueprint was created a moment ago).
-async fn blueprints_for(
+pub(super) async fn blueprints_for(
     state: &AppState,
     repo: &RepoName,
     base: &str,
@@ -137,11 +147,37 @@ async fn pull_request(
     delivery: &str,
 ) -> Result<Response, ApiError> {
     let blueprints = blueprints_for(state, &ev.repo, &ev.base.ref_).await?;
-    let specs: Vec<(&str, &crate::k8s::crd::BlueprintSpec)> = blueprints
+    let specs: Vec<(&str, &BlueprintSpec)> = blueprints
         .iter()
         .filter_map(|b| b.metadata.name.as_deref().map(|n| (n, &b.spec)))
         .collect();
-    let (intents, skipped) = intent::from_pull_request(ev, &specs);
+    let reads_config = match ev.action {
+        PrAction::Opened
+        | PrAction::Reopened
+        | PrAction::Synchronize
+        | PrAction::ReadyForReview => true,
+        PrAction::Unlabeled => ev.label.as_deref() == Some(intent::NO_PREVIEW_LABEL),
+        _ => false,
+    };
+    let config = if reads_config {
+        let admitting: Vec<(&str, &BlueprintSpec)> = specs
+            .iter()
+            .copied()
+            .filter(|(_, s)| intent::admits(s, &ev.repo, &ev.base.ref_))
+            .collect();
+        repo_config::load(
+            state,
+            ev.installation_id,
+            &ev.repo,
+            &ev.base.ref_,
+            ev.number,
+            &admitting,
+        )
+        .await?
+    } else {
+        Default::default()
+    };
+    let (intents, skipped) = intent::from_pull_request(ev, &specs, &config);
     if intents.is_empty() {
         let reason = match skipped.first() {
             Some(s) => format!("{}: {}", s.blueprint, s.reason),
@@ -196,5 +232,79 @@ async fn pull_request(
     Ok(reply(
         StatusCode::OK,
         json!({"status": status, "previews": results}),
+    ))
+}
+
+/// A check run completed on some commit: nudge the previews of that repository that wait for
+/// checks on it, so the controller looks again now rather than at its next poll. Check runs on
+/// forks carry no pull request, so previews are matched by commit.
+async fn check_run(
+    state: &AppState,
+    ev: &CheckRunEvent,
+    delivery: &str,
+) -> Result<Response, ApiError> {
+    if ev.action != CheckRunAction::Completed {
+        return Ok(reply(
+            StatusCode::ACCEPTED,
+            json!({"status": "ignored", "reason": "only completed check runs matter"}),
+        ));
+    }
+    let api: Api<PreviewEnvironment> = Api::namespaced(state.client.clone(), &state.home);
+    let selector = format!("{REPO}={}", labels::repo_label_value(&ev.repo));
+    let list = tokio::time::timeout(
+        WRITE_TIMEOUT,
+        api.list(&ListParams::default().labels(&selector)),
+    )
+    .await
+    .map_err(|_| ApiError::unavailable("timed out listing previews; redeliver later"))?
+    .map_err(|e| {
+        tracing::warn!(error = %e, "listing previews failed");
+        ApiError::unavailable("could not read previews from Kubernetes; redeliver later")
+    })?;
+    // Previews of Blueprints that wait for this check, on this commit, not yet past their checks.
+    let blueprints = state.blueprints.state();
+    let waits_for = |bp: &str| {
+        blueprints.iter().any(|b| {
+            b.metadata.name.as_deref() == Some(bp) && b.spec.wait_for_checks.contains(&ev.name)
+        })
+    };
+    let waiting: Vec<PreviewEnvironment> = list
+        .items
+        .into_iter()
+        .filter(|p| {
+            p.spec.sha == ev.head_sha.as_str()
+                && p.spec.teardown.is_none()
+                && p.status
+                    .as_ref()
+                    .and_then(|s| s.checks_passed_sha.as_deref())
+                    != Some(p.spec.sha.as_str())
+                && waits_for(&p.spec.blueprint)
+        })
+        .collect();
+    if waiting.is_empty() {
+        return Ok(reply(
+            StatusCode::ACCEPTED,
+            json!({"status": "ignored", "reason": "no preview waits for checks on that commit"}),
+        ));
+    }
+    let mut nudged = Vec::new();
+    for pe in waiting {
+        let name = pe.name_any();
+        let patch = json!({"metadata": {"annotations": {CHECKS_CHANGED: format!("{}={}", ev.name, delivery)}}});
+        tokio::time::timeout(
+            WRITE_TIMEOUT,
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)),
+        )
+        .await
+        .map_err(|_| ApiError::unavailable("timed out writing a preview; redeliver later"))?
+        .map_err(|e| {
+            tracing::warn!(error = %e, preview = %name, "nudging a preview failed");
+            ApiError::unavailable(format!("could not write preview {name}; redeliver later"))
+        })?;
+        nudged.push(name);
+    }
+    Ok(reply(
+        StatusCode::OK,
+        json!({"status": "accepted", "previews": nudged}),
     ))
 }

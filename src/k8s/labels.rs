@@ -20,6 +20,15 @@ pub const HOOK: &str = "sandcastle.dev/hook";
 pub const STOPPED_REPLICAS: &str = "sandcastle.dev/stopped-replicas";
 /// Annotation on Jobs: hash of the applied spec, to tell an unchanged Job from a changed one.
 pub const SPEC_HASH: &str = "sandcastle.dev/spec-hash";
+/// Annotation on a `PreviewEnvironment`: the delivery of the last `/preview`, which redeploys
+/// even an unchanged commit (a new value starts a new rollout).
+pub const REDEPLOY: &str = "sandcastle.dev/redeploy";
+/// Annotation on a `PreviewEnvironment`: the delivery of the last `/preview status`, which
+/// re-renders the sticky comment (and brings it back if it was deleted).
+pub const STICKY_REFRESH: &str = "sandcastle.dev/sticky-refresh";
+/// Annotation on a `PreviewEnvironment`: the last check run that completed on its commit, a nudge
+/// for the controller to look at the checks again (it also looks on its own).
+pub const CHECKS_CHANGED: &str = "sandcastle.dev/checks-changed";
 /// Field manager for server-side apply.
 pub const FIELD_MANAGER: &str = "sandcastle";
 /// Finalizer on `PreviewEnvironment`s: the namespace is deleted before the resource goes.

@@ -1,21 +1,34 @@
 //! Writing desired state: apply an intent to its PreviewEnvironment (create, move to a commit,
-//! mark for teardown), idempotently and in event order. Every write carries the resourceVersion it
-//! read, so concurrent writers never lose each other's changes; a conflict is retried.
+//! wait for a fork's approval, mark for teardown), idempotently and in event order; and the
+//! writes of `/preview` commands (deploy now, stop, wake, extend, destroy, refresh). Every write
+//! carries the resourceVersion it read, so concurrent writers never lose each other's changes; a
+//! conflict is retried.
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 
-use super::crd::{PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind, Teardown};
-use super::labels::{self, MANAGED_BY, MANAGER, PR, PREVIEW, REPO};
+use super::crd::{
+    PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind, Teardown, TeardownReason,
+};
+use super::labels::{self, MANAGED_BY, MANAGER, PR, PREVIEW, REDEPLOY, REPO};
+use crate::domain::{PrNumber, RepoName};
 use crate::github::intent::{Change, Intent};
 
 /// Annotation holding the last delivery ids applied to a preview (for redelivery detection).
 pub const DELIVERIES: &str = "sandcastle.dev/deliveries";
 const DELIVERIES_KEPT: usize = 20;
+/// Attempts at a write that keeps losing to concurrent writers (a burst of deliveries for one
+/// pull request), with a short random pause between them.
+const ATTEMPTS: usize = 12;
+
+async fn pause_after_conflict() {
+    let ms = rand::random_range(5..60);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
 
 /// What applying an intent did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +47,8 @@ pub enum Outcome {
     Deleting,
     /// Concurrent writers kept winning; the delivery should be retried later.
     Contended,
+    /// Destroyed with `/preview destroy`: only another `/preview` brings it back.
+    Destroyed,
 }
 
 impl Outcome {
@@ -47,6 +62,7 @@ impl Outcome {
             Self::Skipped => "skipped",
             Self::Deleting => "deleting",
             Self::Contended => "contended",
+            Self::Destroyed => "destroyed",
         }
     }
 }
@@ -81,12 +97,32 @@ fn seen(pe: &PreviewEnvironment, delivery: &str) -> bool {
         .is_some_and(|s| s.split(',').any(|d| d == delivery))
 }
 
+/// The expiry after activity at `now`: `now + ttl`, never past creation + `max_ttl`, never
+/// earlier than it already is.
+fn extended_expiry(
+    pe: &PreviewEnvironment,
+    now: Timestamp,
+    ttl: Duration,
+    max_ttl: Duration,
+) -> Time {
+    let created = pe.creation_timestamp().map_or(now, |t| t.0);
+    let cap = expiry(created, max_ttl);
+    let wanted = expiry(now, ttl);
+    match pe.spec.expires_at.clone() {
+        Some(c) if c.0 >= wanted.0 => c,
+        _ if wanted.0 > cap.0 => cap,
+        _ => wanted,
+    }
+}
+
 fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
     let (requested_by, expires_at, teardown) = match &intent.change {
         Change::Deploy {
             requested_by, ttl, ..
         } => (requested_by.clone(), Some(expiry(now, *ttl)), None),
-        Change::Teardown { reason, actor } => (
+        // Nothing runs until someone approves, so nothing expires yet either.
+        Change::AwaitApproval { requested_by, .. } => (requested_by.clone(), None, None),
+        Change::Teardown { reason, actor, .. } => (
             actor.clone().unwrap_or_else(|| "github".into()),
             None,
             Some(Teardown {
@@ -111,6 +147,8 @@ fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
             },
             expires_at,
             stopped: false,
+            pinned: false,
+            awaiting_approval: matches!(intent.change, Change::AwaitApproval { .. }),
             teardown,
             pr_updated_at: Some(Time(intent.event_time)),
         },
@@ -133,9 +171,21 @@ fn change(
     let last = pe.spec.pr_updated_at.as_ref().map(|t| t.0);
     let mut next = pe.clone();
     match &intent.change {
-        Change::Deploy { max_ttl, ttl, .. } => {
+        Change::Deploy {
+            max_ttl,
+            ttl,
+            create,
+            ..
+        } => {
             if let Some(t) = &pe.spec.teardown {
-                // Torn down: only a later event (a reopen) brings the preview back.
+                // Torn down: only a later event that would create a preview (a reopen, removing
+                // `no-preview`) brings it back, and only a new `/preview` one someone destroyed.
+                if t.reason == TeardownReason::Destroyed {
+                    return Err(Outcome::Destroyed);
+                }
+                if !*create {
+                    return Err(Outcome::Skipped);
+                }
                 if intent.event_time <= t.at.0 {
                     return Err(Outcome::Stale);
                 }
@@ -146,20 +196,36 @@ fn change(
             next.spec.sha = intent.sha.to_string();
             next.spec.git_ref = intent.git_ref.clone();
             next.spec.installation_id = intent.installation_id.or(pe.spec.installation_id);
-            // Activity keeps a preview alive: push the expiry to now + ttl, never past
-            // creation + maxTtl, never earlier than it already is.
-            let created = pe.creation_timestamp().map_or(now, |t| t.0);
-            let cap = expiry(created, *max_ttl);
-            let wanted = expiry(now, *ttl);
-            let current = pe.spec.expires_at.clone();
-            let extended = match current {
-                Some(c) if c.0 >= wanted.0 => c,
-                _ if wanted.0 > cap.0 => cap,
-                _ => wanted,
-            };
-            next.spec.expires_at = Some(extended);
+            // Activity keeps a preview alive.
+            next.spec.expires_at = Some(extended_expiry(pe, now, *ttl, *max_ttl));
         }
-        Change::Teardown { reason, actor } => {
+        Change::AwaitApproval { create, .. } => {
+            if let Some(t) = &pe.spec.teardown {
+                if t.reason == TeardownReason::Destroyed {
+                    return Err(Outcome::Destroyed);
+                }
+                if !*create {
+                    return Err(Outcome::Skipped);
+                }
+                if intent.event_time <= t.at.0 {
+                    return Err(Outcome::Stale);
+                }
+                // Reopened: back to waiting for someone to approve the head.
+                next.spec.teardown = None;
+                next.spec.pinned = false;
+                next.spec.awaiting_approval = true;
+                next.spec.expires_at = None;
+            } else if last.is_some_and(|l| intent.event_time < l) {
+                return Err(Outcome::Stale);
+            }
+            // A pinned preview stays on the approved commit; one still waiting follows the head.
+            if next.spec.awaiting_approval {
+                next.spec.sha = intent.sha.to_string();
+                next.spec.git_ref = intent.git_ref.clone();
+            }
+            next.spec.installation_id = intent.installation_id.or(pe.spec.installation_id);
+        }
+        Change::Teardown { reason, actor, .. } => {
             if pe.spec.teardown.is_some() {
                 return Err(Outcome::Unchanged);
             }
@@ -190,16 +256,24 @@ pub async fn apply(
     now: Timestamp,
 ) -> Result<Outcome, kube::Error> {
     let name = intent.preview.as_str();
-    for _ in 0..5 {
+    for _ in 0..ATTEMPTS {
         let Some(pe) = api.get_opt(name).await? else {
-            if matches!(intent.change, Change::Deploy { create: false, .. }) {
+            if matches!(
+                intent.change,
+                Change::Deploy { create: false, .. }
+                    | Change::AwaitApproval { create: false, .. }
+                    | Change::Teardown { create: false, .. }
+            ) {
                 return Ok(Outcome::Skipped);
             }
             let mut pe = new_preview(intent, now);
             record_delivery(&mut pe, delivery);
             match api.create(&PostParams::default(), &pe).await {
                 Ok(_) => return Ok(Outcome::Created),
-                Err(kube::Error::Api(r)) if r.code == 409 => continue,
+                Err(kube::Error::Api(r)) if r.code == 409 => {
+                    pause_after_conflict().await;
+                    continue;
+                }
                 Err(e) => return Err(e),
             }
         };
@@ -217,7 +291,148 @@ pub async fn apply(
         next.status = None;
         match api.replace(name, &PostParams::default(), &next).await {
             Ok(_) => return Ok(Outcome::Updated),
-            Err(kube::Error::Api(r)) if r.code == 409 => continue,
+            Err(kube::Error::Api(r)) if r.code == 409 => {
+                pause_after_conflict().await;
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Outcome::Contended)
+}
+
+/// The previews of pull request `pr` of `repo` (tombstones included).
+pub async fn of_pull_request(
+    api: &Api<PreviewEnvironment>,
+    repo: &RepoName,
+    pr: PrNumber,
+) -> Result<Vec<PreviewEnvironment>, kube::Error> {
+    let selector = format!("{REPO}={},{PR}={pr}", labels::repo_label_value(repo));
+    let mut list = api
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items;
+    list.sort_by_key(ResourceExt::name_any);
+    Ok(list)
+}
+
+/// `/preview`: run `intent.preview` at `intent.sha` now, creating it or bringing it back from a
+/// tombstone, waking it, and starting a new rollout even when the commit is unchanged (a retry).
+/// `pinned`: a fork's commit, which later pushes do not move. `intent.change` must be a deploy.
+pub async fn deploy_now(
+    api: &Api<PreviewEnvironment>,
+    intent: &Intent,
+    pinned: bool,
+    delivery: &str,
+    now: Timestamp,
+) -> Result<Outcome, kube::Error> {
+    let Change::Deploy {
+        requested_by,
+        ttl,
+        max_ttl,
+        ..
+    } = &intent.change
+    else {
+        return Ok(Outcome::Skipped);
+    };
+    let name = intent.preview.as_str();
+    for _ in 0..ATTEMPTS {
+        let Some(pe) = api.get_opt(name).await? else {
+            let mut pe = new_preview(intent, now);
+            pe.spec.pinned = pinned;
+            pe.annotations_mut()
+                .insert(REDEPLOY.to_owned(), delivery.to_owned());
+            record_delivery(&mut pe, delivery);
+            match api.create(&PostParams::default(), &pe).await {
+                Ok(_) => return Ok(Outcome::Created),
+                Err(kube::Error::Api(r)) if r.code == 409 => {
+                    pause_after_conflict().await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        if seen(&pe, delivery) {
+            return Ok(Outcome::Duplicate);
+        }
+        if pe.metadata.deletion_timestamp.is_some() {
+            return Ok(Outcome::Deleting);
+        }
+        let mut next = pe.clone();
+        let spec = &mut next.spec;
+        spec.teardown = None;
+        spec.sha = intent.sha.to_string();
+        spec.git_ref = intent.git_ref.clone();
+        spec.installation_id = intent.installation_id.or(pe.spec.installation_id);
+        spec.pinned = pinned;
+        spec.awaiting_approval = false;
+        spec.stopped = false;
+        spec.requested_by = Requester {
+            kind: RequesterKind::GithubUser,
+            name: requested_by.clone(),
+        };
+        spec.expires_at = Some(if pe.spec.teardown.is_some() {
+            expiry(now, *ttl)
+        } else {
+            extended_expiry(&pe, now, *ttl, *max_ttl)
+        });
+        if pe
+            .spec
+            .pr_updated_at
+            .as_ref()
+            .is_none_or(|l| intent.event_time > l.0)
+        {
+            spec.pr_updated_at = Some(Time(intent.event_time));
+        }
+        next.annotations_mut()
+            .insert(REDEPLOY.to_owned(), delivery.to_owned());
+        record_delivery(&mut next, delivery);
+        next.status = None;
+        match api.replace(name, &PostParams::default(), &next).await {
+            Ok(_) => return Ok(Outcome::Updated),
+            Err(kube::Error::Api(r)) if r.code == 409 => {
+                pause_after_conflict().await;
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Outcome::Contended)
+}
+
+/// A command's change to an existing preview: `change` edits a copy (spec or annotations) or
+/// says why nothing should be written. A preview that does not exist is [`Outcome::Skipped`].
+pub async fn modify(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    delivery: &str,
+    mut change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
+) -> Result<Outcome, kube::Error> {
+    for _ in 0..ATTEMPTS {
+        let Some(pe) = api.get_opt(name).await? else {
+            return Ok(Outcome::Skipped);
+        };
+        if seen(&pe, delivery) {
+            return Ok(Outcome::Duplicate);
+        }
+        if pe.metadata.deletion_timestamp.is_some() {
+            return Ok(Outcome::Deleting);
+        }
+        let mut next = pe.clone();
+        if let Err(outcome) = change(&mut next) {
+            return Ok(outcome);
+        }
+        if next.spec == pe.spec && next.annotations() == pe.annotations() {
+            return Ok(Outcome::Unchanged);
+        }
+        record_delivery(&mut next, delivery);
+        next.status = None;
+        match api.replace(name, &PostParams::default(), &next).await {
+            Ok(_) => return Ok(Outcome::Updated),
+            Err(kube::Error::Api(r)) if r.code == 409 => {
+                pause_after_conflict().await;
+                continue;
+            }
             Err(e) => return Err(e),
         }
     }

@@ -152,6 +152,20 @@ async fn opened_synchronize_closed() {
         2,
         "one deployment per commit"
     );
+    // The repository's configuration was looked for on the base branch, and the sticky comment
+    // followed along until it said why the preview went (tests/it/conversation.rs has the rest).
+    eventually("the sticky comment says removed", T, || async {
+        let comments = world.gh.comments(&repo, pr(7));
+        match &comments[..] {
+            [one] if one.body.contains("merged by @acme; namespace deleted") => Ok(()),
+            other => Err(format!("{other:#?}")),
+        }
+    })
+    .await;
+    world
+        .gh
+        .check("GET /repos/acme/guestbook/contents/.github/sandcastle.yml");
+    world.gh.check("/repos/acme/guestbook/issues/**");
     world.gh.assert_all_checked();
 }
 

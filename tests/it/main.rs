@@ -3,6 +3,7 @@
 
 mod support;
 
+mod conversation;
 mod crds;
 mod harness;
 mod lifecycle;

@@ -402,6 +402,9 @@ pub enum CheckConclusion {
 /// A check run on a commit.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct CheckRun {
+    /// Ids grow with time: of several runs with one name (re-runs), the highest is the newest.
+    #[serde(default)]
+    pub id: u64,
     pub name: String,
     pub status: CheckStatus,
     #[serde(default)]

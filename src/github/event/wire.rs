@@ -141,7 +141,12 @@ struct Comment {
     body: Option<String>,
     user: User,
     #[serde(default)]
-    performed_via_github_app: Option<serde::de::IgnoredAny>,
+    performed_via_github_app: Option<AppRef>,
+}
+
+#[derive(Deserialize)]
+struct AppRef {
+    id: u64,
 }
 
 #[derive(Deserialize)]
@@ -163,6 +168,7 @@ impl CommentPayload {
             body: c.body.unwrap_or_default(),
             author_is_bot: c.user.kind.as_deref() == Some("Bot")
                 || c.performed_via_github_app.is_some(),
+            via_app: c.performed_via_github_app.map(|a| a.id),
             author: c.user.login,
             installation_id: self.installation.map(|i| i.id),
         }

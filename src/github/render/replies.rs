@@ -1,6 +1,7 @@
 //! Replies to `/preview` commands: one polite line each (the help text for `/preview help` and
-//! for a command that was not understood). Success needs no reply: the 🚀 reaction and the
-//! sticky comment say it.
+//! for a command that was not understood). Success mostly needs no reply — the 🚀 reaction and
+//! the sticky comment say it — except where the reader asked for an answer (`extend`: until
+//! when; `status`). Also the note that a repository's `.github/sandcastle.yml` cannot be used.
 
 use std::time::Duration;
 
@@ -9,11 +10,12 @@ use jiff::Timestamp;
 use crate::domain::duration;
 use crate::domain::{RepoName, Sha};
 use crate::github::commands::{CommandError, HelpLimits, help_text};
+use crate::k8s::crd::Phase;
 
-use super::{clock, code};
+use super::{StickyView, clock, code, expiry, plain};
 
 /// Why Sandcastle answers a command with words instead of (only) a reaction.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     /// `/preview help`.
     Help,
@@ -24,8 +26,26 @@ pub enum Reply {
     /// `/preview extend` would go past the longest life a preview may have.
     ExtendTooFar {
         max_ttl: Duration,
-        /// The latest expiry allowed, i.e. now + `max_ttl`.
+        /// The latest expiry allowed, i.e. creation + `max_ttl`.
         latest: Timestamp,
+    },
+    /// `/preview extend` worked: the preview now expires `until`; `capped` when that is the
+    /// longest it may live (the request asked for more).
+    Extended {
+        until: Timestamp,
+        now: Timestamp,
+        capped: Option<Duration>,
+    },
+    /// `/preview status`: one line per preview of the pull request.
+    Status {
+        previews: Vec<StickyView>,
+        now: Timestamp,
+    },
+    /// The repository's configuration file cannot be used; the blueprint defaults apply.
+    ConfigInvalid {
+        path: String,
+        branch: String,
+        error: String,
     },
     /// A fork PR is not deployed on its own.
     ForkNeedsApproval { sha: Sha },
@@ -57,8 +77,8 @@ pub fn reply_text(reply: &Reply, limits: &HelpLimits) -> String {
             help_text(limits)
         ),
         Reply::NotUnderstood(CommandError::MissingDuration) => format!(
-            "`/preview extend` needs a duration, for example `/preview extend 2d` (at most {max} \
-             from now)."
+            "`/preview extend` needs a duration, for example `/preview extend 2d` (a preview \
+             lives at most {max} in all)."
         ),
         Reply::NotUnderstood(CommandError::InvalidDuration(input)) => format!(
             "{} is not a duration; write it like `30m`, `4h`, `1h30m` or `2d`.",
@@ -69,9 +89,35 @@ pub fn reply_text(reply: &Reply, limits: &HelpLimits) -> String {
                 .to_owned()
         }
         Reply::ExtendTooFar { max_ttl, latest } => format!(
-            "A preview can live at most {} from now, so it can extend up to {}.",
+            "A preview lives at most {} after it was created, so this one cannot be extended \
+             past {}.",
             duration::human(*max_ttl),
             clock(*latest)
+        ),
+        Reply::Extended { until, now, capped } => {
+            let mut text = format!("The preview now expires {}.", expiry(*now, *until));
+            if let Some(max) = capped {
+                text.push_str(&format!(
+                    " That is as long as it can live: {} after it was created.",
+                    duration::human(*max)
+                ));
+            }
+            text
+        }
+        Reply::Status { previews, now } => previews
+            .iter()
+            .map(|v| status_line(v, *now))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Reply::ConfigInvalid {
+            path,
+            branch,
+            error,
+        } => format!(
+            "{} on {} cannot be used, so the blueprint defaults apply: {}.",
+            code(path),
+            code(branch),
+            plain(error.trim_end_matches('.'))
         ),
         Reply::ForkNeedsApproval { sha } => format!(
             "This pull request comes from a fork, so it is not deployed automatically; a \
@@ -90,6 +136,31 @@ pub fn reply_text(reply: &Reply, limits: &HelpLimits) -> String {
              repositories."
         ),
     }
+}
+
+/// `- ✅ Ready: `shop-pr-42` at `abc1234` · https://… · expires in 23 h (…)`.
+fn status_line(view: &StickyView, now: Timestamp) -> String {
+    let mut parts = vec![format!("{}: {}", view.state.title(), code(&view.preview))];
+    if let Some(sha) = &view.sha {
+        parts[0].push_str(&format!(" at {}", code(sha.short())));
+    }
+    if let Some(step) = super::status_line(view) {
+        parts.push(step.replace('\n', " "));
+    }
+    if let Some(url) = view
+        .url
+        .as_ref()
+        .filter(|_| view.state.phase() != Phase::Removed)
+    {
+        parts.push(plain(url));
+    }
+    if let Some(at) = view
+        .expires_at
+        .filter(|_| view.state.phase() != Phase::Removed)
+    {
+        parts.push(format!("expires {}", expiry(now, at)));
+    }
+    format!("- {}", parts.join(" · "))
 }
 
 /// User text quoted back is kept short.
@@ -138,7 +209,7 @@ mod tests {
             ),
             (
                 Reply::NotUnderstood(CommandError::MissingDuration),
-                "`/preview extend` needs a duration, for example `/preview extend 2d` (at most 7d from now).",
+                "`/preview extend` needs a duration, for example `/preview extend 2d` (a preview lives at most 7d in all).",
             ),
             (
                 Reply::NotUnderstood(CommandError::InvalidDuration("so`on".into())),
@@ -153,7 +224,7 @@ mod tests {
                     max_ttl: Duration::from_secs(7 * 86_400),
                     latest: "2026-12-07T16:00:00Z".parse().unwrap(),
                 },
-                "A preview can live at most 7d from now, so it can extend up to Mon 7 Dec 16:00 UTC.",
+                "A preview lives at most 7d after it was created, so this one cannot be extended past Mon 7 Dec 16:00 UTC.",
             ),
             (
                 Reply::ForkNeedsApproval { sha },
@@ -168,6 +239,31 @@ mod tests {
                 "This pull request has no preview yet; comment `/preview` to deploy one.",
             ),
             (
+                Reply::Extended {
+                    until: "2026-11-30T16:00:00Z".parse().unwrap(),
+                    now: "2026-11-29T16:00:00Z".parse().unwrap(),
+                    capped: None,
+                },
+                "The preview now expires in 24 h (Mon 30 Nov 16:00 UTC).",
+            ),
+            (
+                Reply::Extended {
+                    until: "2026-12-06T16:00:00Z".parse().unwrap(),
+                    now: "2026-11-29T16:00:00Z".parse().unwrap(),
+                    capped: Some(Duration::from_secs(7 * 86_400)),
+                },
+                "The preview now expires in 7 d (Sun 6 Dec 16:00 UTC). That is as long as it can live: 7d after it was created.",
+            ),
+            (
+                Reply::ConfigInvalid {
+                    path: ".github/sandcastle.yml".into(),
+                    branch: "main".into(),
+                    error: "line 2, column 10: trigger must be `auto` or `comment`, not `<always>`"
+                        .into(),
+                },
+                "`.github/sandcastle.yml` on `main` cannot be used, so the blueprint defaults apply: line 2, column 10: trigger must be `auto` or `comment`, not `&lt;always>`.",
+            ),
+            (
                 Reply::RepoNotEnabled { repo },
                 "No blueprint allows acme/shop yet; an operator can add it to a blueprint's repositories.",
             ),
@@ -175,6 +271,45 @@ mod tests {
         for (reply, want) in cases {
             assert_eq!(text(reply), want);
         }
+    }
+
+    #[test]
+    fn status_lists_each_preview_in_one_line() {
+        let now: Timestamp = "2026-11-29T17:00:00Z".parse().unwrap();
+        let sha = Sha::new(&"abc1234".repeat(6)[..40]).unwrap();
+        let view = |preview: &str, state| StickyView {
+            preview: preview.to_owned(),
+            state,
+            url: Some("https://42-shop.example.com".to_owned()),
+            sha: Some(sha.clone()),
+            deployed_at: None,
+            blueprint: "shop".to_owned(),
+            source: String::new(),
+            services: vec![],
+            jobs: vec![],
+            expires_at: Some("2026-11-30T16:00:00Z".parse().unwrap()),
+            stop_after_idle: None,
+            api_url: None,
+            namespace: None,
+            pinned_fork_note: false,
+        };
+        let reply = Reply::Status {
+            previews: vec![
+                view("shop-pr-42", super::super::StickyState::Ready),
+                view(
+                    "web-shop-pr-42",
+                    super::super::StickyState::WaitingForChecks {
+                        checks: vec!["build".into()],
+                    },
+                ),
+            ],
+            now,
+        };
+        assert_eq!(
+            text(reply),
+            "- ✅ Ready: `shop-pr-42` at `abc1234` · https://42-shop.example.com · expires in 23 h (Mon 30 Nov 16:00 UTC)\n\
+             - 🚦 Waiting for checks: `web-shop-pr-42` at `abc1234` · waiting for `build` to pass · https://42-shop.example.com · expires in 23 h (Mon 30 Nov 16:00 UTC)"
+        );
     }
 
     #[test]

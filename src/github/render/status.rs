@@ -152,6 +152,7 @@ pub fn inactive_description(reason: TeardownReason) -> String {
         TeardownReason::Closed => "Removed: pull request closed",
         TeardownReason::Expired => "Removed: preview expired",
         TeardownReason::Destroyed => "Removed with /preview destroy",
+        TeardownReason::NoPreview => "Removed: labelled no-preview",
     }
     .to_owned()
 }

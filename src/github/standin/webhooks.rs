@@ -328,8 +328,7 @@ impl FakeGitHub {
     /// `user` comments `body` on the PR conversation (`issue_comment` / `created`, whose `issue`
     /// has a `pull_request` key).
     pub fn comment(&self, repo: &RepoName, number: PrNumber, user: &str, body: &str) -> Delivery {
-        let identity = self.shared.identity.clone();
-        let payload = self.with(|st| {
+        let id = self.with(|st| {
             let id = st.id();
             let now = st.tick();
             let rec = st.repo_mut(repo);
@@ -344,22 +343,68 @@ impl FakeGitHub {
                 updated_at: now,
                 reactions: Vec::new(),
             });
+            id
+        });
+        self.comment_delivery(repo, id, "created", user, None)
+    }
+
+    /// `user` (who may edit others' comments, like a maintainer) replaces the body of comment `id`
+    /// (`issue_comment` / `edited`, with `changes.body.from`).
+    pub fn edit_comment(&self, repo: &RepoName, id: u64, user: &str, body: &str) -> Delivery {
+        let before = self.with(|st| {
+            let now = st.tick();
+            let c = st
+                .repo_mut(repo)
+                .comments
+                .iter_mut()
+                .find(|c| c.id == id)
+                .unwrap_or_else(|| panic!("no comment {id} in {repo}"));
+            c.updated_at = now;
+            std::mem::replace(&mut c.body, body.to_owned())
+        });
+        self.comment_delivery(repo, id, "edited", user, Some(before))
+    }
+
+    /// `user` deletes comment `id` (`issue_comment` / `deleted`).
+    pub fn delete_comment(&self, repo: &RepoName, id: u64, user: &str) -> Delivery {
+        let delivery = self.comment_delivery(repo, id, "deleted", user, None);
+        self.with(|st| st.repo_mut(repo).comments.retain(|c| c.id != id));
+        delivery
+    }
+
+    fn comment_delivery(
+        &self,
+        repo: &RepoName,
+        id: u64,
+        action: &str,
+        sender: &str,
+        from: Option<String>,
+    ) -> Delivery {
+        let identity = self.shared.identity.clone();
+        let payload = self.with(|st| {
             let rec = st.repo(repo);
-            let comment = rec.comments.last().expect("just pushed");
+            let comment = rec
+                .comments
+                .iter()
+                .find(|c| c.id == id)
+                .unwrap_or_else(|| panic!("no comment {id} in {repo}"));
             let mut v = ISSUE_COMMENT.clone();
-            set(&mut v, "action", json!("created"));
+            set(&mut v, "action", json!(action));
             set(
                 &mut v,
                 "issue",
-                json::issue(repo, rec, rec.pull(number.get())),
+                json::issue(repo, rec, rec.pull(comment.issue)),
             );
             set(
                 &mut v,
                 "comment",
                 json::comment(repo, rec, comment, &identity),
             );
+            if let Some(from) = from {
+                set(&mut v, "changes", json!({"body": {"from": from}}));
+            }
             set(&mut v, "repository", json::repo_of(repo, rec));
-            set(&mut v, "sender", json::actor(user));
+            set(&mut v, "sender", json::actor(sender));
             set(
                 &mut v,
                 "installation",

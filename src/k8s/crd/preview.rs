@@ -67,6 +67,16 @@ pub struct PreviewEnvironmentSpec {
     #[serde(default)]
     pub stopped: bool,
 
+    /// A fork's preview: it runs the commit someone with write access approved with `/preview`,
+    /// and pushes to the fork do not move it until someone comments `/preview` again.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pinned: bool,
+
+    /// A pull request from a fork that nobody with write access has approved yet: nothing is
+    /// deployed; the sticky comment says a maintainer can comment `/preview`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub awaiting_approval: bool,
+
     /// Set when the preview should be removed (PR merged or closed, expired, destroyed). The
     /// resource stays as a tombstone for a while so that late or replayed deliveries cannot bring
     /// the preview back.
@@ -76,6 +86,10 @@ pub struct PreviewEnvironmentSpec {
     /// GitHub's `updated_at` of the newest pull request event applied; older events are ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pr_updated_at: Option<Time>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -110,6 +124,8 @@ pub enum TeardownReason {
     Closed,
     Expired,
     Destroyed,
+    /// The pull request was labelled `no-preview`.
+    NoPreview,
 }
 
 /// What Sandcastle observes of a preview.
@@ -152,6 +168,15 @@ pub struct PreviewStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_activity: Option<Time>,
+    /// The commit whose required check runs (the Blueprint's `waitForChecks`) have all passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks_passed_sha: Option<String>,
+    /// Required check runs that have not passed yet on the commit to deploy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for_checks: Vec<String>,
+    /// The preview's sticky comment on the pull request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sticky: Option<StickyComment>,
     /// The last 50 actions on this preview.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<HistoryEntry>,
@@ -177,6 +202,20 @@ pub struct Rollout {
     pub started_at: Time,
     /// When the step now being waited on was applied (its readiness timeout counts from here).
     pub step_started_at: Time,
+}
+
+/// The one comment Sandcastle keeps on the pull request for this preview.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct StickyComment {
+    /// GitHub's id of the comment.
+    pub comment_id: u64,
+    /// What the comment last showed (state, commit, URL, expiry…): it is edited only when this
+    /// changes, not on every reconcile.
+    pub shown: String,
+    /// The last `/preview status` refresh request served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refreshed: Option<String>,
 }
 
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]

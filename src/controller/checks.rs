@@ -1,0 +1,195 @@
+//! Waiting for check runs (a Blueprint's `waitForChecks`, typically the jobs that build the
+//! pull request's images): a commit is deployed only once every named check run has passed on it
+//! — the newest run of each name completed with `success` (or `neutral`/`skipped`, which GitHub's
+//! required checks accept too). The controller asks GitHub itself, so a lost `check_run`
+//! delivery delays a deploy by one poll at most; a completed check run's delivery nudges it
+//! sooner.
+
+use std::time::Duration;
+
+use crate::domain::{RepoName, Sha};
+use crate::github::client::{CheckConclusion, CheckRun, CheckStatus, GitHubError};
+use crate::k8s::crd::PreviewEnvironment;
+
+use super::context::Context;
+
+/// How often a preview waiting for checks looks again on its own.
+const POLL: Duration = Duration::from_secs(60);
+/// Pause after GitHub did not answer (unless it said how long to wait).
+const RETRY: Duration = Duration::from_secs(30);
+
+/// Whether the preview's commit may be deployed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Gate {
+    Passed,
+    /// Not yet: the checks not passed (by name), a sentence for people, when to look again.
+    Waiting {
+        pending: Vec<String>,
+        message: String,
+        again: Duration,
+    },
+}
+
+/// The required checks that have not passed, each with what is wrong (`None`: not finished or
+/// not started yet).
+fn not_passed<'a>(
+    required: &'a [String],
+    runs: &[CheckRun],
+) -> Vec<(&'a str, Option<CheckConclusion>)> {
+    required
+        .iter()
+        .filter_map(|name| {
+            let newest = runs.iter().filter(|r| &r.name == name).max_by_key(|r| r.id);
+            match newest {
+                Some(r) if r.status == CheckStatus::Completed => match r.conclusion {
+                    Some(
+                        CheckConclusion::Success
+                        | CheckConclusion::Neutral
+                        | CheckConclusion::Skipped,
+                    ) => None,
+                    other => Some((name.as_str(), other.or(Some(CheckConclusion::Unknown)))),
+                },
+                _ => Some((name.as_str(), None)),
+            }
+        })
+        .collect()
+}
+
+fn conclusion_word(c: CheckConclusion) -> &'static str {
+    match c {
+        CheckConclusion::ActionRequired => "action required",
+        CheckConclusion::Cancelled => "cancelled",
+        CheckConclusion::Failure => "failed",
+        CheckConclusion::Neutral => "neutral",
+        CheckConclusion::Success => "succeeded",
+        CheckConclusion::Skipped => "skipped",
+        CheckConclusion::Stale => "stale",
+        CheckConclusion::TimedOut => "timed out",
+        CheckConclusion::StartupFailure => "failed to start",
+        CheckConclusion::Unknown => "did not pass",
+    }
+}
+
+/// Judge `runs` (the check runs on `sha`) against `required`.
+pub(super) fn judge(required: &[String], runs: &[CheckRun], sha: &Sha) -> Gate {
+    let missing = not_passed(required, runs);
+    if missing.is_empty() {
+        return Gate::Passed;
+    }
+    let names: Vec<String> = missing
+        .iter()
+        .map(|(n, c)| match c {
+            None => (*n).to_owned(),
+            Some(c) => format!("{n} ({})", conclusion_word(*c)),
+        })
+        .collect();
+    Gate::Waiting {
+        pending: missing.iter().map(|(n, _)| (*n).to_owned()).collect(),
+        message: format!(
+            "waiting for checks on {}: {}",
+            sha.short(),
+            names.join(", ")
+        ),
+        again: POLL,
+    }
+}
+
+/// Ask GitHub about the checks on `pe`'s commit.
+pub(super) async fn gate(pe: &PreviewEnvironment, required: &[String], ctx: &Context) -> Gate {
+    let (Some(installation), Ok(repo), Ok(sha)) = (
+        pe.spec.installation_id,
+        RepoName::new(&pe.spec.repository),
+        Sha::new(&pe.spec.sha),
+    ) else {
+        // Nothing to ask (a preview made without GitHub): nothing to wait for.
+        return Gate::Passed;
+    };
+    let gh = ctx.github.installation(installation);
+    match gh.list_check_runs(&repo, &sha).await {
+        Ok(runs) => judge(required, &runs, &sha),
+        Err(e) => {
+            tracing::warn!(preview = %pe.spec.repository, sha = %sha, error = %e, "listing check runs failed");
+            let again = match e {
+                GitHubError::RateLimited { retry_at } => {
+                    Duration::try_from(retry_at.duration_since(ctx.clock.now()))
+                        .unwrap_or(RETRY)
+                        .max(Duration::from_secs(1))
+                }
+                _ => RETRY,
+            };
+            let names = required.join(", ");
+            Gate::Waiting {
+                pending: required.to_vec(),
+                message: format!(
+                    "waiting for checks on {}: {names} (GitHub did not answer: {e})",
+                    sha.short()
+                ),
+                again,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(
+        id: u64,
+        name: &str,
+        status: CheckStatus,
+        conclusion: Option<CheckConclusion>,
+    ) -> CheckRun {
+        CheckRun {
+            id,
+            name: name.to_owned(),
+            status,
+            conclusion,
+        }
+    }
+
+    #[test]
+    fn every_named_check_must_pass_on_its_newest_run() {
+        let sha = Sha::new(&"a".repeat(40)).unwrap();
+        let required = vec!["build".to_owned(), "images".to_owned()];
+        let done = |id, name, c| run(id, name, CheckStatus::Completed, Some(c));
+        assert_eq!(
+            judge(&required, &[], &sha),
+            Gate::Waiting {
+                pending: required.clone(),
+                message: "waiting for checks on aaaaaaa: build, images".into(),
+                again: POLL,
+            }
+        );
+        let runs = [
+            done(1, "build", CheckConclusion::Success),
+            run(2, "images", CheckStatus::InProgress, None),
+            done(3, "lint", CheckConclusion::Failure),
+        ];
+        assert!(matches!(
+            judge(&required, &runs, &sha),
+            Gate::Waiting { pending, .. } if pending == ["images"]
+        ));
+        let runs = [
+            done(1, "build", CheckConclusion::Success),
+            done(2, "images", CheckConclusion::Failure),
+        ];
+        assert!(matches!(
+            judge(&required, &runs, &sha),
+            Gate::Waiting { message, .. } if message == "waiting for checks on aaaaaaa: images (failed)"
+        ));
+        // A re-run that passed wins over the earlier failure; other checks do not matter.
+        let runs = [
+            done(1, "build", CheckConclusion::Success),
+            done(2, "images", CheckConclusion::Failure),
+            done(5, "images", CheckConclusion::Success),
+            done(6, "lint", CheckConclusion::Failure),
+        ];
+        assert_eq!(judge(&required, &runs, &sha), Gate::Passed);
+        let runs = [
+            done(1, "build", CheckConclusion::Skipped),
+            done(2, "images", CheckConclusion::Neutral),
+        ];
+        assert_eq!(judge(&required, &runs, &sha), Gate::Passed);
+    }
+}

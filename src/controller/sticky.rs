@@ -1,0 +1,159 @@
+//! The sticky comment: exactly one Sandcastle comment per preview on its pull request, edited in
+//! place when what it shows changes (state, commit, URL, expiry — not on every reconcile), and
+//! when someone asks with `/preview status`. Its id and what it last showed live in the
+//! preview's status. It is found again by its hidden marker (only in the App's own comments) when
+//! the id is unknown, for example after a crash between posting and saving, and extra copies are
+//! deleted; a comment a person deleted is posted again on the next change, one a person edited
+//! is overwritten by the next edit.
+//!
+//! A failed call never blocks the preview: the status keeps what was shown, and the preview is
+//! looked at again after a pause (or when GitHub's rate limit allows), never in a tight loop.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::Api;
+
+use super::context::Context;
+use super::reconcile::Error;
+use super::report::log_url;
+use super::status::save;
+use crate::domain::{PrNumber, RepoName};
+use crate::github::client::{Comment, GitHubError, Installation};
+use crate::github::render::view::{shown_key, sticky_view};
+use crate::github::render::{parse_marker, sticky_comment};
+use crate::k8s::crd::{Blueprint, PreviewEnvironment, StickyComment};
+use crate::k8s::labels::STICKY_REFRESH;
+
+/// Pause after a failed attempt when GitHub gives no time to wait for.
+const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// Bring the sticky comment in line with `pe`, saving what it shows in the status. Returns the
+/// preview as it is now (its status holding the comment), for the rest of the reconcile.
+pub(super) async fn sync(
+    api: &Api<PreviewEnvironment>,
+    pe: PreviewEnvironment,
+    ctx: &Context,
+) -> Result<PreviewEnvironment, Error> {
+    let (Some(installation), Some(number)) = (pe.spec.installation_id, pe.spec.pull_request) else {
+        return Ok(pe);
+    };
+    let (Ok(repo), Ok(number)) = (RepoName::new(&pe.spec.repository), PrNumber::new(number)) else {
+        return Ok(pe);
+    };
+    let name = pe.name_any();
+    let page = log_url(ctx, &name);
+    let Some(view) = sticky_view(&pe, None, Some(page.clone())) else {
+        return Ok(pe);
+    };
+    let key = shown_key(&view);
+    let refresh = pe.annotations().get(STICKY_REFRESH).cloned();
+    let current = pe.status.as_ref().and_then(|s| s.sticky.clone());
+    let due = current
+        .as_ref()
+        .is_none_or(|c| c.shown != key || (refresh.is_some() && c.refreshed != refresh));
+    if !due || ctx.retry.waiting(&name) {
+        return Ok(pe);
+    }
+
+    // Rendering needs the Blueprint (what it clones, the idle limit); it is read only now.
+    let blueprints: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
+    let blueprint = blueprints.get_opt(&pe.spec.blueprint).await?;
+    let view = sticky_view(&pe, blueprint.as_ref().map(|b| &b.spec), Some(page))
+        .expect("the view exists: it did a moment ago");
+    let body = sticky_comment(&view, ctx.clock.now());
+    let gh = ctx.github.installation(installation);
+    let target = Target {
+        gh: &gh,
+        app_id: ctx.github.app_id(),
+        repo: &repo,
+        number,
+        preview: &name,
+    };
+    match target
+        .post_or_edit(current.as_ref().map(|c| c.comment_id), &body)
+        .await
+    {
+        Ok(comment_id) => {
+            let mut st = pe.status.clone().unwrap_or_default();
+            st.sticky = Some(StickyComment {
+                comment_id,
+                shown: key,
+                refreshed: refresh,
+            });
+            save(api, &pe, &st).await?;
+            let mut pe = pe;
+            pe.status = Some(st);
+            Ok(pe)
+        }
+        Err(e) => {
+            let wait = match &e {
+                GitHubError::RateLimited { retry_at } => until(*retry_at, ctx.clock.now()),
+                _ => RETRY_AFTER,
+            };
+            tracing::warn!(preview = %name, error = %e, retry_in = ?wait, "updating the sticky comment failed");
+            ctx.retry.schedule(&name, &ctx.settings.home, wait);
+            Ok(pe)
+        }
+    }
+}
+
+fn until(at: Timestamp, now: Timestamp) -> Duration {
+    Duration::try_from(at.duration_since(now))
+        .unwrap_or_default()
+        .max(Duration::from_secs(1))
+}
+
+/// The pull request conversation a preview's comment lives in.
+struct Target<'a> {
+    gh: &'a Installation,
+    app_id: u64,
+    repo: &'a RepoName,
+    number: PrNumber,
+    preview: &'a str,
+}
+
+impl Target<'_> {
+    /// Whether `c` is this preview's sticky comment: written by the App, carrying its marker.
+    fn is_ours(&self, c: &Comment) -> bool {
+        c.performed_via_github_app.as_ref().map(|a| a.id) == Some(self.app_id)
+            && parse_marker(&c.body).is_some_and(|m| m.preview == self.preview)
+    }
+
+    /// Edit the comment `known` (or the one the marker finds, or a new one) to `body`; returns its
+    /// id.
+    async fn post_or_edit(&self, known: Option<u64>, body: &str) -> Result<u64, GitHubError> {
+        if let Some(id) = known {
+            match self.gh.update_issue_comment(self.repo, id, body).await {
+                Ok(_) => return Ok(id),
+                // Deleted by someone: find another copy, or post it again.
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let comments = self.gh.list_issue_comments(self.repo, self.number).await?;
+        let mut ours = comments
+            .iter()
+            .filter(|c| Some(c.id) != known && self.is_ours(c));
+        let Some(keep) = ours.next() else {
+            let created = self
+                .gh
+                .create_issue_comment(self.repo, self.number, body)
+                .await?;
+            return Ok(created.id);
+        };
+        for extra in ours {
+            tracing::info!(
+                preview = self.preview,
+                comment = extra.id,
+                "deleting a duplicate sticky comment"
+            );
+            self.gh.delete_issue_comment(self.repo, extra.id).await?;
+        }
+        self.gh
+            .update_issue_comment(self.repo, keep.id, body)
+            .await?;
+        Ok(keep.id)
+    }
+}

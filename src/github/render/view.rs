@@ -1,0 +1,254 @@
+//! What the sticky comment shows for a `PreviewEnvironment`: its [`StickyView`], and the short
+//! key of what matters in it, so that the comment is edited when the state changes and not on
+//! every reconcile (progress steps and relative times are left out of the key on purpose).
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+
+use super::{StickyState, StickyView};
+use crate::domain::{Sha, duration};
+use crate::k8s::crd::{BlueprintSpec, Phase, PreviewEnvironment};
+
+/// The view of `pe`, or `None` while there is nothing to say yet (the controller has not looked
+/// at it, or it is on its way down). `blueprint` fills in what it is cloned from and the idle
+/// limit; `page` is Sandcastle's page for the preview.
+pub fn sticky_view(
+    pe: &PreviewEnvironment,
+    blueprint: Option<&BlueprintSpec>,
+    page: Option<String>,
+) -> Option<StickyView> {
+    let st = pe.status.clone().unwrap_or_default();
+    let spec = &pe.spec;
+    let message = st.message.clone().unwrap_or_default();
+    let state = if let Some(t) = &spec.teardown {
+        if st.phase != Some(Phase::Removed) {
+            return None;
+        }
+        StickyState::Removed {
+            reason: t.reason,
+            actor: t.actor.clone(),
+        }
+    } else if spec.awaiting_approval {
+        StickyState::WaitingForApproval {
+            sha: Sha::new(&spec.sha).ok()?,
+        }
+    } else {
+        match st.phase? {
+            Phase::Pending if !st.waiting_for_checks.is_empty() => StickyState::WaitingForChecks {
+                checks: st.waiting_for_checks.clone(),
+            },
+            Phase::Pending | Phase::Deploying => StickyState::Deploying { step: message },
+            Phase::Ready => StickyState::Ready,
+            Phase::Stopped => StickyState::Stopped,
+            Phase::Failed => StickyState::Failed { reason: message },
+            Phase::Terminating | Phase::Removed => return None,
+        }
+    };
+    let running = matches!(state, StickyState::Ready | StickyState::Stopped);
+    let sha = if running {
+        st.deployed_sha.as_deref().unwrap_or(&spec.sha)
+    } else {
+        &spec.sha
+    };
+    let deployed_at = running
+        .then(|| {
+            st.history
+                .iter()
+                .rev()
+                .find(|h| h.action == Phase::Ready.as_str() && h.sha.as_deref() == Some(sha))
+                .map(|h| h.time.0)
+        })
+        .flatten();
+    let waiting = matches!(
+        state,
+        StickyState::WaitingForApproval { .. } | StickyState::WaitingForChecks { .. }
+    );
+    let source = blueprint
+        .map(|b| match (&b.source.namespace, &b.source.manifests) {
+            (Some(ns), _) => format!("namespace {ns}"),
+            (None, Some(m)) => format!("ConfigMap {}", m.config_map),
+            (None, None) => String::new(),
+        })
+        .unwrap_or_default();
+    let stop_after_idle = blueprint
+        .and_then(|b| duration::parse_field(&b.stop_after_idle).ok())
+        .filter(|d| *d > Duration::ZERO);
+    Some(StickyView {
+        preview: pe.name_any(),
+        url: st.url.clone().filter(|_| !waiting),
+        sha: Sha::new(sha)
+            .ok()
+            .filter(|_| !matches!(state, StickyState::WaitingForApproval { .. })),
+        deployed_at,
+        blueprint: spec.blueprint.clone(),
+        source,
+        services: if waiting {
+            Vec::new()
+        } else {
+            st.services.clone()
+        },
+        jobs: Vec::new(),
+        expires_at: spec.expires_at.as_ref().map(|t| t.0).filter(|_| !waiting),
+        stop_after_idle,
+        api_url: page,
+        namespace: st.namespace.clone().filter(|_| !waiting),
+        pinned_fork_note: spec.pinned && !matches!(state, StickyState::Removed { .. }),
+        state,
+    })
+}
+
+/// What the comment must be edited for: the state and its reason, the commit, URL, expiry and
+/// whether it is pinned. Not the progress step, service counts or relative times.
+pub fn shown_key(view: &StickyView) -> String {
+    let detail = match &view.state {
+        StickyState::Failed { reason } | StickyState::Rejected { reason } => reason.clone(),
+        StickyState::WaitingForChecks { checks } => checks.join(","),
+        StickyState::WaitingForApproval { sha } => sha.to_string(),
+        StickyState::Removed { reason, actor } => {
+            format!("{reason:?}:{}", actor.as_deref().unwrap_or_default())
+        }
+        StickyState::Queued { position, .. } => position.to_string(),
+        StickyState::Deploying { .. } | StickyState::Ready | StickyState::Stopped => String::new(),
+    };
+    format!(
+        "{}|{detail}|{}|{}|{}|{}",
+        view.state.code(),
+        view.sha.as_ref().map(Sha::as_str).unwrap_or_default(),
+        view.url.as_deref().unwrap_or_default(),
+        view.expires_at.map(|t| t.as_second()).unwrap_or_default(),
+        if view.pinned_fork_note { "pinned" } else { "" },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::crd::{HistoryEntry, PreviewStatus, Teardown, TeardownReason};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    const SHA: &str = "abc1234def5678abc1234def5678abc1234def56";
+
+    fn pe(status: PreviewStatus) -> PreviewEnvironment {
+        let mut pe: PreviewEnvironment = serde_json::from_value(serde_json::json!({
+            "apiVersion": "sandcastle.dev/v1alpha1",
+            "kind": "PreviewEnvironment",
+            "metadata": {"name": "shop-pr-42"},
+            "spec": {
+                "blueprint": "shop", "repository": "acme/shop", "pullRequest": 42,
+                "ref": "feature", "sha": SHA,
+                "requestedBy": {"kind": "github-user", "name": "octocat"},
+                "expiresAt": "2026-11-30T12:00:00Z",
+            },
+        }))
+        .unwrap();
+        pe.status = Some(status);
+        pe
+    }
+
+    fn status(phase: Phase, message: &str) -> PreviewStatus {
+        PreviewStatus {
+            phase: Some(phase),
+            message: Some(message.to_owned()),
+            url: Some("http://42-shop.example.com".to_owned()),
+            deployed_sha: Some(SHA.to_owned()),
+            ..PreviewStatus::default()
+        }
+    }
+
+    #[test]
+    fn states_follow_the_resource() {
+        let view = |p: &PreviewEnvironment| sticky_view(p, None, None).map(|v| v.state);
+        assert_eq!(
+            view(&pe(PreviewStatus::default())),
+            None,
+            "not looked at yet"
+        );
+        assert_eq!(
+            view(&pe(status(Phase::Ready, "1/1"))),
+            Some(StickyState::Ready)
+        );
+        assert_eq!(
+            view(&pe(status(Phase::Failed, "seed job failed"))),
+            Some(StickyState::Failed {
+                reason: "seed job failed".into()
+            })
+        );
+        let mut waiting = status(Phase::Pending, "waiting for checks: build");
+        waiting.waiting_for_checks = vec!["build".into()];
+        assert_eq!(
+            view(&pe(waiting)),
+            Some(StickyState::WaitingForChecks {
+                checks: vec!["build".into()]
+            })
+        );
+        let mut fork = pe(status(Phase::Pending, "waiting for approval"));
+        fork.spec.awaiting_approval = true;
+        let v = sticky_view(&fork, None, None).unwrap();
+        assert!(matches!(v.state, StickyState::WaitingForApproval { .. }));
+        assert_eq!((v.url, v.sha, v.expires_at), (None, None, None));
+
+        let mut gone = pe(status(Phase::Terminating, "deleting the namespace"));
+        gone.spec.teardown = Some(Teardown {
+            reason: TeardownReason::Merged,
+            actor: Some("hubot".into()),
+            at: Time("2026-11-29T12:00:00Z".parse().unwrap()),
+        });
+        assert_eq!(view(&gone), None, "said once it is gone");
+        gone.status.as_mut().unwrap().phase = Some(Phase::Removed);
+        assert_eq!(
+            view(&gone),
+            Some(StickyState::Removed {
+                reason: TeardownReason::Merged,
+                actor: Some("hubot".into())
+            })
+        );
+    }
+
+    #[test]
+    fn the_key_ignores_progress_and_follows_what_matters() {
+        let key = |st: PreviewStatus| shown_key(&sticky_view(&pe(st), None, None).unwrap());
+        assert_eq!(
+            key(status(Phase::Deploying, "applying: config")),
+            key(status(Phase::Deploying, "starting apps: api 1/2 ready"))
+        );
+        assert_ne!(
+            key(status(Phase::Deploying, "x")),
+            key(status(Phase::Ready, "x"))
+        );
+        assert_ne!(
+            key(status(Phase::Failed, "a")),
+            key(status(Phase::Failed, "b"))
+        );
+        let mut later = pe(status(Phase::Ready, ""));
+        later.spec.expires_at = Some(Time("2026-12-01T12:00:00Z".parse().unwrap()));
+        assert_ne!(
+            shown_key(&sticky_view(&later, None, None).unwrap()),
+            key(status(Phase::Ready, "")),
+            "an extension shows"
+        );
+    }
+
+    #[test]
+    fn deployed_at_comes_from_the_history() {
+        let mut st = status(Phase::Ready, "1/1 services ready");
+        st.history.push(HistoryEntry {
+            time: Time("2026-11-29T12:00:00Z".parse().unwrap()),
+            actor: "sandcastle".into(),
+            action: "Ready".into(),
+            sha: Some(SHA.into()),
+            result: None,
+        });
+        let v = sticky_view(
+            &pe(st),
+            None,
+            Some("http://sandcastle/previews/shop-pr-42".into()),
+        )
+        .unwrap();
+        assert_eq!(v.deployed_at.unwrap().to_string(), "2026-11-29T12:00:00Z");
+        assert_eq!(
+            v.api_url.as_deref(),
+            Some("http://sandcastle/previews/shop-pr-42")
+        );
+    }
+}
