@@ -229,3 +229,23 @@ async fn the_fake_node_renews_its_lease() {
     .await;
     assert!(renewed.0 > first.0);
 }
+
+#[tokio::test]
+async fn claims_made_after_start_up_are_bound() {
+    // The harness provisions hostPath volumes for the default StorageClass for as long as it
+    // runs, not only while it starts.
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "it-harness-pvc").await;
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    }))
+    .unwrap();
+    claims.create(&PostParams::default(), &pvc).await.unwrap();
+    let bound = |c: Option<&PersistentVolumeClaim>| {
+        c.and_then(|c| c.status.as_ref()).and_then(|s| s.phase.as_deref()) == Some("Bound")
+    };
+    wait_for(&claims, "data", "claim data Bound", T, bound).await;
+}

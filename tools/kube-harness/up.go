@@ -167,7 +167,7 @@ func (cp *controlPlane) spawn(name string, args ...string) error {
 	return nil
 }
 
-func (cp *controlPlane) start(ctx context.Context) error {
+func (cp *controlPlane) start(runCtx context.Context) error {
 	o := cp.opts
 	cp.exited = make(chan *child, 8)
 	for _, sub := range []string{"logs", "pki", "etcd"} {
@@ -176,7 +176,9 @@ func (cp *controlPlane) start(ctx context.Context) error {
 		}
 	}
 	started := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	// Start-up steps are bounded by the timeout; what keeps running (the provisioner) lives as
+	// long as the control plane.
+	ctx, cancel := context.WithTimeout(runCtx, o.timeout)
 	defer cancel()
 
 	p, err := generatePKI(filepath.Join(o.dir, "pki"))
@@ -289,7 +291,7 @@ func (cp *controlPlane) start(ctx context.Context) error {
 	if err := cp.poll(ctx, "fake node created", func() error { return ensureNode(ctx, cs) }); err != nil {
 		return err
 	}
-	go runProvisioner(ctx, cs, filepath.Join(o.dir, "volumes"))
+	go runProvisioner(runCtx, cs, filepath.Join(o.dir, "volumes"))
 	if err := cp.poll(ctx, "cluster usable", func() error { return clusterUsable(ctx, cs) }); err != nil {
 		return err
 	}
