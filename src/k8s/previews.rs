@@ -1,6 +1,11 @@
 //! Writing desired state: apply an intent to its PreviewEnvironment (create, move to a commit,
 //! mark for teardown), idempotently and in event order. Every write carries the resourceVersion it
 //! read, so concurrent writers never lose each other's changes; a conflict is retried.
+//!
+//! Every write that is activity (a push, a command, an API call) stamps the
+//! `sandcastle.dev/last-activity` annotation ([`touch`]); the controller stops previews idle for
+//! the Blueprint's `stopAfterIdle` and never writes that annotation itself. A push also wakes a
+//! stopped preview.
 
 use std::time::Duration;
 
@@ -10,7 +15,8 @@ use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
 use super::crd::{PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind, Teardown};
-use super::labels::{self, MANAGED_BY, MANAGER, PR, PREVIEW, REPO};
+use super::labels::{self, LAST_ACTIVITY, MANAGED_BY, MANAGER, PR, PREVIEW, REPO};
+use crate::domain::lifecycle;
 use crate::github::intent::{Change, Intent};
 
 /// Annotation holding the last delivery ids applied to a preview (for redelivery detection).
@@ -56,6 +62,13 @@ fn expiry(now: Timestamp, ttl: Duration) -> Time {
         now.checked_add(jiff::SignedDuration::try_from(ttl).unwrap_or(jiff::SignedDuration::ZERO))
             .unwrap_or(now),
     )
+}
+
+/// Record activity on `pe` at `now` (pushes, commands, API calls: whatever should keep it
+/// running). The controller stops a preview after `stopAfterIdle` without any.
+pub fn touch(pe: &mut PreviewEnvironment, now: Timestamp) {
+    pe.annotations_mut()
+        .insert(LAST_ACTIVITY.to_owned(), now.to_string());
 }
 
 fn record_delivery(pe: &mut PreviewEnvironment, delivery: &str) {
@@ -115,6 +128,7 @@ fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
             pr_updated_at: Some(Time(intent.event_time)),
         },
     );
+    touch(&mut pe, now);
     pe.labels_mut().extend([
         (MANAGED_BY.to_owned(), MANAGER.to_owned()),
         (PREVIEW.to_owned(), intent.preview.to_string()),
@@ -149,15 +163,16 @@ fn change(
             // Activity keeps a preview alive: push the expiry to now + ttl, never past
             // creation + maxTtl, never earlier than it already is.
             let created = pe.creation_timestamp().map_or(now, |t| t.0);
-            let cap = expiry(created, *max_ttl);
-            let wanted = expiry(now, *ttl);
-            let current = pe.spec.expires_at.clone();
-            let extended = match current {
-                Some(c) if c.0 >= wanted.0 => c,
-                _ if wanted.0 > cap.0 => cap,
-                _ => wanted,
-            };
-            next.spec.expires_at = Some(extended);
+            next.spec.expires_at = Some(Time(lifecycle::expires_after_activity(
+                created,
+                pe.spec.expires_at.as_ref().map(|t| t.0),
+                now,
+                *ttl,
+                *max_ttl,
+            )));
+            // A push is activity, and wakes a stopped preview.
+            next.spec.stopped = false;
+            touch(&mut next, now);
         }
         Change::Teardown { reason, actor } => {
             if pe.spec.teardown.is_some() {
@@ -222,4 +237,83 @@ pub async fn apply(
         }
     }
     Ok(Outcome::Contended)
+}
+
+/// Read-modify-write `name` with `f` (retried on conflicts); `None` when it does not exist or is
+/// being deleted. `f` returns what it decided, or `None` to write nothing.
+async fn modify<T>(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    mut f: impl FnMut(&mut PreviewEnvironment) -> Option<T>,
+) -> Result<Option<T>, kube::Error> {
+    for _ in 0..5 {
+        let Some(pe) = api.get_opt(name).await? else {
+            return Ok(None);
+        };
+        if pe.metadata.deletion_timestamp.is_some() {
+            return Ok(None);
+        }
+        let mut next = pe.clone();
+        let Some(out) = f(&mut next) else {
+            return Ok(None);
+        };
+        next.status = None;
+        match api.replace(name, &PostParams::default(), &next).await {
+            Ok(_) => return Ok(Some(out)),
+            Err(kube::Error::Api(r)) if r.code == 409 => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(kube::Error::Api(
+        kube::core::Status::failure(
+            &format!("preview {name} kept changing; try again"),
+            "Conflict",
+        )
+        .with_code(409)
+        .boxed(),
+    ))
+}
+
+/// `/preview extend <by>` and the API: move the expiry by `by` (from the current expiry, or now
+/// if later), never past `max_ttl` (the Blueprint's `maxTtl`) from creation. Counts as activity.
+/// `None` when the preview does not exist or is torn down.
+pub async fn extend(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    by: Duration,
+    max_ttl: Duration,
+    now: Timestamp,
+) -> Result<Option<lifecycle::Extension>, kube::Error> {
+    modify(api, name, |pe| {
+        if pe.spec.teardown.is_some() {
+            return None;
+        }
+        let created = pe.creation_timestamp().map_or(now, |t| t.0);
+        let current = pe.spec.expires_at.as_ref().map(|t| t.0);
+        let ext = lifecycle::extend(created, current, now, by, max_ttl);
+        pe.spec.expires_at = Some(Time(ext.expires_at));
+        touch(pe, now);
+        Some(ext)
+    })
+    .await
+}
+
+/// `/preview stop` and `/preview wake` (and the API): ask for the preview to be scaled to zero or
+/// back. Counts as activity, so a woken preview is not idle at once. `None` when the preview does
+/// not exist or is torn down.
+pub async fn set_stopped(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    stopped: bool,
+    now: Timestamp,
+) -> Result<Option<()>, kube::Error> {
+    modify(api, name, |pe| {
+        if pe.spec.teardown.is_some() {
+            return None;
+        }
+        pe.spec.stopped = stopped;
+        touch(pe, now);
+        Some(())
+    })
+    .await
 }
