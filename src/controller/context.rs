@@ -3,10 +3,13 @@
 use std::time::Duration;
 
 use kube::Client;
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::clock::Clock;
+use super::leader::LeaderElection;
 use crate::github::client::GitHubApp;
 use crate::k8s::apply::Resolver;
+use crate::k8s::crd::PreviewEnvironment;
 
 /// Controller settings, from configuration.
 #[derive(Debug, Clone)]
@@ -27,6 +30,20 @@ pub struct Settings {
     pub drift_interval: Duration,
     /// How soon to look again while a rollout is in progress (watches usually wake it sooner).
     pub progress_interval: Duration,
+
+    // Lifecycle guardrails and housekeeping (run by the leader only).
+    /// How often housekeeping runs: the catch-up resync with GitHub and the orphan sweep. It
+    /// also runs when the controller starts.
+    pub housekeeping_interval: Duration,
+    /// Compare the open pull requests of installed repositories with the previews in each
+    /// housekeeping round.
+    pub resync: bool,
+    /// Delete namespaces this Sandcastle made that have no PreviewEnvironment after this long
+    /// (`None`: never).
+    pub orphan_grace: Option<Duration>,
+    /// Lease-based leader election among replicas (`None`: this process always runs the
+    /// controller).
+    pub leader_election: Option<LeaderElection>,
 }
 
 impl Settings {
@@ -41,6 +58,10 @@ impl Settings {
             tombstone_retention: Duration::from_secs(72 * 3600),
             drift_interval: Duration::from_secs(600),
             progress_interval: Duration::from_secs(2),
+            housekeeping_interval: Duration::from_secs(600),
+            resync: false,
+            orphan_grace: None,
+            leader_election: None,
         }
     }
 }
@@ -53,6 +74,13 @@ pub struct Context {
     pub github: GitHubApp,
     pub settings: Settings,
     pub clock: Clock,
+    /// Set while the controller runs: asks for a reconcile of one preview (a freed slot wakes
+    /// the queue).
+    pub(crate) pokes: Option<futures::channel::mpsc::UnboundedSender<ObjectRef<PreviewEnvironment>>>,
+    /// Set while the controller runs: its cache of PreviewEnvironments.
+    pub(crate) previews: Option<Store<PreviewEnvironment>>,
+    /// Serializes slot decisions, so two previews never take the last slot together.
+    pub(crate) admission: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -71,6 +99,9 @@ impl Context {
             github,
             settings,
             clock,
+            pokes: None,
+            previews: None,
+            admission: std::sync::Arc::default(),
         }
     }
 }

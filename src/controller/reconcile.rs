@@ -10,7 +10,8 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use super::context::Context;
-use super::{rollout, teardown};
+use super::lifecycle::{self, Guard};
+use super::{capacity, rollout, teardown};
 use crate::k8s::crd::PreviewEnvironment;
 use crate::k8s::labels::FINALIZER;
 
@@ -34,9 +35,11 @@ pub(super) async fn reconcile(
         return Ok(Action::await_change());
     };
     if pe.meta().deletion_timestamp.is_some() {
+        let pe = capacity::release(&api, pe, &ctx).await?;
         return teardown::finalize(&api, &pe, &ctx).await;
     }
     if pe.spec.teardown.is_some() {
+        let pe = capacity::release(&api, pe, &ctx).await?;
         return teardown::tombstone(&api, &pe, &ctx).await;
     }
     if !pe.finalizers().iter().any(|f| f == FINALIZER) {
@@ -44,6 +47,11 @@ pub(super) async fn reconcile(
         // The update triggers another reconcile with the finalizer in place.
         return Ok(Action::await_change());
     }
+    // Lifecycle guardrails: expiry, a deleted Blueprint, the cap, stop and wake.
+    let pe = match lifecycle::guard(&api, pe, &ctx).await? {
+        Guard::Done(action) => return Ok(action),
+        Guard::Proceed(pe) => *pe,
+    };
     rollout::run(&api, &pe, &ctx).await
 }
 
