@@ -84,14 +84,11 @@ pub async fn sweep(ctx: &Context, grace: Duration) -> Result<SweepReport, kube::
             }
             continue;
         }
-        let since = match since {
-            Some(Ok(t)) => t,
-            // First seen (or a mark that does not parse): the grace period starts now.
-            _ => {
-                annotate(&namespaces, &name, json!(now.to_string())).await?;
-                report.marked += 1;
-                continue;
-            }
+        // First seen (or a mark that does not parse): the grace period starts now.
+        let Some(Ok(since)) = since else {
+            annotate(&namespaces, &name, json!(now.to_string())).await?;
+            report.marked += 1;
+            continue;
         };
         if !lifecycle::is_expired(lifecycle::hard_limit(since, grace), now) {
             report.waiting += 1;
