@@ -176,7 +176,11 @@ pub struct LifecycleArgs {
     pub leader_election: bool,
 
     /// Name of the leader Lease in Sandcastle's namespace.
-    #[arg(long, env = "SANDCASTLE_LEASE_NAME", default_value = "sandcastle-leader")]
+    #[arg(
+        long,
+        env = "SANDCASTLE_LEASE_NAME",
+        default_value = "sandcastle-leader"
+    )]
     pub lease_name: String,
 
     /// How long the leader's Lease lasts without renewal; another replica takes over within
@@ -284,10 +288,10 @@ mod tests {
         assert!(l.leader_election);
         assert_eq!(l.lease_duration, Duration::from_secs(15));
         assert_ne!(l.identity(), l.identity(), "a fresh identity per process");
-        let off = base
-            .iter()
-            .copied()
-            .chain(["--leader-election", "false", "--resync-interval", "0"]);
+        let off =
+            base.iter()
+                .copied()
+                .chain(["--leader-election", "false", "--resync-interval", "0"]);
         let Command::Serve(args) = Cli::try_parse_from(off).unwrap().command else {
             panic!("serve")
         };

@@ -73,13 +73,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         settings.housekeeping_interval = lifecycle.resync_interval;
     }
     settings.orphan_grace = Some(lifecycle.orphan_grace).filter(|g| !g.is_zero());
-    settings.leader_election = lifecycle.leader_election.then(|| {
-        sandcastle::controller::leader::LeaderElection {
-            lease_name: lifecycle.lease_name.clone(),
-            identity: lifecycle.identity(),
-            lease_duration: lifecycle.lease_duration,
-        }
-    });
+    settings.leader_election =
+        lifecycle
+            .leader_election
+            .then(|| sandcastle::controller::leader::LeaderElection {
+                lease_name: lifecycle.lease_name.clone(),
+                identity: lifecycle.identity(),
+                lease_duration: lifecycle.lease_duration,
+            });
     let running = sandcastle::app::start(sandcastle::app::Parts {
         client,
         github,

@@ -205,13 +205,7 @@ pub(super) async fn release(
     let active = peers.iter().filter(|p| holds(p)).count();
     let blueprints: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
     if let Ok(Some(bp)) = blueprints.get_opt(&pe.spec.blueprint).await {
-        counts(
-            ctx,
-            &bp,
-            u32::try_from(active).unwrap_or(u32::MAX),
-            queued,
-        )
-        .await;
+        counts(ctx, &bp, u32::try_from(active).unwrap_or(u32::MAX), queued).await;
     }
     Ok(pe)
 }
@@ -239,4 +233,3 @@ async fn counts(ctx: &Context, bp: &Blueprint, active: u32, queued: u32) {
         tracing::warn!(blueprint = %bp.name_any(), error = %e, "updating the preview counts failed");
     }
 }
-

@@ -76,7 +76,8 @@ pub struct Context {
     pub clock: Clock,
     /// Set while the controller runs: asks for a reconcile of one preview (a freed slot wakes
     /// the queue).
-    pub(crate) pokes: Option<futures::channel::mpsc::UnboundedSender<ObjectRef<PreviewEnvironment>>>,
+    pub(crate) pokes:
+        Option<futures::channel::mpsc::UnboundedSender<ObjectRef<PreviewEnvironment>>>,
     /// Set while the controller runs: its cache of PreviewEnvironments.
     pub(crate) previews: Option<Store<PreviewEnvironment>>,
     /// Serializes slot decisions, so two previews never take the last slot together.

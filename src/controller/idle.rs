@@ -87,8 +87,22 @@ async fn patch_scalable(
     body: Value,
 ) -> Result<(), kube::Error> {
     match w.kind {
-        "Deployment" => patch(&Api::<Deployment>::namespaced(client.clone(), ns), &w.name, body).await,
-        _ => patch(&Api::<StatefulSet>::namespaced(client.clone(), ns), &w.name, body).await,
+        "Deployment" => {
+            patch(
+                &Api::<Deployment>::namespaced(client.clone(), ns),
+                &w.name,
+                body,
+            )
+            .await
+        }
+        _ => {
+            patch(
+                &Api::<StatefulSet>::namespaced(client.clone(), ns),
+                &w.name,
+                body,
+            )
+            .await
+        }
     }
 }
 

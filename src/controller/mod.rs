@@ -111,19 +111,16 @@ pub async fn run(
         .watches(Api::<Namespace>::all(client.clone()), ours, move |o| {
             owner_of(&o, &h4)
         })
-        .watches_stream(
-            blueprint_changes(blueprints),
-            move |bp: Blueprint| {
-                // A changed Blueprint concerns every preview made from it.
-                let name = bp.name_any();
-                store
-                    .state()
-                    .into_iter()
-                    .filter(|p| p.spec.blueprint == name)
-                    .map(|p| ObjectRef::from_obj(&*p))
-                    .collect::<Vec<_>>()
-            },
-        )
+        .watches_stream(blueprint_changes(blueprints), move |bp: Blueprint| {
+            // A changed Blueprint concerns every preview made from it.
+            let name = bp.name_any();
+            store
+                .state()
+                .into_iter()
+                .filter(|p| p.spec.blueprint == name)
+                .map(|p| ObjectRef::from_obj(&*p))
+                .collect::<Vec<_>>()
+        })
         // A freed slot pokes the queue; a moved test clock looks at every preview again.
         .reconcile_on(poked)
         .reconcile_all_on(ticks)

@@ -139,7 +139,12 @@ fn expected(p: &PreviewEnvironment) -> Option<(&'static str, &'static str)> {
         Phase::Failed => ("failure", "failure"),
         Phase::Stopped => ("stopped", "inactive"),
         Phase::Removed => ("inactive", "inactive"),
-        Phase::Pending if st.slot.as_ref().is_some_and(|s| s.state == SlotState::Queued) => {
+        Phase::Pending
+            if st
+                .slot
+                .as_ref()
+                .is_some_and(|s| s.state == SlotState::Queued) =>
+        {
             ("queued", "queued")
         }
         _ => return None,

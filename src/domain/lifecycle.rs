@@ -94,7 +94,11 @@ pub enum Admission {
     /// Start it.
     Admitted,
     /// Wait: `position` in line (1 = next to start) while `in_use` of `cap` slots are held.
-    Queued { position: u32, in_use: u32, cap: u32 },
+    Queued {
+        position: u32,
+        in_use: u32,
+        cap: u32,
+    },
     /// Refused (`overCapacity: reject`).
     Rejected { in_use: u32, cap: u32 },
 }
@@ -191,7 +195,10 @@ mod tests {
         let idle = Duration::from_secs(4 * H);
         assert!(!is_idle(last, idle, t("2026-11-30T03:59:59Z")));
         assert!(is_idle(last, idle, t("2026-11-30T04:00:00Z")));
-        assert!(!is_idle(last, Duration::ZERO, t("2027-01-01T00:00:00Z")), "0 = never");
+        assert!(
+            !is_idle(last, Duration::ZERO, t("2027-01-01T00:00:00Z")),
+            "0 = never"
+        );
         assert!(is_expired(last, last));
         assert!(!is_expired(t("2026-11-30T00:00:01Z"), last));
     }

@@ -112,9 +112,10 @@ async fn manual_world(name: &str, yaml: &str, extra: serde_json::Value) -> World
 
 async fn open(world: &World, n: u64) -> Sha {
     let head = sha();
-    let d = world
-        .gh
-        .open_pull_request(&world.repo, PrSpec::new(pr(n), head.clone(), &format!("b{n}")));
+    let d = world.gh.open_pull_request(
+        &world.repo,
+        PrSpec::new(pr(n), head.clone(), &format!("b{n}")),
+    );
     let (status, body) = world.deliver(&d).await;
     assert_eq!(status, 200, "{body}");
     head
@@ -179,7 +180,10 @@ async fn expiry_tears_down_and_extensions_stop_at_max_ttl() {
     world.wait_github_state(&head, "success", T).await;
     let created = pe.creation_timestamp().unwrap().0;
     let first = pe.spec.expires_at.clone().unwrap().0;
-    assert_eq!(first, world.clock.now() + jiff::SignedDuration::from_hours(2));
+    assert_eq!(
+        first,
+        world.clock.now() + jiff::SignedDuration::from_hours(2)
+    );
 
     // Within maxTtl: one hour more.
     let api = world.previews();
@@ -198,7 +202,10 @@ async fn expiry_tears_down_and_extensions_stop_at_max_ttl() {
         .expect("not expired after 2h30 with an extension to 3h");
     // Beyond maxTtl: cut at creation + maxTtl.
     assert!(ext2.capped);
-    assert_eq!(ext2.expires_at, created + jiff::SignedDuration::from_hours(4));
+    assert_eq!(
+        ext2.expires_at,
+        created + jiff::SignedDuration::from_hours(4)
+    );
     let touched = world.clock.now();
     let pe = wait_for_preview(&world, "ttl-pr-1", "the extension seen", |p| {
         p.status
@@ -218,7 +225,11 @@ async fn expiry_tears_down_and_extensions_stop_at_max_ttl() {
         pe.status.unwrap().message.as_deref(),
         Some("removed: the preview expired")
     );
-    assert!(!world.namespace_exists(&world.namespace_of("ttl-pr-1")).await);
+    assert!(
+        !world
+            .namespace_exists(&world.namespace_of("ttl-pr-1"))
+            .await
+    );
     world.wait_github_state(&head, "inactive", T).await;
     let last = latest(&world, &head).unwrap();
     assert_eq!(last.description, "Removed: preview expired");
@@ -343,7 +354,13 @@ async fn idle_previews_stop_and_wake_with_their_exact_replicas() {
         .collect();
     assert_eq!(
         states,
-        ["in_progress", "success", "inactive", "in_progress", "success"]
+        [
+            "in_progress",
+            "success",
+            "inactive",
+            "in_progress",
+            "success"
+        ]
     );
 
     // Idle again, then a push wakes it at the new commit.
@@ -383,7 +400,11 @@ async fn over_the_cap_previews_queue_in_order_and_start_when_a_slot_frees() {
         st.message.as_deref(),
         Some("1st in line; 2/2 previews of cap in use")
     );
-    assert!(!world.namespace_exists(&world.namespace_of("cap-pr-3")).await);
+    assert!(
+        !world
+            .namespace_exists(&world.namespace_of("cap-pr-3"))
+            .await
+    );
     world.wait_github_state(&third, "queued", T).await;
     let bp_api: Api<Blueprint> = Api::namespaced(world.client.clone(), &world.home.name);
     eventually("the Blueprint counts 2 active, 1 queued", T, || async {
@@ -443,7 +464,11 @@ async fn reject_mode_refuses_over_the_cap() {
         "{message}"
     );
     assert_eq!(st.slot.unwrap().state, SlotState::Rejected);
-    assert!(!world.namespace_exists(&world.namespace_of("rej-pr-2")).await);
+    assert!(
+        !world
+            .namespace_exists(&world.namespace_of("rej-pr-2"))
+            .await
+    );
     world.wait_github_state(&second, "failure", T).await;
     let status = latest(&world, &second).unwrap();
     assert!(status.description.contains("maxPreviews"), "{status:?}");
@@ -489,7 +514,12 @@ async fn one_resync_after_downtime_matches_the_open_pull_requests() {
         BTreeSet::from(["sync-pr-2".into(), "sync-pr-4".into(), "sync-pr-5".into()])
     );
     assert!(
-        world.previews().get_opt("sync-pr-3").await.unwrap().is_none(),
+        world
+            .previews()
+            .get_opt("sync-pr-3")
+            .await
+            .unwrap()
+            .is_none(),
         "a pull request opened and closed while down never gets a preview"
     );
     // One round: the installation, its repositories, one page of open pull requests, and the
@@ -533,9 +563,7 @@ async fn orphan_namespaces_go_after_the_grace_period_and_nothing_else_is_touched
     let later = format!("{}-ghost-later", world.prefix);
     let plain = format!("{}-plain", world.prefix);
     let foreign = format!("{}-foreign", world.prefix);
-    let ours = |preview: &str| {
-        json!({"app.kubernetes.io/managed-by": "sandcastle", "sandcastle.dev/preview": preview, "sandcastle.dev/home": home})
-    };
+    let ours = |preview: &str| json!({"app.kubernetes.io/managed-by": "sandcastle", "sandcastle.dev/preview": preview, "sandcastle.dev/home": home});
     labelled_namespace(&world, &orphan, ours("ghost")).await;
     labelled_namespace(&world, &plain, json!({"team": "shop"})).await;
     labelled_namespace(
@@ -580,7 +608,10 @@ async fn orphan_namespaces_go_after_the_grace_period_and_nothing_else_is_touched
         }
     })
     .await;
-    assert!(namespace(&world, &later).await.is_some(), "its grace runs on");
+    assert!(
+        namespace(&world, &later).await.is_some(),
+        "its grace runs on"
+    );
     for name in [&plain, &foreign] {
         let ns = namespace(&world, name).await.expect("never touched");
         assert!(!ns.annotations().contains_key(ORPHANED_SINCE), "{name}");
@@ -613,7 +644,11 @@ async fn a_preview_whose_blueprint_is_deleted_fails_and_goes_at_expiry() {
     .await;
     world.clock.advance(Duration::from_secs(121 * 60));
     world.wait_phase("gone-pr-1", Phase::Removed, T).await;
-    assert!(!world.namespace_exists(&world.namespace_of("gone-pr-1")).await);
+    assert!(
+        !world
+            .namespace_exists(&world.namespace_of("gone-pr-1"))
+            .await
+    );
 }
 
 #[tokio::test]
@@ -660,7 +695,11 @@ async fn only_the_leader_reconciles_and_another_takes_over_mid_deploy() {
         .gh
         .open_pull_request(&world.repo, PrSpec::new(pr(1), head.clone(), "b1"));
     let (status, body) = world
-        .post_to(b.addr, opened.body.clone(), opened.signed_headers(crate::support::world::SECRET))
+        .post_to(
+            b.addr,
+            opened.body.clone(),
+            opened.signed_headers(crate::support::world::SECRET),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     world.wait_phase("lead-pr-1", Phase::Deploying, T).await;
@@ -695,5 +734,8 @@ async fn only_the_leader_reconciles_and_another_takes_over_mid_deploy() {
     assert_eq!(states, ["in_progress", "success"], "no status posted twice");
     b.shutdown().await;
     let released = leases.get("sandcastle-leader").await.unwrap().spec.unwrap();
-    assert_eq!(released.holder_identity, None, "a clean shutdown hands the lease back");
+    assert_eq!(
+        released.holder_identity, None,
+        "a clean shutdown hands the lease back"
+    );
 }
