@@ -105,7 +105,12 @@ pub(super) async fn admit(
     let index = u32::try_from(index).unwrap_or(u32::MAX);
     let cap = bp.spec.max_previews;
     let queue = bp.spec.over_capacity == OverCapacity::Queue;
-    let decision = lifecycle::admission(cap, holders, index, queue);
+    // A preview rolled out before slots were recorded already has its namespace: it keeps it.
+    let decision = if st.rollout.is_some() {
+        Admission::Admitted
+    } else {
+        lifecycle::admission(cap, holders, index, queue)
+    };
     let slot = |state, position, in_use| SlotStatus {
         state,
         position,
