@@ -32,7 +32,8 @@ async fn main() {
     let mut ready = Vec::new();
     let mut objects = 0;
     // Time at which each number of applied steps was first seen, per preview.
-    let mut steps: std::collections::BTreeMap<u32, Vec<Duration>> = std::collections::BTreeMap::new();
+    let mut steps: std::collections::BTreeMap<u32, Vec<Duration>> =
+        std::collections::BTreeMap::new();
     for n in 1..=PREVIEWS {
         let name = format!("guestbook-pr-{n}");
         let mut events = watcher(

@@ -10,6 +10,7 @@ use futures::StreamExt;
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -48,6 +49,7 @@ pub struct Running {
     pub addr: SocketAddr,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+    leading: watch::Receiver<bool>,
 }
 
 impl Running {
@@ -57,6 +59,11 @@ impl Running {
         for t in self.tasks {
             let _ = t.await;
         }
+    }
+
+    /// Whether this process runs the controller now (always, without leader election).
+    pub fn is_leader(&self) -> bool {
+        *self.leading.borrow()
     }
 
     /// Stop at once, as a crash would (tests use this to kill Sandcastle mid-deploy).
@@ -128,6 +135,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         }
     }));
 
+    let (leading_tx, leading) = watch::channel(false);
     if parts.controller {
         let ctx = Context::new(
             parts.client.clone(),
@@ -135,11 +143,33 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
             parts.settings.clone(),
             parts.clock.clone(),
         );
-        tasks.push(tokio::spawn(controller::run(
-            ctx,
-            stop.clone().cancelled_owned(),
-        )));
+        match parts.settings.leader_election.clone() {
+            None => {
+                leading_tx.send_replace(true);
+                tasks.push(tokio::spawn(controller::run(
+                    ctx,
+                    stop.clone().cancelled_owned(),
+                )));
+            }
+            // Every replica serves HTTP; the controller runs only while this one leads.
+            Some(le) => {
+                let client = parts.client.clone();
+                let home = parts.settings.home.clone();
+                let shutdown = stop.clone();
+                tasks.push(tokio::spawn(async move {
+                    controller::leader::run(client, &home, le, leading_tx, shutdown, |token| {
+                        controller::run(ctx.clone(), token.cancelled_owned())
+                    })
+                    .await;
+                }));
+            }
+        }
     }
     tracing::info!(%addr, "Sandcastle is listening");
-    Ok(Running { addr, stop, tasks })
+    Ok(Running {
+        addr,
+        stop,
+        tasks,
+        leading,
+    })
 }

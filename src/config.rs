@@ -86,6 +86,8 @@ pub struct ServeArgs {
     pub github: GitHubArgs,
     #[command(flatten)]
     pub previews: PreviewArgs,
+    #[command(flatten)]
+    pub lifecycle: LifecycleArgs,
 }
 
 /// The GitHub App Sandcastle acts as.
@@ -155,6 +157,54 @@ pub struct PreviewArgs {
     pub tombstone_retention: Duration,
 }
 
+/// Housekeeping and leader election.
+#[derive(Debug, Clone, Args)]
+pub struct LifecycleArgs {
+    /// How often the catch-up resync compares open pull requests with previews (it also runs at
+    /// start-up); `0` turns it off. Orphan namespaces are swept at the same pace.
+    #[arg(long, env = "SANDCASTLE_RESYNC_INTERVAL", default_value = "10m", value_parser = duration_arg)]
+    pub resync_interval: Duration,
+
+    /// How long a namespace Sandcastle made may stay without a PreviewEnvironment before it is
+    /// deleted; `0` never deletes.
+    #[arg(long, env = "SANDCASTLE_ORPHAN_GRACE", default_value = "1h", value_parser = duration_arg)]
+    pub orphan_grace: Duration,
+
+    /// Elect one leader among replicas with a Lease: all serve HTTP, only the leader runs the
+    /// controller and housekeeping. Turn off only when exactly one replica runs.
+    #[arg(long, env = "SANDCASTLE_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_election: bool,
+
+    /// Name of the leader Lease in Sandcastle's namespace.
+    #[arg(
+        long,
+        env = "SANDCASTLE_LEASE_NAME",
+        default_value = "sandcastle-leader"
+    )]
+    pub lease_name: String,
+
+    /// How long the leader's Lease lasts without renewal; another replica takes over within
+    /// about this long after the leader dies.
+    #[arg(long, env = "SANDCASTLE_LEASE_DURATION", default_value = "15s", value_parser = duration_arg)]
+    pub lease_duration: Duration,
+
+    /// This replica's identity in the Lease (default: the host name, which is the pod name in
+    /// Kubernetes, plus a random suffix).
+    #[arg(long, env = "SANDCASTLE_IDENTITY")]
+    pub identity: Option<String>,
+}
+
+impl LifecycleArgs {
+    /// The Lease holder identity: `--identity`, or the host name with a random suffix so that a
+    /// restarted process never mistakes the previous one's lease for its own.
+    pub fn identity(&self) -> String {
+        self.identity.clone().unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "sandcastle".to_owned());
+            format!("{host}-{:08x}", rand::random::<u32>())
+        })
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Do not wait for Enter before closing the pull request.
@@ -215,5 +265,37 @@ mod tests {
         let cli = Cli::try_parse_from(["sandcastle", "crds"]).unwrap();
         assert!(matches!(cli.command, Command::Crds(_)));
         assert_eq!(duration_arg("2d").unwrap(), Duration::from_secs(172_800));
+    }
+
+    #[test]
+    fn lifecycle_flags_have_defaults_and_can_be_turned_off() {
+        let base = [
+            "sandcastle",
+            "serve",
+            "--app-id",
+            "1",
+            "--private-key-file",
+            "k.pem",
+            "--webhook-secret",
+            "s",
+        ];
+        let Command::Serve(args) = Cli::try_parse_from(base).unwrap().command else {
+            panic!("serve")
+        };
+        let l = &args.lifecycle;
+        assert_eq!(l.resync_interval, Duration::from_secs(600));
+        assert_eq!(l.orphan_grace, Duration::from_secs(3600));
+        assert!(l.leader_election);
+        assert_eq!(l.lease_duration, Duration::from_secs(15));
+        assert_ne!(l.identity(), l.identity(), "a fresh identity per process");
+        let off =
+            base.iter()
+                .copied()
+                .chain(["--leader-election", "false", "--resync-interval", "0"]);
+        let Command::Serve(args) = Cli::try_parse_from(off).unwrap().command else {
+            panic!("serve")
+        };
+        assert!(!args.lifecycle.leader_election);
+        assert!(args.lifecycle.resync_interval.is_zero());
     }
 }

@@ -67,6 +67,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     settings.default_host = args.previews.default_host.clone();
     settings.ingress_namespace = args.previews.ingress_namespace.clone();
     settings.tombstone_retention = args.previews.tombstone_retention;
+    let lifecycle = &args.lifecycle;
+    settings.resync = !lifecycle.resync_interval.is_zero();
+    if settings.resync {
+        settings.housekeeping_interval = lifecycle.resync_interval;
+    }
+    settings.orphan_grace = Some(lifecycle.orphan_grace).filter(|g| !g.is_zero());
+    settings.leader_election =
+        lifecycle
+            .leader_election
+            .then(|| sandcastle::controller::leader::LeaderElection {
+                lease_name: lifecycle.lease_name.clone(),
+                identity: lifecycle.identity(),
+                lease_duration: lifecycle.lease_duration,
+            });
     let running = sandcastle::app::start(sandcastle::app::Parts {
         client,
         github,

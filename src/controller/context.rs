@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube::Client;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::mpsc;
 
 use super::clock::Clock;
+use super::leader::LeaderElection;
 use crate::github::client::GitHubApp;
 use crate::k8s::apply::Resolver;
 use crate::k8s::crd::PreviewEnvironment;
@@ -33,6 +34,20 @@ pub struct Settings {
     pub drift_interval: Duration,
     /// How soon to look again while a rollout is in progress (watches usually wake it sooner).
     pub progress_interval: Duration,
+
+    // Lifecycle guardrails and housekeeping (run by the leader only).
+    /// How often housekeeping runs: the catch-up resync with GitHub and the orphan sweep. It
+    /// also runs when the controller starts.
+    pub housekeeping_interval: Duration,
+    /// Compare the open pull requests of installed repositories with the previews in each
+    /// housekeeping round.
+    pub resync: bool,
+    /// Delete namespaces this Sandcastle made that have no PreviewEnvironment after this long
+    /// (`None`: never).
+    pub orphan_grace: Option<Duration>,
+    /// Lease-based leader election among replicas (`None`: this process always runs the
+    /// controller).
+    pub leader_election: Option<LeaderElection>,
 }
 
 impl Settings {
@@ -47,6 +62,10 @@ impl Settings {
             tombstone_retention: Duration::from_secs(72 * 3600),
             drift_interval: Duration::from_secs(600),
             progress_interval: Duration::from_secs(2),
+            housekeeping_interval: Duration::from_secs(600),
+            resync: false,
+            orphan_grace: None,
+            leader_election: None,
         }
     }
 }
@@ -60,6 +79,14 @@ pub struct Context {
     pub settings: Settings,
     pub clock: Clock,
     pub retry: Retry,
+    /// Set while the controller runs: asks for a reconcile of one preview (a freed slot wakes
+    /// the queue).
+    pub(crate) pokes:
+        Option<futures::channel::mpsc::UnboundedSender<ObjectRef<PreviewEnvironment>>>,
+    /// Set while the controller runs: its cache of PreviewEnvironments.
+    pub(crate) previews: Option<Store<PreviewEnvironment>>,
+    /// Serializes slot decisions, so two previews never take the last slot together.
+    pub(crate) admission: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 type Wakeups = mpsc::UnboundedReceiver<ObjectRef<PreviewEnvironment>>;
@@ -133,6 +160,9 @@ impl Context {
             settings,
             clock,
             retry: Retry::default(),
+            pokes: None,
+            previews: None,
+            admission: std::sync::Arc::default(),
         }
     }
 }

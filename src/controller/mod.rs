@@ -1,13 +1,22 @@
 //! The controller: the only writer of preview namespaces, GitHub deployment statuses and sticky
 //! comments. It watches PreviewEnvironments (and the workloads and namespaces it creates, and
 //! Blueprints) and reconciles each preview towards its spec, level-triggered and idempotent;
-//! previews whose GitHub reporting failed are looked at again after a pause.
+//! previews whose GitHub reporting failed are looked at again after a pause. Beside it run the
+//! housekeeping jobs (catch-up resync, orphan sweep); with leader election, only in the replica
+//! that leads.
 
+mod capacity;
 mod checks;
 pub mod clock;
 pub mod context;
+pub mod housekeeping;
+mod idle;
+pub mod leader;
+mod lifecycle;
+pub mod orphans;
 mod reconcile;
 mod report;
+pub mod resync;
 mod rollout;
 mod status;
 mod sticky;
@@ -16,14 +25,16 @@ mod teardown;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use std::collections::HashMap;
+
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 
 pub use context::{Context, Settings};
@@ -38,11 +49,37 @@ fn owner_of<K: Resource>(obj: &K, home: &str) -> Option<ObjectRef<PreviewEnviron
     Some(ObjectRef::new(name).within(home))
 }
 
-/// Run the controller until `shutdown` resolves.
+/// Blueprint changes that concern its previews: a new generation (the spec changed) or a
+/// deletion. Status writes (the preview counts) are left out, so they never fan out.
+fn blueprint_changes(
+    api: Api<Blueprint>,
+) -> impl futures::Stream<Item = Result<Blueprint, watcher::Error>> + Send + 'static {
+    let mut seen: HashMap<String, Option<i64>> = HashMap::new();
+    watcher(api, watcher::Config::default())
+        .default_backoff()
+        .filter_map(move |event| {
+            let out = match event {
+                Ok(watcher::Event::Apply(bp) | watcher::Event::InitApply(bp)) => {
+                    let generation = bp.metadata.generation;
+                    (seen.insert(bp.name_any(), generation) != Some(generation)).then_some(Ok(bp))
+                }
+                Ok(watcher::Event::Delete(bp)) => {
+                    seen.remove(&bp.name_any());
+                    Some(Ok(bp))
+                }
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            };
+            futures::future::ready(out)
+        })
+}
+
+/// Run the controller and the housekeeping jobs until `shutdown` resolves.
 pub async fn run(
-    ctx: Context,
+    mut ctx: Context,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
+    let shutdown = shutdown.shared();
     let home = ctx.settings.home.clone();
     let client = ctx.client.clone();
     let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
@@ -55,14 +92,18 @@ pub async fn run(
     let h4 = home.clone();
     let controller = Controller::new(previews, watcher::Config::default());
     let store = controller.store();
+    let (pokes, poked) = futures::channel::mpsc::unbounded();
+    ctx.pokes = Some(pokes);
+    ctx.previews = Some(store.clone());
+    let ticks = ctx.clock.ticks();
     // Previews whose GitHub reporting failed are looked at again after a pause.
     let wakeups = futures::stream::unfold(ctx.retry.take_wakeups(), |rx| async move {
         let mut rx = rx?;
         let next = rx.recv().await?;
         Some((next, Some(rx)))
     });
-    controller
-        .reconcile_on(wakeups)
+    let housekeeping = housekeeping::run(ctx.clone(), shutdown.clone());
+    let controller = controller
         .watches(
             Api::<Deployment>::all(client.clone()),
             ours.clone(),
@@ -79,28 +120,28 @@ pub async fn run(
         .watches(Api::<Namespace>::all(client.clone()), ours, move |o| {
             owner_of(&o, &h4)
         })
-        .watches(
-            blueprints,
-            watcher::Config::default(),
-            move |bp: Blueprint| {
-                // A changed Blueprint concerns every preview made from it.
-                let name = bp.name_any();
-                store
-                    .state()
-                    .into_iter()
-                    .filter(|p| p.spec.blueprint == name)
-                    .map(|p| ObjectRef::from_obj(&*p))
-                    .collect::<Vec<_>>()
-            },
-        )
+        .watches_stream(blueprint_changes(blueprints), move |bp: Blueprint| {
+            // A changed Blueprint concerns every preview made from it.
+            let name = bp.name_any();
+            store
+                .state()
+                .into_iter()
+                .filter(|p| p.spec.blueprint == name)
+                .map(|p| ObjectRef::from_obj(&*p))
+                .collect::<Vec<_>>()
+        })
+        // A freed slot pokes the queue; a moved test clock looks at every preview again.
+        .reconcile_on(poked)
+        .reconcile_on(wakeups)
+        .reconcile_all_on(ticks)
         .graceful_shutdown_on(shutdown)
         .run(reconcile::reconcile, reconcile::error_policy, Arc::new(ctx))
         .for_each(|res| async move {
             if let Err(e) = res {
                 tracing::debug!(error = %e, "reconcile loop");
             }
-        })
-        .await;
+        });
+    futures::join!(controller, housekeeping);
 }
 
 /// Requeue soon while something is in progress.

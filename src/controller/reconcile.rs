@@ -11,8 +11,9 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use super::context::Context;
+use super::lifecycle::{self, Guard};
 use super::status::{save, set_phase};
-use super::{rollout, sticky, teardown};
+use super::{capacity, rollout, sticky, teardown};
 use crate::domain::Sha;
 use crate::k8s::crd::{Phase, PreviewEnvironment};
 use crate::k8s::labels::FINALIZER;
@@ -37,12 +38,14 @@ pub(super) async fn reconcile(
         return Ok(Action::await_change());
     };
     if pe.meta().deletion_timestamp.is_some() {
+        let pe = capacity::release(&api, pe, &ctx).await?;
         return teardown::finalize(&api, &pe, &ctx).await;
     }
     // Every status change (saved by the previous reconcile) brings a reconcile here, so the
     // comment follows the status without a GitHub call on every pass.
     let pe = sticky::sync(&api, pe, &ctx).await?;
     if pe.spec.teardown.is_some() {
+        let pe = capacity::release(&api, pe, &ctx).await?;
         return teardown::tombstone(&api, &pe, &ctx).await;
     }
     if pe.spec.awaiting_approval {
@@ -53,6 +56,11 @@ pub(super) async fn reconcile(
         // The update triggers another reconcile with the finalizer in place.
         return Ok(Action::await_change());
     }
+    // Lifecycle guardrails: expiry, a deleted Blueprint, the cap, stop and wake.
+    let pe = match lifecycle::guard(&api, pe, &ctx).await? {
+        Guard::Done(action) => return Ok(action),
+        Guard::Proceed(pe) => *pe,
+    };
     rollout::run(&api, &pe, &ctx).await
 }
 

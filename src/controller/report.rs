@@ -20,6 +20,11 @@ pub(super) enum Report<'a> {
     Success,
     Failure(&'a str),
     Inactive,
+    /// Waiting for a free slot under the Blueprint's `maxPreviews` (description).
+    Queued(&'a str),
+    /// Scaled to zero: `inactive` (the URL does not answer) with how to wake it. Recorded as
+    /// `stopped`, so waking reports on the same deployment.
+    Stopped(&'a str),
 }
 
 fn state_name(s: DeploymentState) -> &'static str {
@@ -106,8 +111,13 @@ async fn post(
         if let Some(id) = st.github_deployment_id
             && st.github_reported.as_deref() != Some("inactive")
         {
-            gh.create_deployment_status(repo, id, &NewStatus::new(DeploymentState::Inactive))
-                .await?;
+            let mut inactive = NewStatus::new(DeploymentState::Inactive);
+            inactive.description = pe
+                .spec
+                .teardown
+                .as_ref()
+                .map(|t| crate::github::render::status::inactive_description(t.reason));
+            gh.create_deployment_status(repo, id, &inactive).await?;
             st.github_reported = Some("inactive".into());
         }
         return Ok(());
@@ -122,8 +132,18 @@ async fn post(
         } else {
             gh.find_deployment(repo, &environment, &pe.spec.sha).await?
         };
+        let mut adopted = None;
         let deployment = match existing {
-            Some(d) => d,
+            Some(d) => {
+                // Adopted after a crash or a change of leader: what it already shows was
+                // reported, and is not posted again.
+                let latest = gh.list_deployment_statuses(repo, d.id).await?;
+                adopted = latest
+                    .first()
+                    .map(|s| state_name(s.state))
+                    .filter(|s| *s != "inactive");
+                d
+            }
             None => {
                 gh.create_deployment(
                     repo,
@@ -148,7 +168,7 @@ async fn post(
         }
         st.github_deployment_id = Some(deployment.id);
         st.github_deployment_sha = Some(pe.spec.sha.clone());
-        st.github_reported = None;
+        st.github_reported = adopted.map(str::to_owned);
     }
     let Some(id) = st.github_deployment_id else {
         return Ok(());
@@ -171,9 +191,22 @@ async fn post(
             s.description = Some(why.to_owned());
             s
         }
+        Report::Queued(why) => {
+            let mut s = NewStatus::new(DeploymentState::Queued);
+            s.description = Some(why.to_owned());
+            s
+        }
+        Report::Stopped(why) => {
+            let mut s = NewStatus::new(DeploymentState::Inactive);
+            s.description = Some(why.to_owned());
+            s
+        }
         Report::Inactive => unreachable!("handled above"),
     };
-    let state = state_name(status.state);
+    let state = match report {
+        Report::Stopped(_) => "stopped",
+        _ => state_name(status.state),
+    };
     if st.github_reported.as_deref() == Some(state) {
         return Ok(());
     }

@@ -237,7 +237,12 @@ pub(super) async fn run(
         report::sync(pe, &mut st, ctx, Report::InProgress).await;
     }
 
-    let labels = guardrails::namespace_labels(pctx, &spec.isolation);
+    let mut labels = guardrails::namespace_labels(pctx, &spec.isolation);
+    // Which Sandcastle made the namespace: the orphan sweep only ever looks at its own.
+    labels.insert(
+        crate::k8s::labels::HOME.to_owned(),
+        ctx.settings.home.clone(),
+    );
     match namespace::ensure(
         &ctx.client,
         pctx.namespace.as_str(),
@@ -329,7 +334,13 @@ pub(super) async fn run(
     let reported = report::sync(pe, &mut st, ctx, Report::Success).await;
     save(api, pe, &st).await?;
     Ok(if reported {
-        super::after(ctx.settings.drift_interval)
+        // Look again at the next lifecycle deadline (expiry, idle stop) if it comes sooner.
+        super::after(super::lifecycle::requeue(
+            pe,
+            &target.blueprint,
+            ctx,
+            ctx.settings.drift_interval,
+        ))
     } else {
         super::after(Duration::from_secs(15))
     })

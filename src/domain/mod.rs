@@ -1,9 +1,10 @@
 //! Pure types and rules with no I/O: identifiers, durations, naming, templates, intents, the clone
-//! plan and the guardrails of a preview namespace.
+//! plan, the guardrails of a preview namespace and the lifecycle rules (expiry, idle, slots).
 
 pub mod duration;
 pub mod guardrails;
 pub mod ids;
+pub mod lifecycle;
 pub mod naming;
 pub mod plan;
 pub mod template;

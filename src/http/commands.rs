@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::Api;
@@ -19,8 +18,8 @@ use super::AppState;
 use super::error::ApiError;
 use super::repo_config::{self, GITHUB_TIMEOUT, limits_of};
 use super::webhook::{WRITE_TIMEOUT, blueprints_for, reply};
-use crate::domain::duration;
 use crate::domain::{PrNumber, RepoName};
+use crate::domain::{duration, lifecycle};
 use crate::github::client::{Installation, Permission, PullState, Reaction};
 use crate::github::commands::{self, Command};
 use crate::github::event::{CommentAction, CommentEvent};
@@ -141,11 +140,6 @@ fn check_written(preview: &str, outcome: Outcome) -> Result<Outcome, ApiError> {
         ))),
         other => Ok(other),
     }
-}
-
-fn later(t: Timestamp, d: Duration) -> Timestamp {
-    t.checked_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX))
-        .unwrap_or(t)
 }
 
 /// Handle an `issue_comment` delivery.
@@ -395,26 +389,24 @@ async fn on_existing(
                 }
                 Command::Extend(by) => {
                     let created = next.creation_timestamp().map_or(now, |t| t.0);
-                    let cap = later(created, max_ttl);
-                    let current = next.spec.expires_at.as_ref().map_or(now, |t| t.0);
-                    if current >= cap {
-                        answer = Some(Reply::ExtendTooFar {
-                            max_ttl,
-                            latest: cap,
-                        });
+                    let current = next.spec.expires_at.as_ref().map(|t| t.0);
+                    let ext = lifecycle::extend(created, current, now, by, max_ttl);
+                    let latest = lifecycle::hard_limit(created, max_ttl);
+                    if current.is_some_and(|c| c >= latest) {
+                        answer = Some(Reply::ExtendTooFar { max_ttl, latest });
                         return Err(Outcome::Unchanged);
                     }
-                    let wanted = later(current.max(now), by);
-                    let until = wanted.min(cap);
-                    next.spec.expires_at = Some(Time(until));
+                    next.spec.expires_at = Some(Time(ext.expires_at));
                     answer = Some(Reply::Extended {
-                        until,
+                        until: ext.expires_at,
                         now,
-                        capped: (wanted > cap).then_some(max_ttl),
+                        capped: ext.capped.then_some(max_ttl),
                     });
                 }
                 Command::Deploy | Command::Help => {}
             }
+            // Every command is activity: it keeps the preview from being stopped as idle.
+            previews::touch(next, now);
             Ok(())
         };
         let outcome = k8s(

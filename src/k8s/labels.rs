@@ -18,6 +18,18 @@ pub const REPOSITORY_ANNOTATION: &str = "sandcastle.dev/repository";
 pub const HOOK: &str = "sandcastle.dev/hook";
 /// Annotation recording a workload's replicas before it was stopped.
 pub const STOPPED_REPLICAS: &str = "sandcastle.dev/stopped-replicas";
+/// Annotation recording whether a CronJob was suspended before its preview was stopped.
+pub const STOPPED_SUSPEND: &str = "sandcastle.dev/stopped-suspend";
+/// Annotation on a PreviewEnvironment: the last activity (push, command, API call), RFC 3339.
+/// Written by the entry points, only read by the controller, so its own writes never count.
+pub const LAST_ACTIVITY: &str = "sandcastle.dev/last-activity";
+/// Label on preview namespaces: the namespace of the Sandcastle that made them, so that an
+/// installation only ever sweeps its own orphans.
+pub const HOME: &str = "sandcastle.dev/home";
+/// Annotation on a preview namespace with no PreviewEnvironment: when that was first seen.
+pub const ORPHANED_SINCE: &str = "sandcastle.dev/orphaned-since";
+/// Field manager of lifecycle changes (stop, wake) to workloads the rollout applied.
+pub const LIFECYCLE_FIELD_MANAGER: &str = "sandcastle-lifecycle";
 /// Annotation on Jobs: hash of the applied spec, to tell an unchanged Job from a changed one.
 pub const SPEC_HASH: &str = "sandcastle.dev/spec-hash";
 /// Annotation on a `PreviewEnvironment`: the delivery of the last `/preview`, which redeploys

@@ -3,6 +3,11 @@
 //! writes of `/preview` commands (deploy now, stop, wake, extend, destroy, refresh). Every write
 //! carries the resourceVersion it read, so concurrent writers never lose each other's changes; a
 //! conflict is retried.
+//!
+//! Every write that is activity (a push, a command, an API call) stamps the
+//! `sandcastle.dev/last-activity` annotation ([`touch`]); the controller stops previews idle for
+//! the Blueprint's `stopAfterIdle` and never writes that annotation itself. A push also wakes a
+//! stopped preview.
 
 use std::time::Duration;
 
@@ -14,7 +19,8 @@ use kube::api::{Api, ListParams, PostParams};
 use super::crd::{
     PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind, Teardown, TeardownReason,
 };
-use super::labels::{self, MANAGED_BY, MANAGER, PR, PREVIEW, REDEPLOY, REPO};
+use super::labels::{self, LAST_ACTIVITY, MANAGED_BY, MANAGER, PR, PREVIEW, REDEPLOY, REPO};
+use crate::domain::lifecycle;
 use crate::domain::{PrNumber, RepoName};
 use crate::github::intent::{Change, Intent};
 
@@ -74,6 +80,13 @@ fn expiry(now: Timestamp, ttl: Duration) -> Time {
     )
 }
 
+/// Record activity on `pe` at `now` (pushes, commands, API calls: whatever should keep it
+/// running). The controller stops a preview after `stopAfterIdle` without any.
+pub fn touch(pe: &mut PreviewEnvironment, now: Timestamp) {
+    pe.annotations_mut()
+        .insert(LAST_ACTIVITY.to_owned(), now.to_string());
+}
+
 fn record_delivery(pe: &mut PreviewEnvironment, delivery: &str) {
     let annotations = pe.annotations_mut();
     let mut ids: Vec<String> = annotations
@@ -106,13 +119,13 @@ fn extended_expiry(
     max_ttl: Duration,
 ) -> Time {
     let created = pe.creation_timestamp().map_or(now, |t| t.0);
-    let cap = expiry(created, max_ttl);
-    let wanted = expiry(now, ttl);
-    match pe.spec.expires_at.clone() {
-        Some(c) if c.0 >= wanted.0 => c,
-        _ if wanted.0 > cap.0 => cap,
-        _ => wanted,
-    }
+    Time(lifecycle::expires_after_activity(
+        created,
+        pe.spec.expires_at.as_ref().map(|t| t.0),
+        now,
+        ttl,
+        max_ttl,
+    ))
 }
 
 fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
@@ -153,6 +166,7 @@ fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
             pr_updated_at: Some(Time(intent.event_time)),
         },
     );
+    touch(&mut pe, now);
     pe.labels_mut().extend([
         (MANAGED_BY.to_owned(), MANAGER.to_owned()),
         (PREVIEW.to_owned(), intent.preview.to_string()),
@@ -198,6 +212,9 @@ fn change(
             next.spec.installation_id = intent.installation_id.or(pe.spec.installation_id);
             // Activity keeps a preview alive.
             next.spec.expires_at = Some(extended_expiry(pe, now, *ttl, *max_ttl));
+            // A push is activity, and wakes a stopped preview.
+            next.spec.stopped = false;
+            touch(&mut next, now);
         }
         Change::AwaitApproval { create, .. } => {
             if let Some(t) = &pe.spec.teardown {
@@ -386,6 +403,7 @@ pub async fn deploy_now(
         }
         next.annotations_mut()
             .insert(REDEPLOY.to_owned(), delivery.to_owned());
+        touch(&mut next, now);
         record_delivery(&mut next, delivery);
         next.status = None;
         match api.replace(name, &PostParams::default(), &next).await {
@@ -437,4 +455,83 @@ pub async fn modify(
         }
     }
     Ok(Outcome::Contended)
+}
+
+/// Read-modify-write `name` with `f` (retried on conflicts); `None` when it does not exist or is
+/// being deleted. `f` returns what it decided, or `None` to write nothing.
+async fn update<T>(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    mut f: impl FnMut(&mut PreviewEnvironment) -> Option<T>,
+) -> Result<Option<T>, kube::Error> {
+    for _ in 0..5 {
+        let Some(pe) = api.get_opt(name).await? else {
+            return Ok(None);
+        };
+        if pe.metadata.deletion_timestamp.is_some() {
+            return Ok(None);
+        }
+        let mut next = pe.clone();
+        let Some(out) = f(&mut next) else {
+            return Ok(None);
+        };
+        next.status = None;
+        match api.replace(name, &PostParams::default(), &next).await {
+            Ok(_) => return Ok(Some(out)),
+            Err(kube::Error::Api(r)) if r.code == 409 => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(kube::Error::Api(
+        kube::core::Status::failure(
+            &format!("preview {name} kept changing; try again"),
+            "Conflict",
+        )
+        .with_code(409)
+        .boxed(),
+    ))
+}
+
+/// `/preview extend <by>` and the API: move the expiry by `by` (from the current expiry, or now
+/// if later), never past `max_ttl` (the Blueprint's `maxTtl`) from creation. Counts as activity.
+/// `None` when the preview does not exist or is torn down.
+pub async fn extend(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    by: Duration,
+    max_ttl: Duration,
+    now: Timestamp,
+) -> Result<Option<lifecycle::Extension>, kube::Error> {
+    update(api, name, |pe| {
+        if pe.spec.teardown.is_some() {
+            return None;
+        }
+        let created = pe.creation_timestamp().map_or(now, |t| t.0);
+        let current = pe.spec.expires_at.as_ref().map(|t| t.0);
+        let ext = lifecycle::extend(created, current, now, by, max_ttl);
+        pe.spec.expires_at = Some(Time(ext.expires_at));
+        touch(pe, now);
+        Some(ext)
+    })
+    .await
+}
+
+/// `/preview stop` and `/preview wake` (and the API): ask for the preview to be scaled to zero or
+/// back. Counts as activity, so a woken preview is not idle at once. `None` when the preview does
+/// not exist or is torn down.
+pub async fn set_stopped(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    stopped: bool,
+    now: Timestamp,
+) -> Result<Option<()>, kube::Error> {
+    update(api, name, |pe| {
+        if pe.spec.teardown.is_some() {
+            return None;
+        }
+        pe.spec.stopped = stopped;
+        touch(pe, now);
+        Some(())
+    })
+    .await
 }

@@ -245,7 +245,9 @@ async fn claims_made_after_start_up_are_bound() {
     .unwrap();
     claims.create(&PostParams::default(), &pvc).await.unwrap();
     let bound = |c: Option<&PersistentVolumeClaim>| {
-        c.and_then(|c| c.status.as_ref()).and_then(|s| s.phase.as_deref()) == Some("Bound")
+        c.and_then(|c| c.status.as_ref())
+            .and_then(|s| s.phase.as_deref())
+            == Some("Bound")
     };
     wait_for(&claims, "data", "claim data Bound", T, bound).await;
 }

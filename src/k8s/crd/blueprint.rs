@@ -345,7 +345,7 @@ pub struct BlueprintStatus {
     /// `namespace/<name>` or `configmap/<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-    /// Previews of this blueprint that hold a slot (deploying, ready or stopped).
+    /// Previews of this blueprint that hold a slot (deploying, ready, stopped or failed).
     #[serde(default)]
     pub active_previews: u32,
     /// Requests waiting for a slot.

@@ -182,6 +182,40 @@ pub struct PreviewStatus {
     pub history: Vec<HistoryEntry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+
+    // Lifecycle guardrails (TTL, idle stop, caps).
+    /// Where the preview stands against its Blueprint's `maxPreviews`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<SlotStatus>,
+}
+
+/// A preview's place under its Blueprint's `maxPreviews`: holding a slot, waiting for one in
+/// request order, or refused (`overCapacity: reject`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SlotStatus {
+    pub state: SlotState,
+    /// While queued: the place in line (1 = next to start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<u32>,
+    /// Slots in use when this was decided, of `cap`.
+    pub in_use: u32,
+    pub cap: u32,
+    /// When refused: the generation refused (a new commit asks again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// When the preview got into this state.
+    pub since: Time,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotState {
+    /// Admitted: counts against `maxPreviews` until torn down (stopped and failed ones too).
+    Held,
+    /// Waiting for a free slot.
+    Queued,
+    /// Refused because every slot was in use.
+    Rejected,
 }
 
 /// Where a rollout of one plan (one commit and blueprint version) has got to.

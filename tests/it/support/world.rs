@@ -66,6 +66,8 @@ pub struct World {
     /// Prefix of this test's preview namespaces (keeps parallel tests apart).
     pub prefix: String,
     pub clock: Clock,
+    /// Changes to the parts every start uses (settings for lifecycle tests).
+    pub configure: Option<fn(&mut Parts)>,
     pub sandcastle: Option<Running>,
     http: HttpClient<HttpConnector, Full<Bytes>>,
 }
@@ -73,6 +75,14 @@ pub struct World {
 impl World {
     /// A world whose Blueprint `name` clones the staging namespace, loaded with `yaml`, for `repo`.
     pub async fn new(name: &str, yaml: &str, blueprint_extra: Value) -> Self {
+        let mut world = Self::unstarted(name, yaml, blueprint_extra).await;
+        world.start().await;
+        world
+    }
+
+    /// The same world with Sandcastle not started yet (set `clock` and `configure`, then
+    /// [`World::start`]).
+    pub async fn unstarted(name: &str, yaml: &str, blueprint_extra: Value) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(
                 std::env::var("SANDCASTLE_TEST_LOG").unwrap_or_else(|_| "sandcastle=debug".into()),
@@ -114,7 +124,7 @@ impl World {
         gh.add_repo(INSTALLATION, &repo);
 
         let prefix = unique("t");
-        let mut world = Self {
+        Self {
             client,
             home,
             staging,
@@ -122,11 +132,10 @@ impl World {
             repo,
             prefix,
             clock: Clock::system(),
+            configure: None,
             sandcastle: None,
             http: HttpClient::builder(TokioExecutor::new()).build_http(),
-        };
-        world.start().await;
-        world
+        }
     }
 
     pub fn settings(&self) -> Settings {
@@ -150,7 +159,7 @@ impl World {
             settings,
         )
         .expect("GitHub client");
-        Parts {
+        let mut parts = Parts {
             client,
             github,
             settings: self.settings(),
@@ -158,7 +167,11 @@ impl World {
             listen: "127.0.0.1:0".parse().unwrap(),
             clock: self.clock.clone(),
             controller: true,
+        };
+        if let Some(configure) = self.configure {
+            configure(&mut parts);
         }
+        parts
     }
 
     /// Start (or restart) Sandcastle.

@@ -1,0 +1,240 @@
+//! Caps: a Blueprint's `maxPreviews`. A preview holds a slot from admission until it is torn
+//! down (stopped and failed previews still hold theirs: their namespaces still use the cluster).
+//! Requests without a slot wait in request order (creation time, then name). Over the cap,
+//! `overCapacity: queue` keeps a request `Pending` with its place in line and starts it when a
+//! slot frees; `reject` refuses it (phase `Failed`, no namespace) until a new commit asks again.
+//! Decisions are serialized in-process (only the leader reconciles) and taken on a fresh list,
+//! so two requests never take the last slot together. The Blueprint's status counts stay true.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use super::context::Context;
+use super::reconcile::Error;
+use super::report::{self, Report};
+use super::status::{save, set_phase};
+use crate::domain::lifecycle::{self, Admission};
+use crate::k8s::crd::{
+    Blueprint, OverCapacity, Phase, PreviewEnvironment, PreviewStatus, SlotState, SlotStatus,
+};
+
+/// Field manager of the Blueprint status counts.
+const COUNTS_MANAGER: &str = "sandcastle-capacity";
+
+fn live(p: &PreviewEnvironment) -> bool {
+    p.spec.teardown.is_none() && p.meta().deletion_timestamp.is_none()
+}
+
+fn slot_state(p: &PreviewEnvironment) -> Option<SlotState> {
+    p.status.as_ref()?.slot.as_ref().map(|s| s.state)
+}
+
+/// Holds a slot of its Blueprint.
+pub(super) fn holds(p: &PreviewEnvironment) -> bool {
+    live(p) && slot_state(p) == Some(SlotState::Held)
+}
+
+/// Refused for the commit it asks for now.
+fn refused(p: &PreviewEnvironment) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.slot.as_ref())
+        .is_some_and(|s| s.state == SlotState::Rejected && s.generation == p.meta().generation)
+}
+
+/// Waits for a slot (queued, or not looked at yet).
+pub(super) fn waits(p: &PreviewEnvironment) -> bool {
+    live(p) && !holds(p) && !refused(p)
+}
+
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// What the reconcile should do after asking for a slot.
+pub(super) enum Slot {
+    Held,
+    /// Queued or refused: status and GitHub were brought in line; nothing more to do now.
+    Waiting,
+}
+
+/// Make sure `pe` holds a slot of `bp`, or record why it waits or was refused. `st` is the
+/// status being built; it is saved (and `pe`'s copy updated) before the decision is released.
+pub(super) async fn admit(
+    api: &Api<PreviewEnvironment>,
+    pe: &mut PreviewEnvironment,
+    bp: &Blueprint,
+    st: &mut PreviewStatus,
+    ctx: &Context,
+) -> Result<Slot, Error> {
+    match st.slot.as_ref().map(|s| s.state) {
+        Some(SlotState::Held) => return Ok(Slot::Held),
+        Some(SlotState::Rejected) if refused(pe) => {
+            save(api, pe, st).await?;
+            return Ok(Slot::Waiting);
+        }
+        _ => {}
+    }
+    let now = ctx.clock.now();
+    let _decide = ctx.admission.lock().await;
+    let all = api.list(&ListParams::default()).await?;
+    let peers: Vec<&PreviewEnvironment> = all
+        .items
+        .iter()
+        .filter(|p| p.spec.blueprint == pe.spec.blueprint)
+        .collect();
+    let holders = u32::try_from(peers.iter().filter(|p| holds(p)).count()).unwrap_or(u32::MAX);
+    let mut line: Vec<&PreviewEnvironment> = peers.into_iter().filter(|p| waits(p)).collect();
+    line.sort_by_key(|p| (p.creation_timestamp().map(|t| t.0), p.name_any()));
+    let name = pe.name_any();
+    let index = line
+        .iter()
+        .position(|p| p.name_any() == name)
+        .unwrap_or(line.len());
+    let waiting = u32::try_from(line.len()).unwrap_or(u32::MAX);
+    let index = u32::try_from(index).unwrap_or(u32::MAX);
+    let cap = bp.spec.max_previews;
+    let queue = bp.spec.over_capacity == OverCapacity::Queue;
+    // A preview rolled out before slots were recorded already has its namespace: it keeps it.
+    let decision = if st.rollout.is_some() {
+        Admission::Admitted
+    } else {
+        lifecycle::admission(cap, holders, index, queue)
+    };
+    let slot = |state, position, in_use| SlotStatus {
+        state,
+        position,
+        in_use,
+        cap,
+        generation: (state == SlotState::Rejected)
+            .then_some(pe.meta().generation)
+            .flatten(),
+        since: Time(now),
+    };
+    let result = match decision {
+        Admission::Admitted => {
+            st.slot = Some(slot(SlotState::Held, None, holders + 1));
+            commit(api, pe, st).await?;
+            counts(ctx, bp, holders + 1, waiting.saturating_sub(1)).await;
+            return Ok(Slot::Held);
+        }
+        Admission::Queued {
+            position,
+            in_use,
+            cap,
+        } => {
+            let message = format!(
+                "{} in line; {in_use}/{cap} previews of {} in use",
+                ordinal(position),
+                pe.spec.blueprint
+            );
+            let keep = st.slot.as_ref().is_some_and(|s| {
+                s.state == SlotState::Queued && s.position == Some(position) && s.in_use == in_use
+            });
+            if !keep {
+                st.slot = Some(slot(SlotState::Queued, Some(position), in_use));
+            }
+            set_phase(st, Phase::Pending, message, now, Some(&pe.spec.sha));
+            let why = format!(
+                "Waiting for a free slot ({in_use}/{cap} previews of {} in use)",
+                pe.spec.blueprint
+            );
+            report::sync(pe, st, ctx, Report::Queued(&why)).await;
+            (holders, waiting)
+        }
+        Admission::Rejected { in_use, cap } => {
+            let message = format!(
+                "not deployed: {in_use}/{cap} previews of blueprint {} are in use (maxPreviews); \
+                 close another preview or ask an admin to raise the limit",
+                pe.spec.blueprint
+            );
+            st.slot = Some(slot(SlotState::Rejected, None, in_use));
+            set_phase(st, Phase::Failed, message.clone(), now, Some(&pe.spec.sha));
+            report::sync(pe, st, ctx, Report::Failure(&message)).await;
+            (holders, waiting.saturating_sub(1))
+        }
+    };
+    commit(api, pe, st).await?;
+    counts(ctx, bp, result.0, result.1).await;
+    Ok(Slot::Waiting)
+}
+
+/// Save `st` and remember it as `pe`'s status (later saves in this reconcile compare with it).
+pub(super) async fn commit(
+    api: &Api<PreviewEnvironment>,
+    pe: &mut PreviewEnvironment,
+    st: &PreviewStatus,
+) -> Result<(), Error> {
+    save(api, pe, st).await?;
+    pe.status = Some(st.clone());
+    Ok(())
+}
+
+/// A torn-down or deleted preview gives its slot (or place in line) back: the queue behind it
+/// is looked at again and the Blueprint's counts are updated.
+pub(super) async fn release(
+    api: &Api<PreviewEnvironment>,
+    mut pe: PreviewEnvironment,
+    ctx: &Context,
+) -> Result<PreviewEnvironment, Error> {
+    let Some(mut st) = pe.status.clone().filter(|s| s.slot.is_some()) else {
+        return Ok(pe);
+    };
+    st.slot = None;
+    commit(api, &mut pe, &st).await?;
+    let Some(store) = &ctx.previews else {
+        return Ok(pe);
+    };
+    let peers: Vec<_> = store
+        .state()
+        .into_iter()
+        .filter(|p| p.spec.blueprint == pe.spec.blueprint && p.name_any() != pe.name_any())
+        .collect();
+    let mut queued = 0;
+    for p in peers.iter().filter(|p| waits(p)) {
+        queued += 1;
+        if let Some(pokes) = &ctx.pokes {
+            let _ = pokes.unbounded_send(ObjectRef::from_obj(&**p));
+        }
+    }
+    let active = peers.iter().filter(|p| holds(p)).count();
+    let blueprints: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
+    if let Ok(Some(bp)) = blueprints.get_opt(&pe.spec.blueprint).await {
+        counts(ctx, &bp, u32::try_from(active).unwrap_or(u32::MAX), queued).await;
+    }
+    Ok(pe)
+}
+
+/// Keep `status.activePreviews` and `status.queuedPreviews` of the Blueprint true.
+async fn counts(ctx: &Context, bp: &Blueprint, active: u32, queued: u32) {
+    let now = bp.status.as_ref();
+    if now.is_some_and(|s| s.active_previews == active && s.queued_previews == queued) {
+        return;
+    }
+    let patch = json!({
+        "apiVersion": "sandcastle.dev/v1alpha1",
+        "kind": "Blueprint",
+        "status": {"activePreviews": active, "queuedPreviews": queued},
+    });
+    let api: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
+    if let Err(e) = api
+        .patch_status(
+            &bp.name_any(),
+            &PatchParams::apply(COUNTS_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+    {
+        tracing::warn!(blueprint = %bp.name_any(), error = %e, "updating the preview counts failed");
+    }
+}

@@ -1,0 +1,215 @@
+//! The guardrails every reconcile passes before a rollout, in this order: an expired preview is
+//! marked for teardown (`spec.teardown.reason: expired`, then torn down like a closed PR); a
+//! preview whose Blueprint was deleted fails with a clear message until it expires; a preview
+//! without a slot under `maxPreviews` waits or is refused (`capacity`); a preview asked to stop
+//! (`spec.stopped`) or idle for `stopAfterIdle` is scaled to zero (`idle`), and one that was
+//! stopped and no longer should be is woken before the rollout goes on. Time comes from the
+//! clock; each preview is requeued at its next deadline, so nothing polls every preview.
+//!
+//! Activity is the `sandcastle.dev/last-activity` annotation, written by the entry points
+//! (pushes, commands, API calls) and only read here: the controller's own writes never count.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use serde_json::json;
+
+use super::capacity::{self, Slot};
+use super::context::Context;
+use super::idle;
+use super::reconcile::Error;
+use super::report::{self, Report};
+use super::status::set_phase;
+use crate::domain::duration;
+use crate::domain::lifecycle;
+use crate::k8s::crd::{Blueprint, Phase, PreviewEnvironment};
+use crate::k8s::labels::LAST_ACTIVITY;
+
+/// Requeues land this long after a deadline, so the deadline has surely passed.
+const SLACK: Duration = Duration::from_millis(500);
+/// How often a queued preview looks at the queue again when nothing wakes it sooner.
+const QUEUE_RECHECK: Duration = Duration::from_secs(300);
+const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// What the guardrails decided.
+pub(super) enum Guard {
+    /// Nothing more to do in this reconcile.
+    Done(Action),
+    /// Roll out; the preview carries the status as now saved.
+    Proceed(Box<PreviewEnvironment>),
+}
+
+/// The instants that drive a preview's lifecycle.
+struct Times {
+    expires_at: Timestamp,
+    last_activity: Timestamp,
+    stop_after_idle: Duration,
+}
+
+fn times(pe: &PreviewEnvironment, bp: Option<&Blueprint>, now: Timestamp) -> Times {
+    let created = pe.creation_timestamp().map_or(now, |t| t.0);
+    let parse = |s: &str| duration::parse_field(s).ok();
+    let ttl = bp.and_then(|b| parse(&b.spec.ttl)).unwrap_or(DEFAULT_TTL);
+    let expires_at = pe
+        .spec
+        .expires_at
+        .as_ref()
+        .map_or_else(|| lifecycle::hard_limit(created, ttl), |t| t.0);
+    let last_activity = pe
+        .annotations()
+        .get(LAST_ACTIVITY)
+        .and_then(|s| s.parse::<Timestamp>().ok())
+        .map_or(created, |t| t.max(created));
+    Times {
+        expires_at,
+        last_activity,
+        stop_after_idle: bp
+            .and_then(|b| parse(&b.spec.stop_after_idle))
+            .unwrap_or(Duration::ZERO),
+    }
+}
+
+/// When to look at `pe` again: its next deadline (expiry, idle stop), but no later than
+/// `at_most`.
+pub(super) fn requeue(
+    pe: &PreviewEnvironment,
+    bp: &Blueprint,
+    ctx: &Context,
+    at_most: Duration,
+) -> Duration {
+    let now = ctx.clock.now();
+    let t = times(pe, Some(bp), now);
+    let idle = lifecycle::idle_deadline(t.last_activity, t.stop_after_idle);
+    lifecycle::until_next(now, &[Some(t.expires_at), idle])
+        .map_or(at_most, |d| (d + SLACK).min(at_most))
+}
+
+fn until(now: Timestamp, at: Timestamp, at_most: Duration) -> Duration {
+    lifecycle::until_next(now, &[Some(at)]).map_or(at_most, |d| (d + SLACK).min(at_most))
+}
+
+/// Mark an expired preview for teardown; the change brings it back to be torn down.
+async fn expire(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    now: Timestamp,
+) -> Result<(), Error> {
+    let patch = json!({
+        "metadata": {"resourceVersion": pe.resource_version()},
+        "spec": {"teardown": {"reason": "expired", "at": Time(now)}},
+    });
+    match api
+        .patch(
+            &pe.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => {
+            tracing::info!(target: "audit", actor = "sandcastle", action = "expire", preview = %pe.name_any(), sha = %pe.spec.sha, result = "teardown", "preview expired");
+            Ok(())
+        }
+        // Changed meanwhile (that change brings it back) or gone.
+        Err(kube::Error::Api(r)) if r.code == 409 || r.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(super) async fn guard(
+    api: &Api<PreviewEnvironment>,
+    mut pe: PreviewEnvironment,
+    ctx: &Context,
+) -> Result<Guard, Error> {
+    let now = ctx.clock.now();
+    let blueprints: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
+    let bp = blueprints.get_opt(&pe.spec.blueprint).await?;
+    let t = times(&pe, bp.as_ref(), now);
+    if lifecycle::is_expired(t.expires_at, now) {
+        expire(api, &pe, now).await?;
+        return Ok(Guard::Done(Action::await_change()));
+    }
+    let mut st = pe.status.clone().unwrap_or_default();
+    st.last_activity = Some(Time(t.last_activity));
+    let sha = pe.spec.sha.clone();
+
+    let Some(bp) = bp else {
+        let message = format!(
+            "Blueprint {} was deleted; this preview is removed when it expires ({})",
+            pe.spec.blueprint,
+            t.expires_at.strftime("%a %d %b %H:%M UTC")
+        );
+        set_phase(&mut st, Phase::Failed, message.clone(), now, Some(&sha));
+        report::sync(&pe, &mut st, ctx, Report::Failure(&message)).await;
+        capacity::commit(api, &mut pe, &st).await?;
+        return Ok(Guard::Done(super::after(until(
+            now,
+            t.expires_at,
+            ctx.settings.drift_interval,
+        ))));
+    };
+
+    if let Slot::Waiting = capacity::admit(api, &mut pe, &bp, &mut st, ctx).await? {
+        return Ok(Guard::Done(super::after(requeue(
+            &pe,
+            &bp,
+            ctx,
+            QUEUE_RECHECK,
+        ))));
+    }
+
+    let idle = lifecycle::is_idle(t.last_activity, t.stop_after_idle, now);
+    let settled = matches!(
+        st.phase,
+        Some(Phase::Ready | Phase::Failed | Phase::Stopped)
+    );
+    let stop = if pe.spec.stopped {
+        Some("Stopped on request".to_owned())
+    } else if idle && settled {
+        Some(format!(
+            "Stopped after {} without activity",
+            duration::go_style(t.stop_after_idle)
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = stop {
+        if let Some(ns) = st.namespace.clone() {
+            st.services = idle::stop(&ctx.client, &ns).await?;
+        }
+        let message = format!("{why}: comment /preview wake or push to start it again");
+        if st.phase != Some(Phase::Stopped) {
+            tracing::info!(target: "audit", actor = "sandcastle", action = "stop", preview = %pe.name_any(), sha = %sha, result = %why, "preview stopped");
+        }
+        set_phase(&mut st, Phase::Stopped, message.clone(), now, Some(&sha));
+        report::sync(&pe, &mut st, ctx, Report::Stopped(&message)).await;
+        capacity::commit(api, &mut pe, &st).await?;
+        return Ok(Guard::Done(super::after(requeue(
+            &pe,
+            &bp,
+            ctx,
+            ctx.settings.drift_interval,
+        ))));
+    }
+    if st.phase == Some(Phase::Stopped) {
+        let restored = match st.namespace.clone() {
+            Some(ns) => idle::wake(&ctx.client, &ns).await?,
+            None => 0,
+        };
+        tracing::info!(target: "audit", actor = "sandcastle", action = "wake", preview = %pe.name_any(), sha = %sha, result = restored, "preview woken");
+        set_phase(
+            &mut st,
+            Phase::Deploying,
+            format!("Waking up: {restored} workloads restored"),
+            now,
+            Some(&sha),
+        );
+        report::sync(&pe, &mut st, ctx, Report::InProgress).await;
+    }
+    capacity::commit(api, &mut pe, &st).await?;
+    Ok(Guard::Proceed(Box::new(pe)))
+}
