@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::StreamExt;
@@ -48,16 +49,29 @@ pub struct Running {
     /// The address the HTTP server is bound to.
     pub addr: SocketAddr,
     stop: CancellationToken,
-    tasks: Vec<JoinHandle<()>>,
+    tasks: Vec<(&'static str, JoinHandle<()>)>,
     leading: watch::Receiver<bool>,
 }
 
+/// How long each part of a running Sandcastle gets to stop on shutdown.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+
 impl Running {
-    /// Stop accepting requests, finish those in flight, stop the controller, and wait.
+    /// Stop accepting requests, finish those in flight, stop the controller, and wait — at most
+    /// [`SHUTDOWN_GRACE`] for each part, after which it is dropped.
     pub async fn shutdown(self) {
         self.stop.cancel();
-        for t in self.tasks {
-            let _ = t.await;
+        for (name, mut task) in self.tasks {
+            if tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    part = name,
+                    "did not stop within {SHUTDOWN_GRACE:?}; dropping it"
+                );
+                task.abort();
+            }
         }
     }
 
@@ -68,7 +82,7 @@ impl Running {
 
     /// Stop at once, as a crash would (tests use this to kill Sandcastle mid-deploy).
     pub fn abort(self) {
-        for t in &self.tasks {
+        for (_, t) in &self.tasks {
             t.abort();
         }
     }
@@ -102,12 +116,15 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         .reflect(writer)
         .applied_objects();
     let until = stop.clone().cancelled_owned();
-    tasks.push(tokio::spawn(async move {
-        tokio::select! {
-            () = stream.for_each(|_| async {}) => {}
-            () = until => {}
-        }
-    }));
+    tasks.push((
+        "blueprint cache",
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stream.for_each(|_| async {}) => {}
+                () = until => {}
+            }
+        }),
+    ));
 
     let state = AppState {
         client: parts.client.clone(),
@@ -126,14 +143,17 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
     let addr = listener.local_addr()?;
     let router = http::app(state);
     let until = stop.clone().cancelled_owned();
-    tasks.push(tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router)
-            .with_graceful_shutdown(until)
-            .await
-        {
-            tracing::error!(error = %e, "HTTP server stopped");
-        }
-    }));
+    tasks.push((
+        "http server",
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(until)
+                .await
+            {
+                tracing::error!(error = %e, "HTTP server stopped");
+            }
+        }),
+    ));
 
     let (leading_tx, leading) = watch::channel(false);
     if parts.controller {
@@ -146,22 +166,25 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         match parts.settings.leader_election.clone() {
             None => {
                 leading_tx.send_replace(true);
-                tasks.push(tokio::spawn(controller::run(
-                    ctx,
-                    stop.clone().cancelled_owned(),
-                )));
+                tasks.push((
+                    "controller",
+                    tokio::spawn(controller::run(ctx, stop.clone().cancelled_owned())),
+                ));
             }
             // Every replica serves HTTP; the controller runs only while this one leads.
             Some(le) => {
                 let client = parts.client.clone();
                 let home = parts.settings.home.clone();
                 let shutdown = stop.clone();
-                tasks.push(tokio::spawn(async move {
-                    controller::leader::run(client, &home, le, leading_tx, shutdown, |token| {
-                        controller::run(ctx.clone(), token.cancelled_owned())
-                    })
-                    .await;
-                }));
+                tasks.push((
+                    "controller",
+                    tokio::spawn(async move {
+                        controller::leader::run(client, &home, le, leading_tx, shutdown, |token| {
+                            controller::run(ctx.clone(), token.cancelled_owned())
+                        })
+                        .await;
+                    }),
+                ));
             }
         }
     }

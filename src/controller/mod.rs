@@ -95,6 +95,7 @@ pub async fn run(
     let (pokes, poked) = futures::channel::mpsc::unbounded();
     ctx.pokes = Some(pokes);
     ctx.previews = Some(store.clone());
+    let ctx_store = store.clone();
     let ticks = ctx.clock.ticks();
     // Previews whose GitHub reporting failed are looked at again after a pause.
     let wakeups = futures::stream::unfold(ctx.retry.take_wakeups(), |rx| async move {
@@ -134,15 +135,35 @@ pub async fn run(
         .reconcile_on(poked)
         .reconcile_on(wakeups)
         .reconcile_all_on(ticks)
-        .graceful_shutdown_on(shutdown)
+        .graceful_shutdown_on(shutdown.clone())
         .run(reconcile::reconcile, reconcile::error_policy, Arc::new(ctx))
         .for_each(|res| async move {
             if let Err(e) = res {
                 tracing::debug!(error = %e, "reconcile loop");
             }
         });
-    futures::join!(controller, housekeeping);
+    // kube's controller holds its runner until its cache is first filled, and does not notice a
+    // shutdown meanwhile; a shutdown right after start-up would wait forever. Reconciles in
+    // flight get a grace period; then the controller is dropped.
+    let filled = ctx_store.clone();
+    let deadline = shutdown.then(move |()| async move {
+        // Before the cache is filled no reconcile can have started: nothing to wait for.
+        let started = filled.wait_until_ready().now_or_never().is_some();
+        if started {
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        }
+        started
+    });
+    tokio::select! {
+        _ = async { futures::join!(controller, housekeeping) } => {}
+        waited = deadline => if waited {
+            tracing::warn!("reconciles still running {SHUTDOWN_GRACE:?} after shutdown; dropping them");
+        },
+    }
 }
+
+/// How long reconciles in flight may run on after a shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Requeue soon while something is in progress.
 pub(crate) fn soon(ctx: &Context) -> Action {

@@ -228,8 +228,12 @@ impl World {
         let resp = self
             .http
             .request(req.body(Full::new(Bytes::from(body))).unwrap())
-            .await
-            .expect("webhook answers");
+            .await;
+        // Status 0: nothing answered (not listening yet, or gone); the body says why.
+        let resp = match resp {
+            Ok(r) => r,
+            Err(e) => return (0, json!({"connection": e.to_string()})),
+        };
         let status = resp.status().as_u16();
         let bytes = resp.into_body().collect().await.expect("body").to_bytes();
         (
