@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod context;
+mod hooks;
 mod reconcile;
 mod report;
 mod rollout;
