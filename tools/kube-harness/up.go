@@ -176,6 +176,8 @@ func (cp *controlPlane) start(ctx context.Context) error {
 		}
 	}
 	started := time.Now()
+	// The provisioner lives as long as the control plane; only start-up is bounded.
+	life := ctx
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
@@ -289,7 +291,7 @@ func (cp *controlPlane) start(ctx context.Context) error {
 	if err := cp.poll(ctx, "fake node created", func() error { return ensureNode(ctx, cs) }); err != nil {
 		return err
 	}
-	go runProvisioner(ctx, cs, filepath.Join(o.dir, "volumes"))
+	go runProvisioner(life, cs, filepath.Join(o.dir, "volumes"))
 	if err := cp.poll(ctx, "cluster usable", func() error { return clusterUsable(ctx, cs) }); err != nil {
 		return err
 	}
