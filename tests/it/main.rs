@@ -4,6 +4,7 @@
 mod support;
 
 mod crds;
+mod fidelity;
 mod harness;
 mod lifecycle;
 mod server_side_apply;
