@@ -7,7 +7,7 @@
 //! (nothing applied), a failing seed Job, a readiness timeout — with the cluster's reason; the
 //! guardrails as the API server enforces them; and pre-delete hooks at teardown.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -65,53 +65,83 @@ pub struct Previewed {
     staging_before: Fingerprints,
 }
 
-/// Watch preview `name` until it is Ready (or Failed: the test fails), noting when every step
-/// had been applied and when it became Ready, counted from when `watching` is told the watch
-/// is established.
-async fn timeline(
+/// Watch preview `name` until it is Ready (or Failed: the test fails); the instant it became
+/// Ready. `established` hears when the watch is in place.
+async fn ready_at(
     api: Api<PreviewEnvironment>,
     name: String,
-    watching: tokio::sync::oneshot::Sender<Instant>,
-) -> Timeline {
+    established: tokio::sync::oneshot::Sender<()>,
+) -> Instant {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut events = watcher(api, config).boxed();
-    let mut applied = None;
-    let mut watching = Some(watching);
-    let mut start = Instant::now();
+    let mut established = Some(established);
     while let Some(event) = events.try_next().await.expect("watching the preview") {
         let pe = match event {
             watcher::Event::InitDone => {
-                if let Some(tx) = watching.take() {
-                    start = Instant::now();
-                    let _ = tx.send(start);
-                }
+                established.take().map(|tx| tx.send(()));
                 continue;
             }
             watcher::Event::Apply(pe) | watcher::Event::InitApply(pe) => pe,
             _ => continue,
         };
         let Some(st) = pe.status else { continue };
-        if applied.is_none()
-            && st
-                .rollout
-                .as_ref()
-                .is_some_and(|r| r.total_steps > 0 && r.applied_steps >= r.total_steps)
-        {
-            applied = Some(start.elapsed());
-        }
         match st.phase {
-            Some(Phase::Ready) => {
-                let ready = start.elapsed();
-                return Timeline {
-                    applied: applied.unwrap_or(ready),
-                    ready,
-                };
-            }
+            Some(Phase::Ready) => return Instant::now(),
             Some(Phase::Failed) => panic!("preview {name} failed: {:?}", st.message),
             _ => {}
         }
     }
     panic!("the watch on {name} ended")
+}
+
+/// Watch namespace `ns` until every object of `last` (the plan's last step) exists; the instant
+/// the last one appeared, which is when every object of the plan had been applied.
+/// `established` hears when the watches are in place.
+async fn applied_at(
+    client: Client,
+    ns: String,
+    last: Vec<Value>,
+    established: tokio::sync::oneshot::Sender<()>,
+) -> Instant {
+    let resolver = Resolver::new(client.clone());
+    let mut waiting: std::collections::BTreeSet<(String, String)> = BTreeSet::new();
+    let mut kinds = BTreeMap::new();
+    for obj in &last {
+        let (api_version, kind, name) = sandcastle::k8s::apply::identity(obj).unwrap();
+        waiting.insert((kind.to_owned(), name.to_owned()));
+        let ar = resolver.resolve(api_version, kind, name).await.unwrap();
+        kinds.insert(kind.to_owned(), ar);
+    }
+    let mut streams = futures::stream::select_all(kinds.into_values().map(|ar| {
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+        watcher(api, watcher::Config::default())
+            .map_ok(move |e| (ar.kind.clone(), e))
+            .boxed()
+    }));
+    let mut pending_init = last
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap().to_owned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let mut established = Some(established);
+    while let Some((kind, event)) = streams.try_next().await.expect("watching the preview") {
+        match event {
+            watcher::Event::InitDone => {
+                pending_init -= 1;
+                if pending_init == 0 {
+                    established.take().map(|tx| tx.send(()));
+                }
+            }
+            watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                waiting.remove(&(kind, o.name_any()));
+                if waiting.is_empty() && established.is_none() {
+                    return Instant::now();
+                }
+            }
+            _ => {}
+        }
+    }
+    panic!("the watches on {ns} ended")
 }
 
 fn preview_context(world: &World, preview: &str, sha: &Sha, branch: &str) -> PreviewContext {
@@ -169,20 +199,35 @@ pub async fn preview_fixture(name: &str) -> Previewed {
     )
     .len();
 
-    let (tx, established) = tokio::sync::oneshot::channel();
-    let watching = tokio::spawn(timeline(world.previews(), preview.clone(), tx));
-    established.await.expect("the watch is established");
+    let ns = world.namespace_of(&preview);
+    let (tx, ready_watch) = tokio::sync::oneshot::channel();
+    let ready = tokio::spawn(ready_at(world.previews(), preview.clone(), tx));
+    let (tx, applied_watch) = tokio::sync::oneshot::channel();
+    let last = plan.steps.last().unwrap().objects.clone();
+    let applied = tokio::spawn(applied_at(client.clone(), ns.clone(), last, tx));
+    ready_watch.await.expect("the preview is watched");
+    applied_watch
+        .await
+        .expect("the preview namespace is watched");
     let opened = world.gh.open_pull_request(
         &world.repo,
         PrSpec::new(pr(1), head.clone(), "feature/fidelity"),
     );
+    let start = Instant::now();
     let (status, body) = world.deliver(&opened).await;
     assert_eq!(status, 200, "{body}");
-    let timeline = tokio::time::timeout(T, watching)
+    let ready = tokio::time::timeout(T, ready)
         .await
         .unwrap_or_else(|_| panic!("preview {preview} not Ready after {T:?}"))
         .expect("watch task");
-    let ns = world.namespace_of(&preview);
+    let applied = tokio::time::timeout(T, applied)
+        .await
+        .unwrap_or_else(|_| panic!("preview {preview} not applied after {T:?}"))
+        .expect("watch task");
+    let timeline = Timeline {
+        applied: applied.duration_since(start),
+        ready: ready.duration_since(start),
+    };
     Previewed {
         world,
         preview,
@@ -1313,15 +1358,34 @@ fn left_out(plan: &Plan) -> String {
     let mut reasons: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for l in &plan.left_out {
         reasons
-            .entry(l.reason.split(';').next().unwrap_or_default().to_owned())
+            .entry(l.reason.clone())
             .or_default()
             .push(format!("{} {}", l.kind, l.name));
     }
     reasons
         .into_iter()
-        .map(|(why, what)| format!("{} ({why})", what.join(", ")))
+        .map(|(why, what)| format!("{}: {why}", what.join(", ")))
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// `Deployment api (3)`: the objects of `problems`, each once, with how many problems it has.
+fn refused_objects(problems: &[sandcastle::domain::plan::Problem]) -> String {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for p in problems {
+        *counts.entry(format!("{} {}", p.kind, p.name)).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .map(|(what, n)| {
+            if n == 1 {
+                what
+            } else {
+                format!("{what} ({n})")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[tokio::test]
@@ -1339,7 +1403,7 @@ async fn measure_fixtures() {
         p.assert_faithful_but_for(prose_of(name)).await;
         let planned = p.plan.objects().count() + p.plan.pre_delete.len();
         rows.push(format!(
-            "| {name} | {} | {} + {} guardrails | {} | {:.2} s | {:.2} s |",
+            "| {name} | {} | {} + {} guardrails | left out: {} | {:.2} s | {:.2} s |",
             p.source_objects,
             planned,
             p.guardrails,
@@ -1371,15 +1435,11 @@ async fn measure_fixtures() {
         ctx.source_namespace = f.source_namespace.clone();
         let refused = plan::plan(&f.objects, &spec, &ctx).unwrap_err();
         rows.push(format!(
-            "| {name} | {} | 0 (refused) | {} refused: {} | – | – |",
+            "| {name} | {} | 0: refused, nothing applied | {} problem{}: {} | – | – |",
             f.objects.len(),
             refused.problems.len(),
-            refused
-                .problems
-                .iter()
-                .map(|p| format!("{} {}", p.kind, p.name))
-                .collect::<Vec<_>>()
-                .join(", ")
+            if refused.problems.len() == 1 { "" } else { "s" },
+            refused_objects(&refused.problems),
         ));
     }
     println!(
