@@ -634,6 +634,65 @@ async fn guestbook_is_cloned_faithfully() {
     p.assert_faithful().await;
 }
 
+/// `sandcastle render` of a live namespace prints exactly the plan the controller applied.
+#[tokio::test]
+async fn render_reads_a_live_namespace_as_the_controller_does() {
+    let p = preview_fixture("bookinfo").await;
+    let blueprint = Api::<Blueprint>::namespaced(p.client().clone(), &p.world.home.name)
+        .get("bookinfo")
+        .await
+        .unwrap();
+    let spec_file = std::env::temp_dir().join(format!("{}-spec.json", p.world.prefix));
+    std::fs::write(&spec_file, serde_json::to_string(&blueprint.spec).unwrap()).unwrap();
+    let kubeconfig = std::env::var("SANDCASTLE_TEST_KUBECONFIG")
+        .or_else(|_| std::env::var("KUBECONFIG"))
+        .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"))
+        .args(["render", "--blueprint", &p.world.staging.name])
+        .arg("--spec")
+        .arg(&spec_file)
+        .args([
+            "--blueprint-name",
+            "bookinfo",
+            "--repo",
+            p.world.repo.as_str(),
+        ])
+        .args([
+            "--pr",
+            "1",
+            "--sha",
+            p.sha.as_str(),
+            "--branch",
+            "feature/fidelity",
+        ])
+        .args([
+            "--namespace-prefix",
+            &p.world.prefix,
+            "--kubeconfig",
+            &kubeconfig,
+        ])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&spec_file);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    let rendered = plan::parse_manifests(&yaml).unwrap();
+    let planned: Vec<Value> = p
+        .plan
+        .objects()
+        .chain(&p.plan.pre_delete)
+        .cloned()
+        .collect();
+    assert_eq!(rendered, planned);
+    for obj in &rendered {
+        assert_eq!(obj["metadata"]["namespace"], p.ns.as_str());
+    }
+}
+
 #[tokio::test]
 async fn bookinfo_is_cloned_faithfully() {
     let p = preview_fixture("bookinfo").await;
