@@ -1,6 +1,7 @@
 //! Taking a preview down: run its pre-delete hooks (bounded), delete its namespace, wait until it
-//! is gone, mark the GitHub deployment inactive; then either drop the finalizer (the resource is being deleted) or keep the resource
-//! as a tombstone (PR closed, expired or destroyed) until its retention ends.
+//! is gone, mark the GitHub deployment inactive; then either drop the finalizer (the resource is
+//! being deleted) or keep the resource as a tombstone (PR closed, expired or destroyed) until its
+//! retention ends.
 
 use std::time::Duration;
 
