@@ -74,6 +74,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print Sandcastle's CustomResourceDefinitions as YAML.
     Crds(CrdsArgs),
+    /// Print the objects a pull request's preview would get, as YAML in apply order (pipe it into
+    /// `kubectl diff -f -`). Applies nothing; exits non-zero when the blueprint is refused.
+    Render(Box<RenderArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -223,6 +226,62 @@ pub struct CrdsArgs {
     pub check: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// What the preview is cloned from: YAML files or directories of `*.yaml` files (manifests,
+    /// as a `source.manifests` ConfigMap holds them; repeat the flag for several), or the name of
+    /// a live namespace, read through the cluster as the controller reads `source.namespace`.
+    #[arg(long, value_name = "FILE|DIR|NAMESPACE", required = true)]
+    pub blueprint: Vec<String>,
+
+    /// The Blueprint's settings (images, host, skip, secrets, isolation, ...): a file holding a
+    /// Blueprint object or only its `spec` fields. Its `source` is ignored (`--blueprint` is the
+    /// source). Without it, a Blueprint document among the `--blueprint` files is used, else the
+    /// defaults.
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
+
+    /// Name of the Blueprint, which names the preview (default: the name of the Blueprint
+    /// document, else the repository's name).
+    #[arg(long, value_name = "NAME")]
+    pub blueprint_name: Option<String>,
+
+    /// The files hold objects read back from this namespace (`kubectl get -o yaml`): they may
+    /// name it, and references to it are rewritten as for a live namespace.
+    #[arg(long, value_name = "NAMESPACE")]
+    pub source_namespace: Option<String>,
+
+    /// The repository, `owner/name`.
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: String,
+
+    /// The pull request number.
+    #[arg(long, value_name = "N")]
+    pub pr: u64,
+
+    /// The commit to preview (40 hex digits).
+    #[arg(long, value_name = "SHA")]
+    pub sha: String,
+
+    /// The PR's head branch, for `{{branch}}` templates and `SANDCASTLE_BRANCH` (default:
+    /// `pr-<N>`).
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+
+    /// Also print the preview namespace and its guardrails (quota, LimitRange, NetworkPolicy,
+    /// ServiceAccounts, the `preview-agent` Role), which the controller applies first.
+    #[arg(long)]
+    pub guardrails: bool,
+
+    /// Kubeconfig file, to read a live namespace; when unset, in-cluster configuration or the
+    /// default kubeconfig is used.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub previews: PreviewArgs,
+}
+
 /// Settings for talking to Kubernetes.
 #[derive(Debug, Clone, Args)]
 pub struct KubeArgs {
@@ -264,6 +323,30 @@ mod tests {
     fn cli_parses() {
         let cli = Cli::try_parse_from(["sandcastle", "crds"]).unwrap();
         assert!(matches!(cli.command, Command::Crds(_)));
+        let cli = Cli::try_parse_from([
+            "sandcastle",
+            "render",
+            "--blueprint",
+            "a.yaml",
+            "--blueprint",
+            "b.yaml",
+            "--repo",
+            "acme/shop",
+            "--pr",
+            "42",
+            "--sha",
+            "0123456789abcdef0123456789abcdef01234567",
+        ])
+        .unwrap();
+        let Command::Render(args) = cli.command else {
+            panic!("render parses as render")
+        };
+        assert_eq!(args.blueprint, ["a.yaml", "b.yaml"]);
+        assert_eq!(args.previews.namespace_prefix, "");
+        assert!(
+            Cli::try_parse_from(["sandcastle", "render", "--repo", "acme/shop"]).is_err(),
+            "--blueprint, --pr and --sha are required"
+        );
         assert_eq!(duration_arg("2d").unwrap(), Duration::from_secs(172_800));
     }
 

@@ -15,6 +15,7 @@
 //! - [`controller`]: the reconcile loop that makes each preview true and reports it to GitHub
 //!   (deployment statuses and the sticky comment).
 //! - [`app`]: assembles a running process from those parts.
+//! - [`render`]: `sandcastle render`, the plan of a preview printed without applying it.
 //!
 //! Every entry point writes desired state (a `PreviewEnvironment`); one controller makes it true.
 
@@ -26,3 +27,4 @@ pub mod domain;
 pub mod github;
 pub mod http;
 pub mod k8s;
+pub mod render;

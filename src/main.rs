@@ -11,8 +11,9 @@ use sandcastle::github::client::{ClientSettings, GitHubApp};
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The demo narrates on stdout; keep its logs to warnings unless asked.
-    let default_level = if matches!(cli.command, Command::Demo(_)) {
+    // The demo narrates on stdout and render prints YAML there; keep their logs to warnings
+    // unless asked.
+    let default_level = if matches!(cli.command, Command::Demo(_) | Command::Render(_)) {
         "warn"
     } else {
         "info"
@@ -44,6 +45,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(*args).await,
         Command::Demo(args) => sandcastle::demo::run(args).await,
         Command::Crds(args) => crds(&args),
+        Command::Render(args) => sandcastle::render::run(&args).await,
     }
 }
 

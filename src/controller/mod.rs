@@ -9,6 +9,7 @@ mod capacity;
 mod checks;
 pub mod clock;
 pub mod context;
+mod hooks;
 pub mod housekeeping;
 mod idle;
 pub mod leader;

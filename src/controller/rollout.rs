@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::checks::{self, Gate};
 use super::context::Context;
+use super::hooks;
 use super::reconcile::Error;
 use super::report::{self, Report};
 use super::status::{save, set_phase};
@@ -24,6 +25,7 @@ use crate::domain::guardrails;
 use crate::domain::naming;
 use crate::domain::plan::{self, Plan, PreviewContext};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
+use crate::github::render::status::{Failure, fit_description};
 use crate::k8s::apply::ApplyError;
 use crate::k8s::crd::{Blueprint, Phase, PreviewEnvironment, PreviewStatus, Rollout};
 use crate::k8s::labels::REDEPLOY;
@@ -120,7 +122,8 @@ async fn fail(
         now,
         Some(&pe.spec.sha),
     );
-    let reported = report::sync(pe, &mut st, ctx, Report::Failure(&message)).await;
+    let description = failure_description(&message);
+    let reported = report::sync(pe, &mut st, ctx, Report::Failure(&description)).await;
     save(api, pe, &st).await?;
     // A failure can heal (pods become ready late, the Blueprint is fixed): look again later;
     // watches on the workloads and the Blueprint bring it back sooner.
@@ -193,13 +196,12 @@ pub(super) async fn run(
             return fail(api, pe, ctx, st, format!("blueprint refused: {refused}")).await;
         }
     };
-    let guard =
-        guardrails::guardrail_objects(pctx, &spec.isolation, &ctx.settings.ingress_namespace);
-    let mut steps: Vec<(String, Vec<Value>)> = vec![("guardrails".to_owned(), guard)];
-    steps.extend(
-        plan.steps
-            .iter()
-            .map(|s| (s.phase.as_str().to_owned(), s.objects.clone())),
+    let timeout =
+        duration::parse_field(&spec.readiness_timeout).unwrap_or(Duration::from_secs(600));
+    let steps = rollout_steps(
+        &plan,
+        guardrails::guardrail_objects(pctx, &spec.isolation, &ctx.settings.ingress_namespace),
+        hooks::bound(timeout),
     );
     let hash = plan_hash(&steps, pe.annotations().get(REDEPLOY));
     let total_objects: usize = steps.iter().map(|(_, o)| o.len()).sum();
@@ -269,8 +271,6 @@ pub(super) async fn run(
         }
     }
 
-    let timeout =
-        duration::parse_field(&spec.readiness_timeout).unwrap_or(Duration::from_secs(600));
     let ns = pctx.namespace.as_str();
     let mut services = Vec::new();
     for (index, (phase, objects)) in steps.iter().enumerate() {
@@ -286,7 +286,12 @@ pub(super) async fn run(
             rollout.applied_steps = index + 1;
             rollout.step_started_at = Time(now);
         }
-        let states = readiness::workload_states(&ctx.client, ns, objects).await?;
+        // Pre-delete hooks wait, suspended, for the teardown.
+        let states = if phase == hooks::STEP {
+            Vec::new()
+        } else {
+            readiness::workload_states(&ctx.client, ns, objects).await?
+        };
         services.extend(
             states
                 .iter()
@@ -298,22 +303,35 @@ pub(super) async fn run(
             .find(|w| matches!(w.health, Health::Failed(_)))
         {
             let why = readiness::job_failure(&ctx.client, ns, failed).await;
-            let what = if phase == "seed" { "seed job" } else { "job" };
-            return fail(
-                api,
-                pe,
-                ctx,
-                st,
-                format!("{what} {} failed: {why}", failed.name),
-            )
-            .await;
+            let message = if phase == "seed" {
+                Failure::SeedJobFailed {
+                    job: failed.name.clone(),
+                    reason: why.reason,
+                    exit_code: why.exit_code,
+                }
+                .to_string()
+            } else {
+                let exit = why.exit_code.map(|c| format!(" (exit {c})"));
+                format!(
+                    "job {} failed: {}{}",
+                    failed.name,
+                    why.reason,
+                    exit.unwrap_or_default()
+                )
+            };
+            return fail(api, pe, ctx, st, message).await;
         }
         if let Some(waiting) = states.iter().find(|w| w.health != Health::Ready) {
             let rollout = st.rollout.as_ref().expect("rollout set above");
             if elapsed(&rollout.step_started_at, now) > timeout {
-                let why = readiness::diagnose(&ctx.client, ns, waiting).await;
-                let limit = duration::go_style(timeout);
-                return fail(api, pe, ctx, st, format!("not Ready after {limit}: {why}")).await;
+                let failure = Failure::NotReady {
+                    after: timeout,
+                    workload: format!("{}/{}", waiting.kind.to_lowercase(), waiting.name),
+                    ready: waiting.ready,
+                    desired: waiting.desired,
+                    cause: readiness::why_not_ready(&ctx.client, ns, waiting).await,
+                };
+                return fail(api, pe, ctx, st, failure.to_string()).await;
             }
             let message = progress_message(phase, waiting);
             set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
@@ -346,6 +364,42 @@ pub(super) async fn run(
     })
 }
 
+/// The steps of a rollout: the guardrails, then the plan's phases, with the pre-delete hooks
+/// (suspended, see [`hooks`]) right after the config phase that they may need.
+fn rollout_steps(plan: &Plan, guard: Vec<Value>, hook_wait: Duration) -> Vec<(String, Vec<Value>)> {
+    let mut steps: Vec<(String, Vec<Value>)> = vec![("guardrails".to_owned(), guard)];
+    let mut hooks_step = (!plan.pre_delete.is_empty()).then(|| {
+        (
+            hooks::STEP.to_owned(),
+            hooks::suspended(&plan.pre_delete, hook_wait),
+        )
+    });
+    for step in &plan.steps {
+        if step.phase > plan::Phase::Config
+            && let Some(h) = hooks_step.take()
+        {
+            steps.push(h);
+        }
+        steps.push((step.phase.as_str().to_owned(), step.objects.clone()));
+    }
+    steps.extend(hooks_step);
+    steps
+}
+
+/// What GitHub shows for a failure (one line of at most 140 characters): the message, or for a
+/// refusal listing several problems, the first and how many more.
+fn failure_description(message: &str) -> String {
+    let mut lines = message.lines();
+    let first = lines.next().unwrap_or_default();
+    let more = lines.count();
+    let text = match more {
+        0 => first.to_owned(),
+        1 => format!("{first} (and 1 more problem)"),
+        n => format!("{first} (and {n} more problems)"),
+    };
+    fit_description(&text)
+}
+
 fn apply_failure(phase: &str, e: &ApplyError) -> String {
     format!("{phase} phase: {e}")
 }
@@ -361,5 +415,60 @@ fn progress_message(phase: &str, w: &readiness::WorkloadState) -> String {
         format!("{verb}: job {} running", w.name)
     } else {
         format!("{verb}: {} {}/{} ready", w.name, w.ready, w.desired)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn job(name: &str) -> Value {
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {}})
+    }
+
+    #[test]
+    fn hooks_are_applied_right_after_the_config_phase() {
+        let step = |phase, name: &str| plan::Step {
+            phase,
+            objects: vec![job(name)],
+        };
+        let mut p = Plan {
+            steps: vec![
+                step(plan::Phase::Config, "c"),
+                step(plan::Phase::Seed, "s"),
+                step(plan::Phase::Apps, "a"),
+            ],
+            pre_delete: vec![job("dump")],
+            url: None,
+            left_out: Vec::new(),
+        };
+        let names = |steps: &[(String, Vec<Value>)]| {
+            steps.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()
+        };
+        let steps = rollout_steps(&p, Vec::new(), Duration::from_secs(60));
+        assert_eq!(
+            names(&steps),
+            ["guardrails", "config", "hooks", "seed", "apps"]
+        );
+        assert_eq!(steps[2].1[0]["spec"]["suspend"], true);
+        p.pre_delete.clear();
+        let steps = rollout_steps(&p, Vec::new(), Duration::from_secs(60));
+        assert_eq!(names(&steps), ["guardrails", "config", "seed", "apps"]);
+    }
+
+    #[test]
+    fn github_hears_the_first_problem_and_how_many_more() {
+        assert_eq!(
+            failure_description(
+                "blueprint refused: DaemonSet a is not allowed: x\nClusterRole b is not allowed: y\nPod c: z"
+            ),
+            "blueprint refused: DaemonSet a is not allowed: x (and 2 more problems)"
+        );
+        assert_eq!(
+            failure_description("seed job db-seed failed: BackoffLimitExceeded (exit 1)"),
+            "seed job db-seed failed: BackoffLimitExceeded (exit 1)"
+        );
+        assert!(failure_description(&"x".repeat(300)).chars().count() <= 140);
     }
 }

@@ -1,6 +1,7 @@
-//! Taking a preview down: delete its namespace, wait until it is gone, mark the GitHub deployment
-//! inactive; then either drop the finalizer (the resource is being deleted) or keep the resource
-//! as a tombstone (PR closed, expired or destroyed) until its retention ends.
+//! Taking a preview down: run its pre-delete hooks (bounded), delete its namespace, wait until it
+//! is gone, mark the GitHub deployment inactive; then either drop the finalizer (the resource is
+//! being deleted) or keep the resource as a tombstone (PR closed, expired or destroyed) until its
+//! retention ends.
 
 use std::time::Duration;
 
@@ -9,9 +10,10 @@ use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::Action;
 
 use super::context::Context;
+use super::hooks;
 use super::reconcile::{Error, remove_finalizer};
 use super::report::{self, Report};
-use super::status::{save, set_phase};
+use super::status::{record, save, set_phase};
 use crate::domain::{NamespaceName, naming};
 use crate::k8s::crd::{Phase, PreviewEnvironment, PreviewStatus, TeardownReason};
 use crate::k8s::namespace;
@@ -62,14 +64,62 @@ async fn take_down(
     st: &mut PreviewStatus,
 ) -> Result<bool, Error> {
     let now = ctx.clock.now();
+    if !run_hooks(api, pe, ctx, st).await? {
+        return Ok(false);
+    }
     if !namespace_gone(pe, ctx).await? {
-        if st.phase != Some(Phase::Terminating) {
-            set_phase(st, Phase::Terminating, "deleting the namespace", now, None);
+        if st.phase != Some(Phase::Terminating) || st.message.as_deref() != Some(DELETING) {
+            set_phase(st, Phase::Terminating, DELETING, now, None);
         }
         save(api, pe, st).await?;
         return Ok(false);
     }
     Ok(true)
+}
+
+const DELETING: &str = "deleting the namespace";
+
+/// Run the namespace's pre-delete hooks; `Ok(true)` once they have all ended (each recorded in
+/// the history), so the namespace may go.
+async fn run_hooks(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+    st: &mut PreviewStatus,
+) -> Result<bool, Error> {
+    let Some(ns) = namespace_of(pe, ctx) else {
+        return Ok(true);
+    };
+    let now = ctx.clock.now();
+    match hooks::run(&ctx.client, &ns, &pe.name_any(), now).await? {
+        hooks::Hooks::Running(names) => {
+            set_phase(
+                st,
+                Phase::Terminating,
+                hooks::running_message(&names),
+                now,
+                None,
+            );
+            save(api, pe, st).await?;
+            Ok(false)
+        }
+        hooks::Hooks::Done(ended) => {
+            for (name, how) in ended {
+                if !matches!(how, hooks::Ended::Completed) {
+                    tracing::warn!(preview = %pe.name_any(), hook = %name, outcome = %how, "pre-delete hook did not complete");
+                }
+                record(
+                    st,
+                    now,
+                    "sandcastle",
+                    &format!("pre-delete hook {name}"),
+                    None,
+                    Some(&how.to_string()),
+                );
+            }
+            Ok(true)
+        }
+    }
 }
 
 /// The resource is being deleted: take everything down, then let it go.

@@ -16,6 +16,10 @@ pub const SHA: &str = "sandcastle.dev/sha";
 pub const REPOSITORY_ANNOTATION: &str = "sandcastle.dev/repository";
 /// Annotation marking a Job as a lifecycle hook: `seed` or `pre-delete`.
 pub const HOOK: &str = "sandcastle.dev/hook";
+/// Annotation on pre-delete hook Jobs: how long teardown waits for them (Go duration).
+pub const HOOK_TIMEOUT: &str = "sandcastle.dev/hook-timeout";
+/// Annotation on pre-delete hook Jobs: when teardown resumed them (RFC 3339).
+pub const HOOK_STARTED: &str = "sandcastle.dev/hook-started-at";
 /// Annotation recording a workload's replicas before it was stopped.
 pub const STOPPED_REPLICAS: &str = "sandcastle.dev/stopped-replicas";
 /// Annotation recording whether a CronJob was suspended before its preview was stopped.

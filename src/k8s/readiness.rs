@@ -2,9 +2,9 @@
 //! from the cluster (a pod's waiting reason, a Job's failure condition). Fetching is thin; the
 //! judgement is pure and unit-tested.
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
@@ -123,10 +123,14 @@ pub fn job_state(j: &Job) -> WorkloadState {
     let health = if is("Complete").is_some() {
         Health::Ready
     } else if let Some(c) = is("Failed") {
-        let mut why = c.reason.clone().unwrap_or_else(|| "Failed".into());
-        if let Some(m) = c.message.as_deref().filter(|m| !m.is_empty()) {
-            why = format!("{why}: {m}");
-        }
+        // The reason is the short, stable word (`BackoffLimitExceeded`, `DeadlineExceeded`);
+        // its message only repeats it in a sentence.
+        let why = c
+            .reason
+            .clone()
+            .filter(|r| !r.is_empty())
+            .or_else(|| c.message.clone().filter(|m| !m.is_empty()))
+            .unwrap_or_else(|| "Failed".into());
         Health::Failed(why)
     } else {
         Health::Waiting
@@ -144,6 +148,32 @@ pub fn job_state(j: &Job) -> WorkloadState {
         health,
         selector,
     }
+}
+
+/// Whether a Job is suspended (it runs no pods until resumed).
+pub fn job_suspended(j: &Job) -> bool {
+    j.spec.as_ref().and_then(|s| s.suspend).unwrap_or(false)
+}
+
+/// The exit code of the first container of `pods` that terminated with one other than 0.
+pub fn exit_code(pods: &[Pod]) -> Option<i32> {
+    pods.iter()
+        .filter_map(|p| p.status.as_ref())
+        .flat_map(|st| {
+            st.init_container_statuses
+                .iter()
+                .flatten()
+                .chain(st.container_statuses.iter().flatten())
+        })
+        .filter_map(|cs| {
+            let state = cs.state.as_ref()?;
+            state
+                .terminated
+                .as_ref()
+                .or(cs.last_state.as_ref().and_then(|l| l.terminated.as_ref()))
+        })
+        .map(|t| t.exit_code)
+        .find(|code| *code != 0)
 }
 
 /// The first thing wrong with any of `pods`, in the words of the cluster: a container's waiting
@@ -239,51 +269,100 @@ pub async fn workload_states(
     Ok(out)
 }
 
-/// Why `w` is not ready, from its pods: e.g. `deployment/api 0/2 (ImagePullBackOff ghcr.io/acme/api:abc1234)`.
-pub async fn diagnose(client: &Client, namespace: &str, w: &WorkloadState) -> String {
-    let head = format!(
-        "{}/{} {}/{}",
-        w.kind.to_lowercase(),
-        w.name,
-        w.ready,
-        w.desired
-    );
+/// Why `w` is not ready, in the cluster's words: what its pods are stuck on (e.g.
+/// `ImagePullBackOff ghcr.io/acme/api:abc1234`), or, when it has no pods, why they could not be
+/// created (a quota, the LimitRange, Pod Security admission). `None` when nothing says.
+pub async fn why_not_ready(client: &Client, namespace: &str, w: &WorkloadState) -> Option<String> {
     if let Health::Failed(why) = &w.health {
-        return format!("{head}: {why}");
+        return Some(why.clone());
     }
-    let Some(selector) = &w.selector else {
-        return head;
-    };
+    let selector = w.selector.as_ref()?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    match pods.list(&ListParams::default().labels(selector)).await {
-        Ok(list) => match pod_problem(&list.items) {
-            Some(p) => format!("{head} ({p})"),
-            None if list.items.is_empty() => format!("{head} (no pods created)"),
-            None => head,
-        },
-        Err(_) => head,
-    }
-}
-
-/// For a failed Job: the failure condition plus the failing container's exit, e.g.
-/// `BackoffLimitExceeded: Job has reached the specified backoff limit (exit 1)`.
-pub async fn job_failure(client: &Client, namespace: &str, w: &WorkloadState) -> String {
-    let Health::Failed(why) = &w.health else {
-        return String::new();
-    };
-    let Some(selector) = &w.selector else {
-        return why.clone();
-    };
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let exit = pods
+    let list = pods
         .list(&ListParams::default().labels(selector))
         .await
-        .ok()
-        .and_then(|l| pod_problem(&l.items));
-    match exit {
-        Some(p) => format!("{why} ({p})"),
-        None => why.clone(),
+        .ok()?;
+    if let Some(problem) = pod_problem(&list.items) {
+        return Some(problem);
     }
+    if !list.items.is_empty() {
+        return None;
+    }
+    Some(
+        creation_failure(client, namespace, w)
+            .await
+            .unwrap_or_else(|| "no pods created".into()),
+    )
+}
+
+/// Why the pods of `w` could not be created: a Deployment's ReplicaSet says so in its
+/// `ReplicaFailure` condition; StatefulSets and Jobs in a `FailedCreate` event.
+async fn creation_failure(client: &Client, namespace: &str, w: &WorkloadState) -> Option<String> {
+    if w.kind == "Deployment" {
+        let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
+        let list = sets
+            .list(&ListParams::default().labels(w.selector.as_deref()?))
+            .await
+            .ok()?;
+        return replica_failure(&list.items);
+    }
+    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let fields = format!(
+        "involvedObject.kind={},involvedObject.name={},reason=FailedCreate",
+        w.kind, w.name
+    );
+    let list = events
+        .list(&ListParams::default().fields(&fields))
+        .await
+        .ok()?;
+    latest_message(&list.items)
+}
+
+/// The message of the `ReplicaFailure` condition of any of `sets`.
+pub fn replica_failure(sets: &[ReplicaSet]) -> Option<String> {
+    sets.iter()
+        .filter_map(|rs| rs.status.as_ref()?.conditions.as_ref())
+        .flatten()
+        .find(|c| c.type_ == "ReplicaFailure" && c.status == "True")
+        .and_then(|c| c.message.clone().or_else(|| c.reason.clone()))
+}
+
+/// The message of the most recent of `events`.
+fn latest_message(events: &[Event]) -> Option<String> {
+    events
+        .iter()
+        .max_by_key(|e| {
+            e.last_timestamp
+                .as_ref()
+                .map(|t| t.0)
+                .or(e.event_time.as_ref().map(|t| t.0))
+        })
+        .and_then(|e| e.message.clone())
+}
+
+/// Why a failed Job failed: its condition's reason and the exit code of its failed container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFailure {
+    /// e.g. `BackoffLimitExceeded`.
+    pub reason: String,
+    pub exit_code: Option<i32>,
+}
+
+/// For a failed Job: the failure condition's reason and the failing container's exit code.
+pub async fn job_failure(client: &Client, namespace: &str, w: &WorkloadState) -> JobFailure {
+    let reason = match &w.health {
+        Health::Failed(why) => why.clone(),
+        _ => String::new(),
+    };
+    let exit_code = match &w.selector {
+        Some(selector) => Api::<Pod>::namespaced(client.clone(), namespace)
+            .list(&ListParams::default().labels(selector))
+            .await
+            .ok()
+            .and_then(|l| exit_code(&l.items)),
+        None => None,
+    };
+    JobFailure { reason, exit_code }
 }
 
 #[cfg(test)]
@@ -341,12 +420,7 @@ mod tests {
         }))
         .unwrap();
         let s = job_state(&j);
-        assert_eq!(
-            s.health,
-            Health::Failed(
-                "BackoffLimitExceeded: Job has reached the specified backoff limit".into()
-            )
-        );
+        assert_eq!(s.health, Health::Failed("BackoffLimitExceeded".into()));
         assert_eq!(
             s.selector.as_deref(),
             Some("batch.kubernetes.io/controller-uid=u1")
@@ -391,5 +465,56 @@ mod tests {
             {"name": "api", "image": "x", "imageID": "", "ready": true, "restartCount": 0, "state": {"running": {}}}]}}))
         .unwrap();
         assert_eq!(pod_problem(&[fine]), None);
+    }
+
+    #[test]
+    fn a_failed_job_gives_its_exit_code() {
+        let pods: Vec<Pod> = serde_json::from_value(json!([
+            {"status": {"phase": "Running", "containerStatuses": [
+                {"name": "a", "image": "x", "imageID": "", "ready": true, "restartCount": 0, "state": {"running": {}}}]}},
+            {"status": {"phase": "Failed", "containerStatuses": [
+                {"name": "seed", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 3, "reason": "Error"}}}]}}
+        ]))
+        .unwrap();
+        assert_eq!(exit_code(&pods), Some(3));
+        let restarted: Vec<Pod> = serde_json::from_value(json!([
+            {"status": {"containerStatuses": [
+                {"name": "seed", "image": "x", "imageID": "", "ready": false, "restartCount": 2,
+                 "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                 "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}}
+        ]))
+        .unwrap();
+        assert_eq!(exit_code(&restarted), Some(137));
+        assert_eq!(exit_code(&[]), None);
+    }
+
+    #[test]
+    fn pods_that_cannot_be_created_say_why() {
+        let sets: Vec<ReplicaSet> = serde_json::from_value(json!([
+            {"metadata": {"name": "api-1"}, "status": {"replicas": 0}},
+            {"metadata": {"name": "api-2"}, "status": {"replicas": 0, "conditions": [
+                {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+                 "message": "pods \"api-2-x\" is forbidden: exceeded quota: sandcastle-quota"}]}}
+        ]))
+        .unwrap();
+        assert_eq!(
+            replica_failure(&sets).as_deref(),
+            Some("pods \"api-2-x\" is forbidden: exceeded quota: sandcastle-quota")
+        );
+        assert_eq!(replica_failure(&sets[..1]), None);
+    }
+
+    #[test]
+    fn suspended_jobs_are_told_apart() {
+        let j: Job = serde_json::from_value(
+            json!({"metadata": {"name": "dump"}, "spec": {"suspend": true, "template": {}}}),
+        )
+        .unwrap();
+        assert!(job_suspended(&j));
+        let j: Job =
+            serde_json::from_value(json!({"metadata": {"name": "dump"}, "spec": {"template": {}}}))
+                .unwrap();
+        assert!(!job_suspended(&j));
     }
 }

@@ -80,10 +80,11 @@ async fn deployment_with_two_replicas_becomes_available() {
     for p in pods.items {
         let st = p.status.unwrap();
         assert_eq!(st.phase.as_deref(), Some("Running"));
-        assert_eq!(
-            p.spec.unwrap().node_name.as_deref(),
-            Some("kwok-node-0"),
-            "scheduled onto the fake node"
+        // kwok-node-0, or another fake node a test added (the fidelity tests add two).
+        let node = p.spec.unwrap().node_name.unwrap_or_default();
+        assert!(
+            node.starts_with("kwok-node-"),
+            "scheduled onto a fake node, not {node:?}"
         );
     }
 }

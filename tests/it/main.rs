@@ -5,6 +5,7 @@ mod support;
 
 mod conversation;
 mod crds;
+mod fidelity;
 mod guardrails_lifecycle;
 mod harness;
 mod lifecycle;

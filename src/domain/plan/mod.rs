@@ -11,6 +11,7 @@ mod env;
 mod hosts;
 mod images;
 mod kinds;
+mod limits;
 mod manifests;
 mod order;
 mod pods;
@@ -306,7 +307,13 @@ pub fn plan(
     for (class, mut obj) in kept {
         strip::strip(&mut obj, class);
         rewrite::rewrite(&mut obj, class, &rewriter);
-        pods::rewrite(&mut obj, class, &tags, &blueprint.images);
+        pods::rewrite(
+            &mut obj,
+            class,
+            &tags,
+            &blueprint.images,
+            &blueprint.isolation.limit_range,
+        );
         rewrite::identify_as_preview(&mut obj, class, ctx);
         out.push((class, obj));
     }

@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::kinds::{Builtin, Class};
-use super::{Obj, env, images};
-use crate::k8s::crd::ImageRule;
+use super::{Obj, env, images, limits};
+use crate::k8s::crd::{ImageRule, LimitRange};
 
 const TEMPLATE: &[&str] = &["spec", "template"];
 const JOB_TEMPLATE: &[&str] = &["spec", "jobTemplate", "spec", "template"];
@@ -43,8 +43,15 @@ pub(crate) fn dotted(path: &[&str]) -> String {
 }
 
 /// Give every container and init container of every pod template the PR's image (when an
-/// `images` rule matches) and `envFrom` the built-in variables.
-pub(crate) fn rewrite(obj: &mut Obj, class: Class, tags: &[Option<String>], rules: &[ImageRule]) {
+/// `images` rule matches), `envFrom` the built-in variables, and a limit where the preview's
+/// LimitRange default would fall below its request ([`limits`]).
+pub(crate) fn rewrite(
+    obj: &mut Obj,
+    class: Class,
+    tags: &[Option<String>],
+    rules: &[ImageRule],
+    range: &LimitRange,
+) {
     for path in template_paths(obj, class) {
         let Some(spec) = get_mut(&mut obj.value, path).and_then(|t| t.get_mut("spec")) else {
             continue;
@@ -56,6 +63,7 @@ pub(crate) fn rewrite(obj: &mut Obj, class: Class, tags: &[Option<String>], rule
             for container in containers {
                 images::apply(container, rules, tags);
                 env::add_env_from(container);
+                limits::fit(container, range);
             }
         }
     }

@@ -1,7 +1,9 @@
 //! Shared test support: the control plane client and waits (`cluster`), and one test's whole
-//! world — Sandcastle, the GitHub stand-in and a blueprint (`world`).
+//! world — Sandcastle, the GitHub stand-in and a blueprint (`world`); the blueprint fixtures as
+//! a user loads them (`fixtures`).
 
 pub mod cluster;
+pub mod fixtures;
 pub mod proxy;
 pub mod world;
 

@@ -39,11 +39,11 @@ pub fn pr(n: u64) -> PrNumber {
     PrNumber::new(n).unwrap()
 }
 
-/// Apply every document of a YAML file into `ns`, as `kubectl apply` would.
-pub async fn load_yaml(client: &Client, ns: &str, yaml: &str) {
+/// Apply every object into `ns` (server-side, one at a time, as `kubectl apply` would).
+pub async fn load_objects(client: &Client, ns: &str, objects: &[Value]) {
     let resolver = sandcastle::k8s::apply::Resolver::new(client.clone());
-    for doc in sandcastle::domain::plan::parse_manifests(yaml).expect("fixture parses") {
-        let mut doc = doc;
+    for doc in objects {
+        let mut doc = doc.clone();
         doc["metadata"]["namespace"] = Value::from(ns);
         let params = PatchParams::apply("kubectl-client-side-apply").force();
         let api = resolver
@@ -72,6 +72,15 @@ pub struct World {
     http: HttpClient<HttpConnector, Full<Bytes>>,
 }
 
+/// Where a world's Blueprint takes its objects from.
+pub enum Source<'a> {
+    /// The staging namespace, loaded with these objects first.
+    Staging(&'a [Value]),
+    /// A manifests ConfigMap in Sandcastle's namespace holding this YAML (the staging namespace
+    /// stays empty).
+    Manifests(&'a str),
+}
+
 impl World {
     /// A world whose Blueprint `name` clones the staging namespace, loaded with `yaml`, for `repo`.
     pub async fn new(name: &str, yaml: &str, blueprint_extra: Value) -> Self {
@@ -83,6 +92,23 @@ impl World {
     /// The same world with Sandcastle not started yet (set `clock` and `configure`, then
     /// [`World::start`]).
     pub async fn unstarted(name: &str, yaml: &str, blueprint_extra: Value) -> Self {
+        let objects = sandcastle::domain::plan::parse_manifests(yaml).expect("fixture parses");
+        Self::unstarted_with_source(name, Source::Staging(&objects), blueprint_extra).await
+    }
+
+    /// A world whose Blueprint `name` clones `source`, for `acme/<name>`.
+    pub async fn with_source(name: &str, source: Source<'_>, blueprint_extra: Value) -> Self {
+        let mut world = Self::unstarted_with_source(name, source, blueprint_extra).await;
+        world.start().await;
+        world
+    }
+
+    /// [`World::with_source`] with Sandcastle not started yet.
+    pub async fn unstarted_with_source(
+        name: &str,
+        source: Source<'_>,
+        blueprint_extra: Value,
+    ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(
                 std::env::var("SANDCASTLE_TEST_LOG").unwrap_or_else(|_| "sandcastle=debug".into()),
@@ -95,11 +121,32 @@ impl World {
             .expect("CRDs install");
         let home = TestNamespace::new(&client, "it-home").await;
         let staging = TestNamespace::new(&client, "it-staging").await;
-        load_yaml(&client, &staging.name, yaml).await;
+        let source = match source {
+            Source::Staging(objects) => {
+                load_objects(&client, &staging.name, objects).await;
+                json!({"namespace": staging.name})
+            }
+            Source::Manifests(yaml) => {
+                let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": format!("{name}-manifests")}, "data": {"manifests.yaml": yaml}});
+                Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
+                    client.clone(),
+                    &home.name,
+                )
+                .patch(
+                    &format!("{name}-manifests"),
+                    &PatchParams::apply("test").force(),
+                    &Patch::Apply(&cm),
+                )
+                .await
+                .expect("manifests ConfigMap accepted");
+                json!({"manifests": {"configMap": format!("{name}-manifests")}})
+            }
+        };
 
         let repo = RepoName::new(&format!("acme/{name}")).unwrap();
         let mut spec = json!({
-            "source": {"namespace": staging.name},
+            "source": source,
             "repositories": [repo.as_str()],
             "host": "{{pr}}-{{repo}}.preview.example.com",
             "readinessTimeout": "2m",
@@ -180,6 +227,19 @@ impl World {
             .await
             .expect("Sandcastle starts");
         self.sandcastle = Some(running);
+    }
+
+    /// Restart Sandcastle on a manual clock standing at the current time; returns the clock.
+    /// Call it before anything is delivered.
+    pub async fn use_manual_clock(&mut self) -> Clock {
+        if let Some(running) = self.sandcastle.take() {
+            // Not `shutdown`: the controller's graceful shutdown does not return when asked
+            // right after start-up (seen with kube 5's Controller); nothing is in flight yet.
+            running.abort();
+        }
+        self.clock = Clock::manual(jiff::Timestamp::now());
+        self.start().await;
+        self.clock.clone()
     }
 
     pub fn addr(&self) -> SocketAddr {

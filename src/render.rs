@@ -1,0 +1,297 @@
+//! `sandcastle render`: the objects a pull request's preview would get, printed as YAML in apply
+//! order, applying nothing. The objects come from manifest files or from a live namespace (read
+//! as the controller reads `source.namespace`); the plan and its refusals are the controller's
+//! own, so a blueprint refused here is refused with the same words on the pull request.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+
+use crate::config::{KubeArgs, RenderArgs};
+use crate::domain::plan::{self, PreviewContext, parse_manifests};
+use crate::domain::{NamespaceName, PrNumber, RepoName, Sha, guardrails, naming};
+use crate::github::intent;
+use crate::k8s::apply::Resolver;
+use crate::k8s::crd::{BlueprintSource, BlueprintSpec, ManifestsRef};
+use crate::k8s::source;
+
+/// Where the objects to clone come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Origin {
+    Files(Vec<PathBuf>),
+    Namespace(String),
+}
+
+fn source_of(values: &[String]) -> anyhow::Result<Origin> {
+    if let [only] = values
+        && !Path::new(only).exists()
+    {
+        if NamespaceName::new(only).is_ok() {
+            return Ok(Origin::Namespace(only.clone()));
+        }
+        bail!("--blueprint {only}: no such file or directory, and not a namespace name");
+    }
+    let mut files = Vec::new();
+    for value in values {
+        let path = Path::new(value);
+        if path.is_dir() {
+            let mut in_dir: Vec<PathBuf> = std::fs::read_dir(path)
+                .with_context(|| format!("reading directory {value}"))?
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+                .collect();
+            in_dir.sort();
+            files.extend(in_dir);
+        } else if path.exists() {
+            files.push(path.to_owned());
+        } else {
+            bail!("--blueprint {value}: no such file or directory");
+        }
+    }
+    Ok(Origin::Files(files))
+}
+
+fn is_blueprint(obj: &Value) -> bool {
+    obj["kind"] == "Blueprint"
+        && obj["apiVersion"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("sandcastle.dev/"))
+}
+
+/// The objects of `files`, and the Blueprint document among them, if any.
+fn read_files(files: &[PathBuf]) -> anyhow::Result<(Vec<Value>, Option<Value>)> {
+    let mut objects = Vec::new();
+    let mut blueprint = None;
+    for file in files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let docs = parse_manifests(&text).with_context(|| file.display().to_string())?;
+        for doc in docs {
+            if !is_blueprint(&doc) {
+                objects.push(doc);
+            } else if blueprint.replace(doc).is_some() {
+                bail!("{}: more than one Blueprint document", file.display());
+            }
+        }
+    }
+    Ok((objects, blueprint))
+}
+
+/// The Blueprint's spec from a Blueprint object or bare spec fields, with `source` replaced by
+/// what is rendered and `repositories` defaulting to the repository rendered for. Returns the
+/// Blueprint's name too, when the document has one.
+fn spec_from(
+    doc: Option<Value>,
+    source: BlueprintSource,
+    repo: &RepoName,
+) -> anyhow::Result<(BlueprintSpec, Option<String>)> {
+    let mut doc = doc.unwrap_or_else(|| json!({}));
+    let mut name = None;
+    if doc["kind"] == "Blueprint" {
+        name = doc["metadata"]["name"].as_str().map(str::to_owned);
+        doc = doc["spec"].take();
+    }
+    let Value::Object(fields) = &mut doc else {
+        bail!("the Blueprint spec must be a mapping of fields");
+    };
+    fields.insert("source".into(), serde_json::to_value(source)?);
+    fields
+        .entry("repositories")
+        .or_insert_with(|| json!([repo.as_str()]));
+    let spec = serde_json::from_value(doc).context("invalid Blueprint spec")?;
+    Ok((spec, name))
+}
+
+fn read_spec_file(path: &Path) -> anyhow::Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_saphyr::from_str(&text).with_context(|| format!("--spec {}", path.display()))
+}
+
+/// Everything a render needs, resolved from the flags (reading files or the cluster).
+struct Request {
+    objects: Vec<Value>,
+    spec: BlueprintSpec,
+    ctx: PreviewContext,
+}
+
+async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
+    let repo = RepoName::new(&args.repo).context("--repo")?;
+    let pr = PrNumber::new(args.pr).context("--pr")?;
+    let sha = Sha::new(&args.sha).context("--sha")?;
+    let from = source_of(&args.blueprint)?;
+    let (file_objects, file_blueprint) = match &from {
+        Origin::Files(files) => read_files(files)?,
+        Origin::Namespace(_) => (Vec::new(), None),
+    };
+    let doc = match (&args.spec, file_blueprint) {
+        (Some(_), Some(_)) => {
+            bail!("both --spec and a Blueprint document among the --blueprint files; keep one")
+        }
+        (Some(path), None) => Some(read_spec_file(path)?),
+        (None, doc) => doc,
+    };
+    let source_namespace = match &from {
+        Origin::Namespace(ns) => Some(ns.clone()),
+        Origin::Files(_) => args.source_namespace.clone(),
+    };
+    let source = match &source_namespace {
+        Some(ns) => BlueprintSource {
+            namespace: Some(ns.clone()),
+            manifests: None,
+        },
+        None => BlueprintSource {
+            namespace: None,
+            manifests: Some(ManifestsRef {
+                config_map: "render".into(),
+            }),
+        },
+    };
+    let (spec, doc_name) = spec_from(doc, source, &repo)?;
+    let objects = match &from {
+        Origin::Files(_) => file_objects,
+        Origin::Namespace(_) => {
+            let kube = KubeArgs {
+                kubeconfig: args.kubeconfig.clone(),
+                namespace: String::new(),
+            };
+            let client = crate::app::kube_client(&kube).await?;
+            source::read(&Resolver::new(client), "", &spec)
+                .await
+                .context("reading the namespace")?
+        }
+    };
+    let mut any_base = spec.clone();
+    any_base.base_branches.clear();
+    if !intent::admits(&any_base, &repo, "") {
+        eprintln!(
+            "note: {repo} is not among the Blueprint's repositories ({}): its pull requests get no preview",
+            spec.repositories.join(", ")
+        );
+    }
+    let blueprint = args
+        .blueprint_name
+        .clone()
+        .or(doc_name)
+        .unwrap_or_else(|| naming::slug(repo.name()));
+    let preview = intent::preview_name(&blueprint, &spec, &repo, pr);
+    let namespace = naming::namespace_name(&args.previews.namespace_prefix, &preview);
+    let ctx = PreviewContext {
+        preview,
+        namespace,
+        source_namespace,
+        blueprint,
+        repo,
+        pr: Some(pr),
+        sha,
+        branch: args.branch.clone().unwrap_or_else(|| format!("pr-{pr}")),
+        default_host: args.previews.default_host.clone(),
+    };
+    Ok(Request { objects, spec, ctx })
+}
+
+/// The YAML `sandcastle render` prints, or the refusal in the words the controller uses.
+/// `guardrails` holds the ingress controller's namespace when the namespace and its guardrails
+/// are printed too.
+pub fn render(
+    objects: &[Value],
+    spec: &BlueprintSpec,
+    ctx: &PreviewContext,
+    guardrails: Option<&str>,
+) -> anyhow::Result<String> {
+    let plan =
+        plan::plan(objects, spec, ctx).map_err(|r| anyhow::anyhow!("blueprint refused: {r}"))?;
+    let mut out = format!(
+        "# preview {} of {}#{} at {}, in namespace {}\n",
+        ctx.preview,
+        ctx.repo,
+        ctx.pr.map_or_else(String::new, |p| p.to_string()),
+        ctx.sha.short(),
+        ctx.namespace
+    );
+    if let Some(ingress_namespace) = guardrails {
+        let namespace = json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": ctx.namespace.as_str(),
+                "labels": guardrails::namespace_labels(ctx, &spec.isolation),
+            },
+        });
+        let walls = guardrails::guardrail_objects(ctx, &spec.isolation, ingress_namespace);
+        for (i, obj) in std::iter::once(&namespace).chain(&walls).enumerate() {
+            out.push_str("---\n");
+            if i == 0 {
+                out.push_str("# guardrails: the namespace and its walls, applied first\n");
+            }
+            out.push_str(&serde_saphyr::to_string(obj)?);
+        }
+    }
+    out.push_str(&plan.to_yaml()?);
+    Ok(out)
+}
+
+/// Run `sandcastle render`.
+pub async fn run(args: &RenderArgs) -> anyhow::Result<ExitCode> {
+    let request = resolve(args).await?;
+    let ingress = args
+        .guardrails
+        .then_some(args.previews.ingress_namespace.as_str());
+    let yaml = render(&request.objects, &request.spec, &request.ctx, ingress)?;
+    print!("{yaml}");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_path_that_names_a_namespace_is_a_namespace() {
+        assert_eq!(
+            source_of(&["shop-staging".into()]).unwrap(),
+            Origin::Namespace("shop-staging".into())
+        );
+        let err = source_of(&["nope/shop.yaml".into()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--blueprint nope/shop.yaml: no such file or directory, and not a namespace name"
+        );
+        let err = source_of(&["Cargo.toml".into(), "nope.yaml".into()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--blueprint nope.yaml: no such file or directory"
+        );
+    }
+
+    #[test]
+    fn a_spec_comes_from_a_blueprint_or_bare_fields() {
+        let repo = RepoName::new("acme/shop").unwrap();
+        let source = || BlueprintSource {
+            namespace: Some("shop-staging".into()),
+            manifests: None,
+        };
+        let object = json!({
+            "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint",
+            "metadata": {"name": "shop"},
+            "spec": {"source": {"manifests": {"configMap": "x"}}, "repositories": ["acme/*"], "skip": ["admin"]},
+        });
+        let (spec, name) = spec_from(Some(object), source(), &repo).unwrap();
+        assert_eq!(name.as_deref(), Some("shop"));
+        assert_eq!(spec.source.namespace.as_deref(), Some("shop-staging"));
+        assert!(
+            spec.source.manifests.is_none(),
+            "the source is what is rendered"
+        );
+        assert_eq!(spec.skip, ["admin"]);
+        assert_eq!(spec.repositories, ["acme/*"]);
+
+        let (spec, name) = spec_from(Some(json!({"ttl": "2h"})), source(), &repo).unwrap();
+        assert_eq!((spec.ttl.as_str(), name), ("2h", None));
+        assert_eq!(spec.repositories, ["acme/shop"]);
+        assert!(spec_from(Some(json!(["not", "a", "spec"])), source(), &repo).is_err());
+    }
+}

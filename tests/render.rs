@@ -1,0 +1,259 @@
+//! `sandcastle render` as people run it: the real binary on the blueprint fixtures, its YAML
+//! snapshotted, its refusals on stderr with a non-zero exit.
+
+use std::process::{Command, Output};
+
+use sandcastle::domain::plan::parse_manifests;
+
+const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/blueprints");
+
+fn render(args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sandcastle"));
+    cmd.current_dir(FIXTURES).arg("render").args(args);
+    // Only the flags given here count.
+    for var in [
+        "SANDCASTLE_NAMESPACE_PREFIX",
+        "SANDCASTLE_DEFAULT_HOST",
+        "SANDCASTLE_INGRESS_NAMESPACE",
+        "SANDCASTLE_PUBLIC_URL",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.output().expect("the sandcastle binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "render failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("UTF-8 output")
+}
+
+#[test]
+fn renders_a_published_application() {
+    let out = render(&[
+        "--blueprint",
+        "k8s-guestbook/guestbook-all-in-one.yaml",
+        "--repo",
+        "acme/guestbook",
+        "--pr",
+        "7",
+        "--sha",
+        SHA,
+        "--branch",
+        "feature/login",
+    ]);
+    insta::assert_snapshot!("guestbook", stdout(&out));
+}
+
+#[test]
+fn renders_the_guardrails_too_when_asked() {
+    let out = render(&[
+        "--blueprint",
+        "bookinfo/bookinfo.yaml",
+        "--blueprint",
+        "k8s-guestbook/guestbook-all-in-one.yaml",
+        "--repo",
+        "acme/guestbook",
+        "--pr",
+        "7",
+        "--sha",
+        SHA,
+        "--guardrails",
+        "--namespace-prefix",
+        "preview",
+        "--ingress-namespace",
+        "traefik",
+    ]);
+    let yaml = stdout(&out);
+    let objects = parse_manifests(&yaml).expect("the output is YAML kubectl reads");
+    assert_eq!(objects[0]["kind"], "Namespace");
+    assert_eq!(objects[0]["metadata"]["name"], "preview-guestbook-pr-7");
+    assert_eq!(
+        objects[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+        "baseline"
+    );
+    let kinds: Vec<&str> = objects[1..7]
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "ResourceQuota",
+            "LimitRange",
+            "NetworkPolicy",
+            "ServiceAccount",
+            "ServiceAccount",
+            "Role"
+        ]
+    );
+    assert!(
+        yaml.contains("kubernetes.io/metadata.name: traefik"),
+        "{yaml}"
+    );
+    for obj in &objects[1..] {
+        assert_eq!(
+            obj["metadata"]["namespace"], "preview-guestbook-pr-7",
+            "{obj}"
+        );
+    }
+    assert!(
+        objects
+            .iter()
+            .any(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "productpage-v1"),
+        "objects of every file are planned"
+    );
+}
+
+#[test]
+fn renders_with_a_blueprint_spec_and_objects_read_back_from_a_namespace() {
+    let out = render(&[
+        "--blueprint",
+        "kitchen-sink/config.yaml",
+        "--blueprint",
+        "kitchen-sink/services.yaml",
+        "--blueprint",
+        "kitchen-sink/workloads.yaml",
+        "--source-namespace",
+        "shop-staging",
+        "--spec",
+        "kitchen-sink/blueprint.yaml",
+        "--blueprint-name",
+        "shop",
+        "--repo",
+        "acme/shop",
+        "--pr",
+        "42",
+        "--sha",
+        SHA,
+        "--branch",
+        "feature/Login",
+    ]);
+    let yaml = stdout(&out);
+    // The same plan as the fixture's own snapshot (src/domain/plan/snapshots), after one header.
+    let snapshot = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/domain/plan/snapshots/sandcastle__domain__plan__fixtures__kitchen-sink.snap"
+    ))
+    .unwrap();
+    let planned = snapshot.splitn(3, "---\n").nth(2).unwrap();
+    let (header, rest) = yaml.split_once('\n').unwrap();
+    assert_eq!(
+        header,
+        "# preview shop-pr-42 of acme/shop#42 at 0123456, in namespace shop-pr-42"
+    );
+    assert_eq!(rest.trim_end(), planned.trim_end());
+}
+
+#[test]
+fn a_refused_blueprint_exits_non_zero_and_says_why() {
+    for (fixture, extra, message) in [
+        (
+            "refused-daemonset/manifests.yaml",
+            None,
+            "error: blueprint refused: DaemonSet node-exporter is not allowed: DaemonSets run on every node",
+        ),
+        (
+            "refused-clusterrole/manifests.yaml",
+            None,
+            "error: blueprint refused: ClusterRole shop-operator is not allowed",
+        ),
+        (
+            "refused-hostpath-restricted/manifests.yaml",
+            Some("refused-hostpath-restricted/blueprint.yaml"),
+            "error: blueprint refused: Deployment log-shipper: spec.template.spec.volumes[0].hostPath",
+        ),
+        (
+            "refused-privileged-baseline/manifests.yaml",
+            None,
+            "error: blueprint refused: Deployment builder: spec.template.spec.containers[0].securityContext.privileged: privileged containers are forbidden by Pod Security level baseline",
+        ),
+    ] {
+        let mut args = vec![
+            "--blueprint",
+            fixture,
+            "--repo",
+            "acme/shop",
+            "--pr",
+            "1",
+            "--sha",
+            SHA,
+        ];
+        if let Some(spec) = extra {
+            args.extend(["--spec", spec]);
+        }
+        let out = render(&args);
+        assert!(!out.status.success(), "{fixture} was not refused");
+        assert!(
+            out.stdout.is_empty(),
+            "{fixture}: nothing printed on stdout"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with(message),
+            "{fixture}: expected `{message}…`, got:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn every_problem_of_a_refused_blueprint_is_listed() {
+    let out = render(&[
+        "--blueprint",
+        "refused-many/objects.yaml",
+        "--source-namespace",
+        "shop-staging",
+        "--spec",
+        "refused-many/blueprint.yaml",
+        "--blueprint-name",
+        "shop",
+        "--repo",
+        "acme/shop",
+        "--pr",
+        "42",
+        "--sha",
+        SHA,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!("refused_many", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn bad_input_is_named() {
+    let out = render(&[
+        "--blueprint",
+        "no/such.yaml",
+        "--repo",
+        "acme/shop",
+        "--pr",
+        "1",
+        "--sha",
+        SHA,
+    ]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "error: --blueprint no/such.yaml: no such file or directory, and not a namespace name"
+    );
+
+    let out = render(&[
+        "--blueprint",
+        "k8s-guestbook",
+        "--repo",
+        "acme/shop",
+        "--pr",
+        "1",
+        "--sha",
+        "abc",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("error: --sha: "),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
