@@ -232,7 +232,12 @@ pub async fn run(ctx: &Context, round: u64) -> Result<ResyncReport, ResyncError>
     let now = ctx.clock.now();
     let mut r = Round {
         api,
-        delivery: format!("resync-{}-{round}", now.as_second()),
+        // Unique per round: two rounds within one second must not look like redeliveries.
+        delivery: format!(
+            "resync-{}-{round}-{:08x}",
+            now.as_second(),
+            rand::random::<u32>()
+        ),
         now,
         report: ResyncReport::default(),
     };

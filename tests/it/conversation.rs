@@ -228,14 +228,19 @@ async fn every_command_does_what_it_says_and_answers() {
     .await;
     assert!(replies(&world, 1).is_empty(), "success needs no reply");
 
-    // stop and wake set the desired state.
+    // stop and wake: the desired state, then the preview follows it.
     let (status, _, id) = comment(&world, 1, MAINTAINER, "/preview stop").await;
     assert_eq!(status, 200);
     assert!(preview(&world, "shop-pr-1").await.spec.stopped);
     assert_eq!(reactions(&world, 1, id), ["eyes", "rocket"]);
+    wait_until(&world, "shop-pr-1", "Stopped", |p| {
+        p.status.as_ref().and_then(|s| s.phase) == Some(Phase::Stopped)
+    })
+    .await;
     let (status, _, _) = comment(&world, 1, MAINTAINER, "/PREVIEW   Wake").await;
     assert_eq!(status, 200);
     assert!(!preview(&world, "shop-pr-1").await.spec.stopped);
+    wait_until(&world, "shop-pr-1", "Ready again", |p| deployed(p, &head)).await;
 
     // extend: later expiry, said in the reply; bounded by creation + maxTtl (168h by default).
     let pe = preview(&world, "shop-pr-1").await;
