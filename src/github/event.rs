@@ -200,8 +200,12 @@ impl ParseError {
 /// signature has been verified.
 pub fn parse(event: &str, body: &[u8]) -> Result<Event, ParseError> {
     // Read the action first so that an action Sandcastle ignores is never held to the shape of
-    // the actions it uses.
-    let action = from_slice::<ActionOnly>(body)?.action;
+    // the actions it uses. GitHub writes `action` as the first key, which saves a full pass over
+    // the payload; anything else is read the long way.
+    let action = match leading_action(body) {
+        Some(a) => Some(a.to_owned()),
+        None => from_slice::<ActionOnly>(body)?.action,
+    };
     let ignored = || Event::Ignored {
         event: event.to_owned(),
         action: action.clone(),
@@ -327,7 +331,34 @@ fn lenient_action<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Strin
     })
 }
 
+/// The value of `action` when it is the object's first member and a plain string (no escapes),
+/// as GitHub sends it: `{"action":"opened",…`. `None` means "look properly".
+fn leading_action(body: &[u8]) -> Option<&str> {
+    let skip_ws = |b: &[u8]| -> usize { b.iter().take_while(|c| c.is_ascii_whitespace()).count() };
+    let mut rest = body;
+    rest = &rest[skip_ws(rest)..];
+    rest = rest.strip_prefix(b"{")?;
+    rest = &rest[skip_ws(rest)..];
+    rest = rest.strip_prefix(b"\"action\"")?;
+    rest = &rest[skip_ws(rest)..];
+    rest = rest.strip_prefix(b":")?;
+    rest = &rest[skip_ws(rest)..];
+    rest = rest.strip_prefix(b"\"")?;
+    let end = rest
+        .iter()
+        .position(|c| *c == b'"' || *c == b'\\' || *c < 0x20)?;
+    if rest[end] != b'"' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()
+}
+
 fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, ParseError> {
+    // The common case goes straight through serde_json; only a failure is parsed again, with
+    // path tracking, to name the field at fault.
+    if let Ok(value) = serde_json::from_slice(body) {
+        return Ok(value);
+    }
     let de = &mut serde_json::Deserializer::from_slice(body);
     let result: Result<T, _> = serde_path_to_error::deserialize(de);
     let value = result.map_err(|err| {
@@ -353,6 +384,38 @@ fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(i) => message[..i].to_owned(),
         None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod leading_action_tests {
+    use super::leading_action;
+
+    #[test]
+    fn reads_a_leading_plain_action_and_declines_the_rest() {
+        assert_eq!(
+            leading_action(br#"{"action":"opened","number":1}"#),
+            Some("opened")
+        );
+        assert_eq!(
+            leading_action(b" {\n  \"action\" : \"synchronize\" }"),
+            Some("synchronize")
+        );
+        for other in [
+            &br#"{"number":1,"action":"opened"}"#[..],
+            br#"{"action":null}"#,
+            br#"{"action":"op\u0065ned"}"#,
+            br#"{"action":"unterminated"#,
+            br#"["action"]"#,
+            b"",
+        ] {
+            assert_eq!(
+                leading_action(other),
+                None,
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
     }
 }
 

@@ -55,13 +55,11 @@ pub fn verify_signature(
 ) -> Result<(), SignatureError> {
     let header = header.ok_or(SignatureError::Missing)?;
     let expected = decode(header)?;
+    // ring's HMAC uses the CPU's SHA extensions (several times faster than a portable SHA-256 on
+    // a 25 KB payload) and compares in constant time.
     let matches = secrets.iter().any(|secret| {
-        // HMAC accepts keys of any length, so `new_from_slice` cannot fail here.
-        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.expose().as_bytes()) else {
-            return false;
-        };
-        mac.update(body);
-        mac.verify_slice(&expected).is_ok()
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.expose().as_bytes());
+        ring::hmac::verify(&key, body, &expected).is_ok()
     });
     if matches {
         Ok(())
