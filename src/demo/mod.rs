@@ -210,6 +210,16 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let seen = github_calls(&gh, 0);
+    if let Some(sticky) = gh
+        .comments(&repo, number)
+        .into_iter()
+        .find(|c| crate::github::render::parse_marker(&c.body).is_some())
+    {
+        say("   The pull request's Sandcastle comment now reads:");
+        for line in sticky.body.lines().filter(|l| !l.starts_with("<!--")) {
+            say(format!("   │ {line}"));
+        }
+    }
 
     say("");
     let second = Sha::new(&hex::encode(rand::random::<[u8; 20]>()))?;
