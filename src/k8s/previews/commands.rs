@@ -1,0 +1,224 @@
+//! The writes of `/preview` commands (deploy now, stop, wake, extend, destroy, refresh): run a
+//! preview now even at an unchanged commit, change an existing one as a command asks, move its
+//! expiry, stop or wake it (these two through [`update`], which only they use). Like every
+//! preview write they carry the resourceVersion they read and retry on conflicts; a command is
+//! activity, so they stamp it with [`touch`] ([`modify`]'s callers do, in their change).
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use kube::api::{Api, PostParams};
+
+use super::{
+    ATTEMPTS, Outcome, expiry, extended_expiry, new_preview, pause_after_conflict, record_delivery,
+    seen, touch,
+};
+use crate::domain::lifecycle;
+use crate::github::intent::{Change, Intent};
+use crate::k8s::crd::{PreviewEnvironment, Requester, RequesterKind};
+use crate::k8s::labels::REDEPLOY;
+
+/// `/preview`: run `intent.preview` at `intent.sha` now, creating it or bringing it back from a
+/// tombstone, waking it, and starting a new rollout even when the commit is unchanged (a retry).
+/// `pinned`: a fork's commit, which later pushes do not move. `intent.change` must be a deploy.
+pub async fn deploy_now(
+    api: &Api<PreviewEnvironment>,
+    intent: &Intent,
+    pinned: bool,
+    delivery: &str,
+    now: Timestamp,
+) -> Result<Outcome, kube::Error> {
+    let Change::Deploy {
+        requested_by,
+        ttl,
+        max_ttl,
+        ..
+    } = &intent.change
+    else {
+        return Ok(Outcome::Skipped);
+    };
+    let name = intent.preview.as_str();
+    for _ in 0..ATTEMPTS {
+        let Some(pe) = api.get_opt(name).await? else {
+            let mut pe = new_preview(intent, now);
+            pe.spec.pinned = pinned;
+            pe.annotations_mut()
+                .insert(REDEPLOY.to_owned(), delivery.to_owned());
+            record_delivery(&mut pe, delivery);
+            match api.create(&PostParams::default(), &pe).await {
+                Ok(_) => return Ok(Outcome::Created),
+                Err(kube::Error::Api(r)) if r.code == 409 => {
+                    pause_after_conflict().await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        if seen(&pe, delivery) {
+            return Ok(Outcome::Duplicate);
+        }
+        if pe.metadata.deletion_timestamp.is_some() {
+            return Ok(Outcome::Deleting);
+        }
+        let mut next = pe.clone();
+        let spec = &mut next.spec;
+        spec.teardown = None;
+        spec.sha = intent.sha.to_string();
+        spec.git_ref = intent.git_ref.clone();
+        spec.installation_id = intent.installation_id.or(pe.spec.installation_id);
+        spec.pinned = pinned;
+        spec.awaiting_approval = false;
+        spec.stopped = false;
+        spec.requested_by = Requester {
+            kind: RequesterKind::GithubUser,
+            name: requested_by.clone(),
+        };
+        spec.expires_at = Some(if pe.spec.teardown.is_some() {
+            expiry(now, *ttl)
+        } else {
+            extended_expiry(&pe, now, *ttl, *max_ttl)
+        });
+        if pe
+            .spec
+            .pr_updated_at
+            .as_ref()
+            .is_none_or(|l| intent.event_time > l.0)
+        {
+            spec.pr_updated_at = Some(Time(intent.event_time));
+        }
+        next.annotations_mut()
+            .insert(REDEPLOY.to_owned(), delivery.to_owned());
+        touch(&mut next, now);
+        record_delivery(&mut next, delivery);
+        next.status = None;
+        match api.replace(name, &PostParams::default(), &next).await {
+            Ok(_) => return Ok(Outcome::Updated),
+            Err(kube::Error::Api(r)) if r.code == 409 => {
+                pause_after_conflict().await;
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Outcome::Contended)
+}
+
+/// A command's change to an existing preview: `change` edits a copy (spec or annotations) or
+/// says why nothing should be written. A preview that does not exist is [`Outcome::Skipped`].
+pub async fn modify(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    delivery: &str,
+    mut change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
+) -> Result<Outcome, kube::Error> {
+    for _ in 0..ATTEMPTS {
+        let Some(pe) = api.get_opt(name).await? else {
+            return Ok(Outcome::Skipped);
+        };
+        if seen(&pe, delivery) {
+            return Ok(Outcome::Duplicate);
+        }
+        if pe.metadata.deletion_timestamp.is_some() {
+            return Ok(Outcome::Deleting);
+        }
+        let mut next = pe.clone();
+        if let Err(outcome) = change(&mut next) {
+            return Ok(outcome);
+        }
+        if next.spec == pe.spec && next.annotations() == pe.annotations() {
+            return Ok(Outcome::Unchanged);
+        }
+        record_delivery(&mut next, delivery);
+        next.status = None;
+        match api.replace(name, &PostParams::default(), &next).await {
+            Ok(_) => return Ok(Outcome::Updated),
+            Err(kube::Error::Api(r)) if r.code == 409 => {
+                pause_after_conflict().await;
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Outcome::Contended)
+}
+
+/// Read-modify-write `name` with `f` (retried on conflicts); `None` when it does not exist or is
+/// being deleted. `f` returns what it decided, or `None` to write nothing.
+async fn update<T>(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    mut f: impl FnMut(&mut PreviewEnvironment) -> Option<T>,
+) -> Result<Option<T>, kube::Error> {
+    for _ in 0..5 {
+        let Some(pe) = api.get_opt(name).await? else {
+            return Ok(None);
+        };
+        if pe.metadata.deletion_timestamp.is_some() {
+            return Ok(None);
+        }
+        let mut next = pe.clone();
+        let Some(out) = f(&mut next) else {
+            return Ok(None);
+        };
+        next.status = None;
+        match api.replace(name, &PostParams::default(), &next).await {
+            Ok(_) => return Ok(Some(out)),
+            Err(kube::Error::Api(r)) if r.code == 409 => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(kube::Error::Api(
+        kube::core::Status::failure(
+            &format!("preview {name} kept changing; try again"),
+            "Conflict",
+        )
+        .with_code(409)
+        .boxed(),
+    ))
+}
+
+/// `/preview extend <by>` and the API: move the expiry by `by` (from the current expiry, or now
+/// if later), never past `max_ttl` (the Blueprint's `maxTtl`) from creation. Counts as activity.
+/// `None` when the preview does not exist or is torn down.
+pub async fn extend(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    by: Duration,
+    max_ttl: Duration,
+    now: Timestamp,
+) -> Result<Option<lifecycle::Extension>, kube::Error> {
+    update(api, name, |pe| {
+        if pe.spec.teardown.is_some() {
+            return None;
+        }
+        let created = pe.creation_timestamp().map_or(now, |t| t.0);
+        let current = pe.spec.expires_at.as_ref().map(|t| t.0);
+        let ext = lifecycle::extend(created, current, now, by, max_ttl);
+        pe.spec.expires_at = Some(Time(ext.expires_at));
+        touch(pe, now);
+        Some(ext)
+    })
+    .await
+}
+
+/// `/preview stop` and `/preview wake` (and the API): ask for the preview to be scaled to zero or
+/// back. Counts as activity, so a woken preview is not idle at once. `None` when the preview does
+/// not exist or is torn down.
+pub async fn set_stopped(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    stopped: bool,
+    now: Timestamp,
+) -> Result<Option<()>, kube::Error> {
+    update(api, name, |pe| {
+        if pe.spec.teardown.is_some() {
+            return None;
+        }
+        pe.spec.stopped = stopped;
+        touch(pe, now);
+        Some(())
+    })
+    .await
+}
