@@ -73,7 +73,9 @@ pub enum Command {
     /// Show Sandcastle end to end on a local control plane, with a local GitHub stand-in.
     Demo(DemoArgs),
     /// Print Sandcastle's CustomResourceDefinitions as YAML.
-    Crds(CrdsArgs),
+    Crds(GeneratedArgs),
+    /// Print the RBAC rules Sandcastle needs, as the Helm chart's `files/rbac.yaml` holds them.
+    Rbac(GeneratedArgs),
     /// Print the objects a pull request's preview would get, as YAML in apply order (pipe it into
     /// `kubectl diff -f -`). Applies nothing; exits non-zero when the blueprint is refused.
     Render(Box<RenderArgs>),
@@ -220,7 +222,7 @@ pub struct DemoArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CrdsArgs {
+pub struct GeneratedArgs {
     /// Compare with this file instead of printing; exit non-zero when it differs.
     #[arg(long)]
     pub check: Option<PathBuf>,

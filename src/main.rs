@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use sandcastle::config::{Cli, Command, CrdsArgs, LogFormat, Secret, ServeArgs};
+use sandcastle::config::{Cli, Command, GeneratedArgs, LogFormat, Secret, ServeArgs};
 use sandcastle::controller::{Settings, clock::Clock};
 use sandcastle::github::client::{ClientSettings, GitHubApp};
 
@@ -44,7 +44,18 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => serve(*args).await,
         Command::Demo(args) => sandcastle::demo::run(args).await,
-        Command::Crds(args) => crds(&args),
+        Command::Crds(args) => generated(
+            &sandcastle::k8s::crd::definitions_yaml()?,
+            &args,
+            "the CRDs the code generates",
+            "crds",
+        ),
+        Command::Rbac(args) => generated(
+            &sandcastle::k8s::rbac::rules_yaml()?,
+            &args,
+            "the RBAC rules the code needs",
+            "rbac",
+        ),
         Command::Render(args) => sandcastle::render::run(&args).await,
     }
 }
@@ -117,8 +128,13 @@ async fn shutdown_signal() {
     }
 }
 
-fn crds(args: &CrdsArgs) -> anyhow::Result<ExitCode> {
-    let yaml = sandcastle::k8s::crd::definitions_yaml()?;
+/// Print a generated file, or with `--check` compare it with the copy on disk.
+fn generated(
+    yaml: &str,
+    args: &GeneratedArgs,
+    what: &str,
+    command: &str,
+) -> anyhow::Result<ExitCode> {
     let Some(path) = &args.check else {
         print!("{yaml}");
         return Ok(ExitCode::SUCCESS);
@@ -129,7 +145,7 @@ fn crds(args: &CrdsArgs) -> anyhow::Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!(
-            "{} differs from the CRDs the code generates; run `sandcastle crds > {}`",
+            "{} differs from {what}; run `sandcastle {command} > {}`",
             path.display(),
             path.display()
         );

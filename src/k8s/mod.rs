@@ -1,10 +1,12 @@
 //! Everything Sandcastle does through the Kubernetes API: custom resource types, labels,
-//! desired-state writes, reading blueprints, applying, readiness and namespaces.
+//! desired-state writes, reading blueprints, applying, readiness, namespaces and the access
+//! Sandcastle itself needs (RBAC).
 
 pub mod apply;
 pub mod crd;
 pub mod labels;
 pub mod namespace;
 pub mod previews;
+pub mod rbac;
 pub mod readiness;
 pub mod source;

@@ -9,6 +9,7 @@ mod fidelity;
 mod guardrails_lifecycle;
 mod harness;
 mod lifecycle;
+mod rbac;
 mod serve;
 mod server_side_apply;
 mod webhook;

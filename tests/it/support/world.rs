@@ -223,7 +223,12 @@ impl World {
 
     /// Start (or restart) Sandcastle.
     pub async fn start(&mut self) {
-        let running = app::start(self.parts(self.client.clone()))
+        self.start_as(self.client.clone()).await;
+    }
+
+    /// Start Sandcastle talking to Kubernetes through `client` (e.g. as a ServiceAccount).
+    pub async fn start_as(&mut self, client: Client) {
+        let running = app::start(self.parts(client))
             .await
             .expect("Sandcastle starts");
         self.sandcastle = Some(running);
