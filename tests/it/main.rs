@@ -3,13 +3,13 @@
 
 mod support;
 
+mod chart;
 mod conversation;
 mod crds;
 mod fidelity;
 mod guardrails_lifecycle;
 mod harness;
 mod lifecycle;
-mod rbac;
 mod serve;
 mod server_side_apply;
 mod webhook;
