@@ -13,8 +13,8 @@ use crate::k8s::crd::PreviewEnvironment;
 
 use super::context::Context;
 
-/// How often a preview waiting for checks looks again on its own.
-const POLL: Duration = Duration::from_secs(60);
+/// How often a preview waiting for checks looks again on its own, by default.
+pub const POLL: Duration = Duration::from_secs(60);
 /// Pause after GitHub did not answer (unless it said how long to wait).
 const RETRY: Duration = Duration::from_secs(30);
 
@@ -71,7 +71,7 @@ fn conclusion_word(c: CheckConclusion) -> &'static str {
 }
 
 /// Judge `runs` (the check runs on `sha`) against `required`.
-pub(super) fn judge(required: &[String], runs: &[CheckRun], sha: &Sha) -> Gate {
+pub(super) fn judge(required: &[String], runs: &[CheckRun], sha: &Sha, poll: Duration) -> Gate {
     let missing = not_passed(required, runs);
     if missing.is_empty() {
         return Gate::Passed;
@@ -90,7 +90,7 @@ pub(super) fn judge(required: &[String], runs: &[CheckRun], sha: &Sha) -> Gate {
             sha.short(),
             names.join(", ")
         ),
-        again: POLL,
+        again: poll,
     }
 }
 
@@ -106,7 +106,7 @@ pub(super) async fn gate(pe: &PreviewEnvironment, required: &[String], ctx: &Con
     };
     let gh = ctx.github.installation(installation);
     match gh.list_check_runs(&repo, &sha).await {
-        Ok(runs) => judge(required, &runs, &sha),
+        Ok(runs) => judge(required, &runs, &sha, ctx.settings.checks_poll_interval),
         Err(e) => {
             tracing::warn!(preview = %pe.spec.repository, sha = %sha, error = %e, "listing check runs failed");
             let again = match e {
@@ -154,7 +154,7 @@ mod tests {
         let required = vec!["build".to_owned(), "images".to_owned()];
         let done = |id, name, c| run(id, name, CheckStatus::Completed, Some(c));
         assert_eq!(
-            judge(&required, &[], &sha),
+            judge(&required, &[], &sha, POLL),
             Gate::Waiting {
                 pending: required.clone(),
                 message: "waiting for checks on aaaaaaa: build, images".into(),
@@ -167,7 +167,7 @@ mod tests {
             done(3, "lint", CheckConclusion::Failure),
         ];
         assert!(matches!(
-            judge(&required, &runs, &sha),
+            judge(&required, &runs, &sha, POLL),
             Gate::Waiting { pending, .. } if pending == ["images"]
         ));
         let runs = [
@@ -175,7 +175,7 @@ mod tests {
             done(2, "images", CheckConclusion::Failure),
         ];
         assert!(matches!(
-            judge(&required, &runs, &sha),
+            judge(&required, &runs, &sha, POLL),
             Gate::Waiting { message, .. } if message == "waiting for checks on aaaaaaa: images (failed)"
         ));
         // A re-run that passed wins over the earlier failure; other checks do not matter.
@@ -185,11 +185,11 @@ mod tests {
             done(5, "images", CheckConclusion::Success),
             done(6, "lint", CheckConclusion::Failure),
         ];
-        assert_eq!(judge(&required, &runs, &sha), Gate::Passed);
+        assert_eq!(judge(&required, &runs, &sha, POLL), Gate::Passed);
         let runs = [
             done(1, "build", CheckConclusion::Skipped),
             done(2, "images", CheckConclusion::Neutral),
         ];
-        assert_eq!(judge(&required, &runs, &sha), Gate::Passed);
+        assert_eq!(judge(&required, &runs, &sha, POLL), Gate::Passed);
     }
 }

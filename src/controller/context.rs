@@ -34,6 +34,9 @@ pub struct Settings {
     pub drift_interval: Duration,
     /// How soon to look again while a rollout is in progress (watches usually wake it sooner).
     pub progress_interval: Duration,
+    /// How often a preview waiting for check runs asks GitHub again (a `check_run` delivery
+    /// wakes it sooner; this bounds the delay when a delivery is lost).
+    pub checks_poll_interval: Duration,
 
     // Lifecycle guardrails and housekeeping (run by the leader only).
     /// How often housekeeping runs: the catch-up resync with GitHub and the orphan sweep. It
@@ -62,6 +65,7 @@ impl Settings {
             tombstone_retention: Duration::from_secs(72 * 3600),
             drift_interval: Duration::from_secs(600),
             progress_interval: Duration::from_secs(2),
+            checks_poll_interval: super::checks::POLL,
             housekeeping_interval: Duration::from_secs(600),
             resync: false,
             orphan_grace: None,

@@ -697,6 +697,63 @@ async fn wait_for_checks_deploys_only_after_the_check_runs_pass() {
     sticky(&world, 6, "shop-pr-6", "Ready", |b| b.contains("✅ Ready")).await;
 }
 
+/// GitHub does not redeliver a lost webhook: a preview waiting for checks asks GitHub again on
+/// its own, so a `check_run` delivery that never arrives delays the deploy by one poll at most.
+#[tokio::test]
+async fn a_lost_check_run_delivery_delays_the_deploy_by_one_poll_at_most() {
+    let mut world = World::unstarted("shop", SHOP, json!({"waitForChecks": ["build"]})).await;
+    world.gh.set_role(&world.repo, MAINTAINER, Role::Write);
+    world.configure = Some(|parts| parts.settings.checks_poll_interval = Duration::from_secs(1));
+    world.start().await;
+    let repo = world.repo.clone();
+    let head = sha();
+    let opened = world
+        .gh
+        .open_pull_request(&repo, PrSpec::new(pr(9), head.clone(), "feature"));
+    assert_eq!(world.deliver(&opened).await.0, 200);
+    wait_until(&world, "shop-pr-9", "waiting for build", |p| {
+        p.status
+            .as_ref()
+            .is_some_and(|s| s.phase == Some(Phase::Pending) && s.waiting_for_checks == ["build"])
+    })
+    .await;
+    assert!(world.gh.deployments(&repo).is_empty());
+
+    // Sandcastle keeps asking on its own: the events of going Pending (status writes, the sticky
+    // comment) account for five asks; a dozen within 30 s (half the default 60 s poll) can only
+    // come from the configured 1 s poll.
+    eventually(
+        "Sandcastle polls the check runs",
+        Duration::from_secs(30),
+        || async {
+            let asked = world
+                .gh
+                .check("GET /repos/acme/shop/commits/*/check-runs")
+                .len();
+            if asked >= 12 {
+                Ok(())
+            } else {
+                Err(format!("asked {asked} times"))
+            }
+        },
+    )
+    .await;
+    assert!(
+        world.gh.deployments(&repo).is_empty(),
+        "nothing deployed before the check passes"
+    );
+
+    // The check run passes on GitHub; its delivery is lost (never posted to Sandcastle).
+    let _lost = world
+        .gh
+        .complete_check_run(&repo, &head, "build", "success");
+    wait_until(&world, "shop-pr-9", "Ready without the delivery", |p| {
+        deployed(p, &head)
+    })
+    .await;
+    assert_eq!(world.gh.deployments(&repo).len(), 1);
+}
+
 #[tokio::test]
 async fn repository_configuration_comes_from_the_base_branch() {
     let mut world = world(json!({})).await;
