@@ -3,13 +3,20 @@
 //! — the newest run of each name completed with `success` (or `neutral`/`skipped`, which GitHub's
 //! required checks accept too). The controller asks GitHub itself, so a lost `check_run`
 //! delivery delays a deploy by one poll at most; a completed check run's delivery nudges it
-//! sooner.
+//! sooner. Between polls and nudges the last answer stands, so the reconciles Sandcastle's own
+//! writes cause (going Pending, the sticky comment) cost no GitHub calls.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use jiff::Timestamp;
+use kube::ResourceExt;
 
 use crate::domain::{RepoName, Sha};
 use crate::github::client::{CheckConclusion, CheckRun, CheckStatus, GitHubError};
 use crate::k8s::crd::PreviewEnvironment;
+use crate::k8s::labels::CHECKS_CHANGED;
 
 use super::context::Context;
 
@@ -94,19 +101,106 @@ pub(super) fn judge(required: &[String], runs: &[CheckRun], sha: &Sha, poll: Dur
     }
 }
 
-/// Ask GitHub about the checks on `pe`'s commit.
+/// GitHub's last "not yet" per preview: for which commit, checks and nudge, and when.
+#[derive(Debug, Clone, Default)]
+pub struct Asked(Arc<Mutex<HashMap<String, Answer>>>);
+
+#[derive(Debug, Clone)]
+struct Answer {
+    key: String,
+    at: Timestamp,
+    gate: Gate,
+}
+
+impl Asked {
+    /// The remembered answer for `preview` under `key`, with the time left until the next
+    /// poll; `None` once the poll is due or anything in the key changed.
+    fn recall(&self, preview: &str, key: &str, now: Timestamp, poll: Duration) -> Option<Gate> {
+        let map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let answer = map.get(preview).filter(|a| a.key == key)?;
+        let elapsed = Duration::try_from(now.duration_since(answer.at)).unwrap_or(Duration::ZERO);
+        let left = poll.checked_sub(elapsed).filter(|d| !d.is_zero())?;
+        match &answer.gate {
+            Gate::Waiting {
+                pending, message, ..
+            } => Some(Gate::Waiting {
+                pending: pending.clone(),
+                message: message.clone(),
+                again: left,
+            }),
+            Gate::Passed => None,
+        }
+    }
+
+    fn remember(&self, preview: &str, key: String, at: Timestamp, gate: &Gate) {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match gate {
+            Gate::Waiting { .. } => {
+                map.insert(
+                    preview.to_owned(),
+                    Answer {
+                        key,
+                        at,
+                        gate: gate.clone(),
+                    },
+                );
+            }
+            Gate::Passed => {
+                map.remove(preview);
+            }
+        }
+    }
+}
+
+/// Whether `pe`'s commit may be deployed: GitHub's answer, or its last one while no poll is due
+/// and no `check_run` delivery nudged the preview since.
 pub(super) async fn gate(pe: &PreviewEnvironment, required: &[String], ctx: &Context) -> Gate {
+    let preview = pe.name_any();
+    let nudge = pe
+        .annotations()
+        .get(CHECKS_CHANGED)
+        .map_or("", String::as_str);
+    let key = format!("{}|{}|{nudge}", pe.spec.sha, required.join(","));
+    let now = ctx.clock.now();
+    let poll = ctx.settings.checks_poll_interval;
+    if let Some(gate) = ctx.checks_asked.recall(&preview, &key, now, poll) {
+        return gate;
+    }
+    match ask(pe, required, ctx).await {
+        Ok(gate) => {
+            ctx.checks_asked.remember(&preview, key, now, &gate);
+            gate
+        }
+        // GitHub did not answer: the pause it asked for, then ask again.
+        Err(waiting) => waiting,
+    }
+}
+
+/// Ask GitHub about the checks on `pe`'s commit: its answer, or (`Err`) a wait after it did not
+/// answer.
+async fn ask(pe: &PreviewEnvironment, required: &[String], ctx: &Context) -> Result<Gate, Gate> {
     let (Some(installation), Ok(repo), Ok(sha)) = (
         pe.spec.installation_id,
         RepoName::new(&pe.spec.repository),
         Sha::new(&pe.spec.sha),
     ) else {
         // Nothing to ask (a preview made without GitHub): nothing to wait for.
-        return Gate::Passed;
+        return Ok(Gate::Passed);
     };
     let gh = ctx.github.installation(installation);
     match gh.list_check_runs(&repo, &sha).await {
-        Ok(runs) => judge(required, &runs, &sha, ctx.settings.checks_poll_interval),
+        Ok(runs) => Ok(judge(
+            required,
+            &runs,
+            &sha,
+            ctx.settings.checks_poll_interval,
+        )),
         Err(e) => {
             tracing::warn!(preview = %pe.spec.repository, sha = %sha, error = %e, "listing check runs failed");
             let again = match e {
@@ -118,14 +212,14 @@ pub(super) async fn gate(pe: &PreviewEnvironment, required: &[String], ctx: &Con
                 _ => RETRY,
             };
             let names = required.join(", ");
-            Gate::Waiting {
+            Err(Gate::Waiting {
                 pending: required.to_vec(),
                 message: format!(
                     "waiting for checks on {}: {names} (GitHub did not answer: {e})",
                     sha.short()
                 ),
                 again,
-            }
+            })
         }
     }
 }
@@ -191,5 +285,45 @@ mod tests {
             done(2, "images", CheckConclusion::Neutral),
         ];
         assert_eq!(judge(&required, &runs, &sha, POLL), Gate::Passed);
+    }
+
+    #[test]
+    fn an_answer_stands_until_the_poll_or_a_nudge() {
+        let asked = Asked::default();
+        let at: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let poll = Duration::from_secs(60);
+        let waiting = Gate::Waiting {
+            pending: vec!["build".into()],
+            message: "waiting for checks on aaaaaaa: build".into(),
+            again: poll,
+        };
+        asked.remember("p", "sha|build|".into(), at, &waiting);
+        let later = |s: i64| at + jiff::SignedDuration::from_secs(s);
+        assert!(matches!(
+            asked.recall("p", "sha|build|", later(20), poll),
+            Some(Gate::Waiting { again, .. }) if again == Duration::from_secs(40)
+        ));
+        assert_eq!(
+            asked.recall("p", "sha|build|", later(60), poll),
+            None,
+            "poll due"
+        );
+        assert_eq!(
+            asked.recall("p", "sha|build|build=d2", later(1), poll),
+            None,
+            "nudged"
+        );
+        assert_eq!(
+            asked.recall("p", "sha2|build|", later(1), poll),
+            None,
+            "new commit"
+        );
+        assert_eq!(asked.recall("q", "sha|build|", later(1), poll), None);
+        asked.remember("p", "sha|build|".into(), later(2), &Gate::Passed);
+        assert_eq!(
+            asked.recall("p", "sha|build|", later(3), poll),
+            None,
+            "passed is final"
+        );
     }
 }

@@ -91,6 +91,8 @@ pub struct Context {
     pub(crate) previews: Option<Store<PreviewEnvironment>>,
     /// Serializes slot decisions, so two previews never take the last slot together.
     pub(crate) admission: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// GitHub's last answer about each waiting preview's checks.
+    pub(crate) checks_asked: super::checks::Asked,
 }
 
 type Wakeups = mpsc::UnboundedReceiver<ObjectRef<PreviewEnvironment>>;
@@ -167,6 +169,7 @@ impl Context {
             pokes: None,
             previews: None,
             admission: std::sync::Arc::default(),
+            checks_asked: super::checks::Asked::default(),
         }
     }
 }

@@ -695,6 +695,16 @@ async fn wait_for_checks_deploys_only_after_the_check_runs_pass() {
         .await;
     wait_until(&world, "shop-pr-6", "Ready", |p| deployed(p, &head)).await;
     sticky(&world, 6, "shop-pr-6", "Ready", |b| b.contains("✅ Ready")).await;
+    // GitHub was asked when the preview began waiting and after each of the three nudges, not
+    // on every reconcile Sandcastle's own writes caused.
+    let asked = world
+        .gh
+        .check("GET /repos/acme/shop/commits/*/check-runs")
+        .len();
+    assert!(
+        (1..=4).contains(&asked),
+        "asked for check runs {asked} times"
+    );
 }
 
 /// GitHub does not redeliver a lost webhook: a preview waiting for checks asks GitHub again on
@@ -719,9 +729,9 @@ async fn a_lost_check_run_delivery_delays_the_deploy_by_one_poll_at_most() {
     .await;
     assert!(world.gh.deployments(&repo).is_empty());
 
-    // Sandcastle keeps asking on its own: the events of going Pending (status writes, the sticky
-    // comment) account for five asks; a dozen within 30 s (half the default 60 s poll) can only
-    // come from the configured 1 s poll.
+    // Sandcastle keeps asking on its own: going Pending costs one ask (its own writes do not ask
+    // again); a dozen within 30 s (half the default 60 s poll) can only come from the
+    // configured 1 s poll.
     eventually(
         "Sandcastle polls the check runs",
         Duration::from_secs(30),
