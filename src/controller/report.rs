@@ -1,6 +1,6 @@
 //! Keeping GitHub in line with a preview: one deployment per commit on the preview's own
-//! environment, and one status per transition (`in_progress` → `success`/`failure`, `inactive`
-//! on teardown). A failed call never blocks the Kubernetes side: the status keeps what was
+//! environment, and one status per transition (`queued` → `in_progress` → `success`/`failure`,
+//! `inactive` on teardown). A failed call never blocks the Kubernetes side: the status keeps what was
 //! reported, so the next reconcile posts what is missing — and never posts a transition twice.
 
 use jiff::Timestamp;
@@ -20,7 +20,8 @@ pub(super) enum Report<'a> {
     Success,
     Failure(&'a str),
     Inactive,
-    /// Waiting for a free slot under the Blueprint's `maxPreviews` (description).
+    /// Accepted, not started: a new commit before cloning begins, or waiting for a free slot
+    /// under the Blueprint's `maxPreviews` (description).
     Queued(&'a str),
     /// Scaled to zero: `inactive` (the URL does not answer) with how to wake it. Recorded as
     /// `stopped`, so waking reports on the same deployment.

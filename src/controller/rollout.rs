@@ -175,6 +175,17 @@ pub(super) async fn run(
         }
     }
 
+    // GitHub hears of a new commit (or of a preview back after teardown) as `queued` first:
+    // accepted, not started; `in_progress` follows once cloning begins.
+    let reported = st.github_reported.as_deref();
+    if st.github_deployment_sha.as_deref() != Some(pe.spec.sha.as_str())
+        || reported.is_none()
+        || reported == Some("inactive")
+    {
+        let why = format!("Queued: cloning blueprint {}", pe.spec.blueprint);
+        report::sync(pe, &mut st, ctx, Report::Queued(&why)).await;
+    }
+
     // Plan first: a refused blueprint fails before anything is created.
     let objects = match source::read(&ctx.resolver, &ctx.settings.home, spec).await {
         Ok(o) => o,
