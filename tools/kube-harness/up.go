@@ -227,7 +227,7 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+p.SAPub,
 		"--service-account-signing-key-file="+p.SAKey,
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range=10.0.0.0/16",
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 		"--profiling=false",
@@ -274,7 +274,7 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--node-ip=127.0.0.1",
-		"--cidr=10.244.0.0/24",
+		"--cidr=10.244.0.0/16",
 		// Without a KwokConfiguration the lease is off by default; the node would then miss its
 		// heartbeats and be marked NotReady (and its pods with it) every ~50 s.
 		"--node-lease-duration-seconds=40",

@@ -1,0 +1,376 @@
+//! Sandcastle with many live previews: the `sandcastle serve` process's memory, and what one
+//! event costs, with 5 and then with 500 previews Ready (run with `scripts/bench-scale`). The
+//! process is the real binary (its own RSS, nothing of the benchmark in it) talking to the local
+//! control plane and to a GitHub stand-in in this process. One event = a `synchronize` delivery:
+//! the webhook's answer, and the time until the preview is Ready at the new commit (watched).
+
+mod support;
+
+use std::collections::HashSet;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client as HttpClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use sandcastle::demo::stage::{ensure_namespace, load};
+use sandcastle::domain::{PrNumber, RepoName, Sha};
+use sandcastle::github::standin::{
+    Delivery, FakeConfig, FakeGitHub, PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
+};
+use sandcastle::k8s::crd::{self, Phase, PreviewEnvironment};
+use serde_json::json;
+
+const SECRET: &str = "bench-scale-secret";
+/// A small application: configuration, one workload, its Service.
+const APP: &str = r"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {GREETING: hello}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: registry.example/web:main
+        envFrom: [{configMapRef: {name: settings}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+";
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn random_sha() -> Sha {
+    Sha::new(&hex::encode(rand::random::<[u8; 20]>())).unwrap()
+}
+
+/// Resident and peak memory of process `pid`, in MiB.
+fn memory(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+struct Sandcastle {
+    child: Child,
+    addr: String,
+    http: HttpClient<HttpConnector, Full<Bytes>>,
+}
+
+impl Drop for Sandcastle {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Sandcastle {
+    async fn deliver(&self, d: &Delivery) -> (u16, Duration) {
+        let mut req = http::Request::post(format!("http://{}/github/webhook", self.addr));
+        for (k, v) in d.signed_headers(SECRET) {
+            req = req.header(k, v);
+        }
+        let t = Instant::now();
+        let resp = self
+            .http
+            .request(req.body(Full::new(Bytes::from(d.body.clone()))).unwrap())
+            .await
+            .expect("webhook answers");
+        let status = resp.status().as_u16();
+        let _ = resp.into_body().collect().await;
+        (status, t.elapsed())
+    }
+
+    async fn ready(&self) -> bool {
+        let req = http::Request::get(format!("http://{}/readyz", self.addr))
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        matches!(self.http.request(req).await, Ok(r) if r.status() == 200)
+    }
+}
+
+/// Wait (watching) until every preview in `names` is Ready; returns how long it took.
+async fn all_ready(api: &Api<PreviewEnvironment>, names: &HashSet<String>) -> Duration {
+    let t = Instant::now();
+    let mut left = names.clone();
+    let mut events = watcher(api.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1800);
+    while !left.is_empty() {
+        match tokio::time::timeout_at(deadline, events.try_next()).await {
+            Ok(Ok(Some(pe))) => {
+                let ready = pe.status.as_ref().and_then(|s| s.phase) == Some(Phase::Ready);
+                if ready {
+                    left.remove(&kube::ResourceExt::name_any(&pe));
+                }
+            }
+            Ok(Ok(None)) => panic!("watch ended"),
+            Ok(Err(e)) => eprintln!("watch: {e}"),
+            Err(_) => panic!("{} previews not Ready after 30 min", left.len()),
+        }
+    }
+    t.elapsed()
+}
+
+/// `rounds` synchronize deliveries, one at a time, over the first five pull requests: the
+/// webhook's answer time and the time to Ready at the new commit.
+async fn event_cost(
+    sc: &Sandcastle,
+    gh: &FakeGitHub,
+    repo: &RepoName,
+    api: &Api<PreviewEnvironment>,
+    rounds: u64,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let (mut answer, mut ready) = (Vec::new(), Vec::new());
+    for i in 0..rounds {
+        let n = i % 5 + 1;
+        let name = format!("scale-pr-{n}");
+        let sha = random_sha();
+        let mut events = watcher(
+            api.clone(),
+            watcher::Config::default().fields(&format!("metadata.name={name}")),
+        )
+        .applied_objects()
+        .boxed();
+        let d = gh.push(repo, PrNumber::new(n).unwrap(), &sha);
+        let t = Instant::now();
+        let (status, took) = sc.deliver(&d).await;
+        assert_eq!(status, 200, "synchronize accepted");
+        answer.push(took);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            let pe = match tokio::time::timeout_at(deadline, events.next()).await {
+                Ok(Some(Ok(pe))) => pe,
+                other => panic!("{name} not Ready at {sha} in time: {other:?}"),
+            };
+            let st = pe.status.unwrap_or_default();
+            if st.phase == Some(Phase::Ready) && st.deployed_sha.as_deref() == Some(sha.as_str()) {
+                ready.push(t.elapsed());
+                break;
+            }
+        }
+    }
+    (answer, ready)
+}
+
+/// Fake nodes for `pods` pods at 110 per node, as kwok plays them (the harness has one).
+async fn ensure_nodes(client: &kube::Client, pods: u64) {
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    for i in 1..pods.div_ceil(100) {
+        let name = format!("scale-node-{i}");
+        let node = json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {
+                "name": name,
+                "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64", "type": "kwok"},
+            },
+            "status": {
+                "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            },
+        });
+        nodes
+            .patch(
+                &name,
+                &PatchParams::apply("bench").force(),
+                &Patch::Apply(&node),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let total = arg("--previews", 500);
+    let rounds = arg("--rounds", 20);
+    let client = support::client().await;
+    let kubeconfig = std::env::var("KUBECONFIG").unwrap();
+    let home = support::unique("scale-home");
+    let staging = support::unique("scale-staging");
+    crd::install(&client, Duration::from_secs(30))
+        .await
+        .unwrap();
+    ensure_nodes(&client, total + 10).await;
+    ensure_namespace(&client, &home).await.unwrap();
+    ensure_namespace(&client, &staging).await.unwrap();
+    load(&client, &staging, APP).await.unwrap();
+    let blueprint = json!({
+        "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint", "metadata": {"name": "scale"},
+        "spec": {
+            "source": {"namespace": staging},
+            "repositories": ["acme/scale"],
+            "images": [{"repository": "registry.example/web", "tag": "{{shortSha}}"}],
+            "maxPreviews": total + 10,
+        }
+    });
+    Api::<crd::Blueprint>::namespaced(client.clone(), &home)
+        .patch(
+            "scale",
+            &PatchParams::apply("bench").force(),
+            &Patch::Apply(&blueprint),
+        )
+        .await
+        .unwrap();
+
+    let gh = FakeGitHub::start(FakeConfig::test_app()).await.unwrap();
+    let repo = RepoName::new("acme/scale").unwrap();
+    gh.add_installation(1, "acme");
+    gh.add_repo(1, &repo);
+    // GitHub's 5000 calls an hour per installation would stop reporting after about 500 opens
+    // (counted below); this measures the Kubernetes side, so the stand-in allows more.
+    gh.set_rate_limit(1, 1_000_000);
+    let key = std::env::temp_dir().join(format!("{home}.pem"));
+    std::fs::write(&key, TEST_APP_PRIVATE_KEY_PEM).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(env!("CARGO_BIN_EXE_sandcastle"))
+        .arg("serve")
+        .env("KUBECONFIG", &kubeconfig)
+        .env("SANDCASTLE_NAMESPACE", &home)
+        .env("SANDCASTLE_NAMESPACE_PREFIX", &home)
+        .env("SANDCASTLE_LISTEN", format!("127.0.0.1:{port}"))
+        .env("SANDCASTLE_GITHUB_APP_ID", TEST_APP_ID.to_string())
+        .env("SANDCASTLE_GITHUB_PRIVATE_KEY_FILE", &key)
+        .env("SANDCASTLE_WEBHOOK_SECRET", SECRET)
+        .env("SANDCASTLE_GITHUB_API_URL", gh.url())
+        .env("SANDCASTLE_LEADER_ELECTION", "false")
+        .env("SANDCASTLE_RESYNC_INTERVAL", "0")
+        .env("SANDCASTLE_ORPHAN_GRACE", "0")
+        .env("SANDCASTLE_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sandcastle serve starts");
+    let pid = child.id();
+    let sc = Sandcastle {
+        child,
+        addr: format!("127.0.0.1:{port}"),
+        http: HttpClient::builder(TokioExecutor::new()).build_http(),
+    };
+    let t = Instant::now();
+    while !sc.ready().await {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "sandcastle not ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let api: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
+    let (idle, _) = memory(pid);
+
+    let open = |range: std::ops::RangeInclusive<u64>| {
+        range
+            .map(|n| {
+                let d = gh.open_pull_request(
+                    &repo,
+                    PrSpec::new(PrNumber::new(n).unwrap(), random_sha(), "feature"),
+                );
+                (format!("scale-pr-{n}"), d)
+            })
+            .collect::<Vec<_>>()
+    };
+    let deliver_all = |batch: Vec<(String, Delivery)>| {
+        let sc = &sc;
+        async move {
+            futures::stream::iter(batch)
+                .map(|(name, d)| async move {
+                    let (status, _) = sc.deliver(&d).await;
+                    assert_eq!(status, 200, "opened accepted");
+                    name
+                })
+                .buffer_unordered(4)
+                .collect::<HashSet<String>>()
+                .await
+        }
+    };
+
+    let few = deliver_all(open(1..=5)).await;
+    all_ready(&api, &few).await;
+    let (rss5, _) = memory(pid);
+    let (answer5, ready5) = event_cost(&sc, &gh, &repo, &api, rounds).await;
+
+    gh.take_calls();
+    let t = Instant::now();
+    let many = deliver_all(open(6..=total)).await;
+    let delivered = t.elapsed();
+    let took = all_ready(&api, &many).await;
+    let calls = gh.take_calls().len();
+    let (rss_many, _) = memory(pid);
+    let (mut answer_many, mut ready_many) = event_cost(&sc, &gh, &repo, &api, rounds).await;
+    let (rss_after, peak) = memory(pid);
+    let live = api.list(&ListParams::default()).await.unwrap().items.len();
+
+    let (mut answer5, mut ready5) = (answer5, ready5);
+    println!("sandcastle serve (release), small blueprint (3 objects + 7 guardrails per preview)");
+    println!("memory, idle (0 previews):   {idle:.1} MiB RSS");
+    println!("memory, 5 previews Ready:    {rss5:.1} MiB RSS");
+    println!(
+        "memory, {live} previews Ready: {rss_many:.1} MiB RSS, {rss_after:.1} MiB after {rounds} more events, peak {peak:.1} MiB"
+    );
+    println!(
+        "{} opened deliveries answered in {:.1} s; all Ready {:.1} s later",
+        total - 5,
+        delivered.as_secs_f64(),
+        took.as_secs_f64()
+    );
+    #[allow(clippy::cast_precision_loss)]
+    let per_preview = calls as f64 / (total - 5) as f64;
+    println!(
+        "GitHub calls while opening them: {calls} ({per_preview:.1} per preview, until Ready)"
+    );
+    println!(
+        "synchronize, webhook answer, 5 live:   {}",
+        support::summary(&mut answer5)
+    );
+    println!(
+        "synchronize, webhook answer, {live} live: {}",
+        support::summary(&mut answer_many)
+    );
+    println!(
+        "synchronize → Ready, 5 live:   {}",
+        support::summary(&mut ready5)
+    );
+    println!(
+        "synchronize → Ready, {live} live: {}",
+        support::summary(&mut ready_many)
+    );
+    let _ = std::fs::remove_file(key);
+}
