@@ -111,6 +111,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
     let mut tasks = Vec::new();
     // One set of metrics per running Sandcastle, shown at `/metrics`.
     let metrics = Metrics::default();
+    let github = parts.github.clone().with_metrics(metrics.github.clone());
 
     let (store, writer) = reflector::store::<Blueprint>();
     let blueprints: Api<Blueprint> = Api::namespaced(parts.client.clone(), &parts.settings.home);
@@ -136,7 +137,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         deliveries: Deliveries::new(10_000),
         blueprints: store,
         clock: parts.clock.clone(),
-        github: parts.github.clone(),
+        github: github.clone(),
         permissions: Arc::default(),
         public_url: parts.settings.public_url.clone(),
         metrics: metrics.clone(),
@@ -163,7 +164,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
     if parts.controller {
         let ctx = Context::new(
             parts.client.clone(),
-            parts.github.clone(),
+            github,
             parts.settings.clone(),
             parts.clock.clone(),
         );
