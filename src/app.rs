@@ -162,12 +162,13 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
 
     let (leading_tx, leading) = watch::channel(false);
     if parts.controller {
-        let ctx = Context::new(
+        let mut ctx = Context::new(
             parts.client.clone(),
             github,
             parts.settings.clone(),
             parts.clock.clone(),
         );
+        ctx.metrics = metrics.controller.clone();
         match parts.settings.leader_election.clone() {
             None => {
                 leading_tx.send_replace(true);
