@@ -1,6 +1,6 @@
 //! Assembles a running Sandcastle from its parts: the Blueprint cache, the HTTP server and the
-//! controller, with one shutdown for all. `sandcastle serve`, `sandcastle demo` and the
-//! integration tests all start Sandcastle through [`start`].
+//! controller, with one shutdown for all, and the metrics they count into. `sandcastle serve`,
+//! `sandcastle demo` and the integration tests all start Sandcastle through [`start`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +20,7 @@ use crate::controller::{self, Context, Settings, clock::Clock};
 use crate::github::client::GitHubApp;
 use crate::http::{self, AppState, Deliveries};
 use crate::k8s::crd::Blueprint;
+use crate::metrics::Metrics;
 
 /// Everything needed to run Sandcastle.
 #[derive(Clone)]
@@ -108,6 +109,9 @@ pub async fn kube_client(args: &KubeArgs) -> anyhow::Result<Client> {
 pub async fn start(parts: Parts) -> anyhow::Result<Running> {
     let stop = CancellationToken::new();
     let mut tasks = Vec::new();
+    // One set of metrics per running Sandcastle, shown at `/metrics`.
+    let metrics = Metrics::default();
+    let github = parts.github.clone().with_metrics(metrics.github.clone());
 
     let (store, writer) = reflector::store::<Blueprint>();
     let blueprints: Api<Blueprint> = Api::namespaced(parts.client.clone(), &parts.settings.home);
@@ -133,9 +137,10 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         deliveries: Deliveries::new(10_000),
         blueprints: store,
         clock: parts.clock.clone(),
-        github: parts.github.clone(),
+        github: github.clone(),
         permissions: Arc::default(),
         public_url: parts.settings.public_url.clone(),
+        metrics: metrics.clone(),
     };
     let listener = tokio::net::TcpListener::bind(parts.listen)
         .await
@@ -157,12 +162,13 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
 
     let (leading_tx, leading) = watch::channel(false);
     if parts.controller {
-        let ctx = Context::new(
+        let mut ctx = Context::new(
             parts.client.clone(),
-            parts.github.clone(),
+            github,
             parts.settings.clone(),
             parts.clock.clone(),
         );
+        ctx.metrics = metrics.controller.clone();
         match parts.settings.leader_election.clone() {
             None => {
                 leading_tx.send_replace(true);

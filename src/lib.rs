@@ -4,7 +4,7 @@
 //! Data flows through the modules in this order:
 //! - [`config`]: the only reader of flags and environment.
 //! - [`http`]: the axum router — GitHub webhook (pull request events, `/preview` commands, check
-//!   runs), health, preview pages.
+//!   runs), health, metrics, preview pages.
 //! - [`github`]: webhook verification and parsing, events to intents, commands and who may run
 //!   them, a repository's `.github/sandcastle.yml`, what people read, the App client, and a local
 //!   stand-in of GitHub's API for the demo and tests.
@@ -14,6 +14,8 @@
 //!   writes, sources, apply, readiness, namespaces).
 //! - [`controller`]: the reconcile loop that makes each preview true and reports it to GitHub
 //!   (deployment statuses and the sticky comment).
+//! - [`metrics`]: the Prometheus metrics that `http`, the GitHub client and `controller` count
+//!   into, served at `GET /metrics`.
 //! - [`app`]: assembles a running process from those parts.
 //! - [`render`]: `sandcastle render`, the plan of a preview printed without applying it.
 //!
@@ -27,4 +29,5 @@ pub mod domain;
 pub mod github;
 pub mod http;
 pub mod k8s;
+pub mod metrics;
 pub mod render;

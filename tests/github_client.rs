@@ -16,6 +16,7 @@ use sandcastle::github::standin::{
     CallAuth, FakeConfig, FakeGitHub, Fault, PrSpec, Role, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
     sign,
 };
+use sandcastle::metrics::Metrics;
 use serde_json::json;
 
 const INST: u64 = 1;
@@ -324,6 +325,59 @@ async fn primary_rate_limit_beyond_max_wait_is_handed_back() {
         vec![403]
     );
     e.fake.assert_all_checked();
+}
+
+#[tokio::test]
+async fn requests_and_rate_limit_waits_are_counted() {
+    let e = env().await;
+    let metrics = Metrics::default();
+    let gh = e
+        .app
+        .clone()
+        .with_metrics(metrics.github.clone())
+        .installation(INST);
+    e.fake.fail_next(
+        "GET /repos/acme/shop/pulls/7",
+        1,
+        Fault::SecondaryRateLimit {
+            retry_after_secs: 1,
+        },
+    );
+    e.fake.fail_next(
+        "GET /repos/acme/shop/issues/7/comments",
+        1,
+        Fault::ServerError(500),
+    );
+    gh.get_pull(&e.repo, pr(7)).await.unwrap();
+    gh.list_issue_comments(&e.repo, pr(7)).await.unwrap();
+    assert_eq!(
+        statuses(&e.fake.check("GET /repos/acme/shop/pulls/7")),
+        vec![403, 200]
+    );
+    assert_eq!(
+        statuses(&e.fake.check("GET /repos/acme/shop/issues/7/comments")),
+        vec![500, 200]
+    );
+    e.fake.check(TOKENS);
+    e.fake.assert_all_checked();
+
+    let (_, text) = metrics.encode(None).unwrap();
+    let mut samples: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("sandcastle_github_"))
+        .collect();
+    samples.sort_unstable();
+    // Minting the installation token succeeded: octocrab's own request is not counted.
+    assert_eq!(
+        samples,
+        [
+            "sandcastle_github_rate_limit_waits_total 1",
+            r#"sandcastle_github_requests_total{method="GET",status="200"} 2"#,
+            r#"sandcastle_github_requests_total{method="GET",status="403"} 1"#,
+            r#"sandcastle_github_requests_total{method="GET",status="500"} 1"#,
+        ],
+        "{text}"
+    );
 }
 
 #[tokio::test]

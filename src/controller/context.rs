@@ -1,5 +1,5 @@
-//! What every reconcile needs: clients, settings, the clock, and the previews to look at again
-//! after a failed GitHub call.
+//! What every reconcile needs: clients, settings, the clock, the metrics it counts into, and the
+//! previews to look at again after a failed GitHub call.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,6 +14,7 @@ use super::leader::LeaderElection;
 use crate::github::client::GitHubApp;
 use crate::k8s::apply::Resolver;
 use crate::k8s::crd::PreviewEnvironment;
+use crate::metrics::ControllerMetrics;
 
 /// Controller settings, from configuration.
 #[derive(Debug, Clone)]
@@ -83,6 +84,8 @@ pub struct Context {
     pub settings: Settings,
     pub clock: Clock,
     pub retry: Retry,
+    /// Reconciles counted and timed; the previews counted from the cache while it runs.
+    pub metrics: ControllerMetrics,
     /// Set while the controller runs: asks for a reconcile of one preview (a freed slot wakes
     /// the queue).
     pub(crate) pokes:
@@ -166,6 +169,7 @@ impl Context {
             settings,
             clock,
             retry: Retry::default(),
+            metrics: ControllerMetrics::default(),
             pokes: None,
             previews: None,
             admission: std::sync::Arc::default(),

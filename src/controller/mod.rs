@@ -3,7 +3,7 @@
 //! Blueprints) and reconciles each preview towards its spec, level-triggered and idempotent;
 //! previews whose GitHub reporting failed are looked at again after a pause. Beside it run the
 //! housekeeping jobs (catch-up resync, orphan sweep); with leader election, only in the replica
-//! that leads.
+//! that leads, which is also the one whose metrics count the previews.
 
 mod capacity;
 mod checks;
@@ -96,6 +96,8 @@ pub async fn run(
     let (pokes, poked) = futures::channel::mpsc::unbounded();
     ctx.pokes = Some(pokes);
     ctx.previews = Some(store.clone());
+    // `previews{phase}` is counted from this cache while the controller runs here.
+    let _counting = ctx.metrics.previews.count_from(store.clone());
     let ctx_store = store.clone();
     let ticks = ctx.clock.ticks();
     // Previews whose GitHub reporting failed are looked at again after a pause.

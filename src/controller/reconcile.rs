@@ -1,9 +1,10 @@
-//! One reconcile of one PreviewEnvironment: keep its sticky comment in line with what the last
-//! reconcile saved, finalize when deleted, tear down when asked, wait while a fork's pull request
-//! awaits a maintainer's approval, otherwise roll the preview out towards its spec.
+//! One reconcile of one PreviewEnvironment (counted and timed): keep its sticky comment in line
+//! with what the last reconcile saved, finalize when deleted, tear down when asked, wait while a
+//! fork's pull request awaits a maintainer's approval, otherwise roll the preview out towards its
+//! spec.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -27,6 +28,16 @@ pub enum Error {
 }
 
 pub(super) async fn reconcile(
+    cached: Arc<PreviewEnvironment>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = reconcile_one(cached, Arc::clone(&ctx)).await;
+    ctx.metrics.reconciled(result.is_ok(), started.elapsed());
+    result
+}
+
+async fn reconcile_one(
     cached: Arc<PreviewEnvironment>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {

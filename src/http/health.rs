@@ -1,17 +1,18 @@
-//! `/healthz` (the process is up) and `/readyz` (the Kubernetes API answers, Sandcastle's CRDs
-//! are installed and the Blueprint cache is filled).
+//! `/healthz` (the process is up), `/readyz` (the Kubernetes API answers, Sandcastle's CRDs
+//! are installed and the Blueprint cache is filled) and `/metrics` (Prometheus).
 
 use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::Api;
 use serde_json::json;
 
 use super::AppState;
+use super::error::ApiError;
 
 pub(super) async fn healthz() -> Response {
     (StatusCode::OK, Json(json!({"status": "ok"}))).into_response()
@@ -61,5 +62,24 @@ pub(super) async fn readyz(State(state): State<AppState>) -> Response {
             Json(json!({"status": "not ready", "problems": problems})),
         )
             .into_response()
+    }
+}
+
+/// The metrics in the text format the scraper asks for (see [`crate::metrics::Metrics::encode`]).
+pub(super) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    match state.metrics.encode(accept) {
+        Ok((content_type, body)) => {
+            (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "encoding metrics failed");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "metrics_failed",
+                "the metrics could not be encoded",
+            )
+            .into_response()
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! The HTTP surface, built by one function ([`app`]): the GitHub webhook (pull request events,
-//! `/preview` commands, check runs), health probes and the preview pages that GitHub's `log_url`
-//! points at.
+//! `/preview` commands, check runs), health probes, Prometheus metrics and the preview pages that
+//! GitHub's `log_url` points at.
 
 mod commands;
 mod deliveries;
@@ -26,6 +26,7 @@ use crate::controller::clock::Clock;
 use crate::github::client::GitHubApp;
 use crate::github::permissions::PermissionCache;
 use crate::k8s::crd::Blueprint;
+use crate::metrics::Metrics;
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -47,6 +48,8 @@ pub struct AppState {
     pub permissions: Arc<PermissionCache>,
     /// Sandcastle's public base URL (links to preview pages).
     pub public_url: String,
+    /// The process's metrics: the webhook counts into them, `/metrics` shows them.
+    pub metrics: Metrics,
 }
 
 impl std::fmt::Debug for AppState {
@@ -63,6 +66,7 @@ pub fn app(state: AppState) -> Router {
         .route("/github/webhook", post(webhook::receive))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
         .route("/", get(pages::index))
         .route("/previews/{name}", get(pages::preview))
         // The webhook reads its body itself, under its own limit with a JSON error.

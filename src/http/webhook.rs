@@ -4,9 +4,11 @@
 //! (`commands`), and completed check runs (a nudge to previews waiting for them). A 2xx is
 //! returned only once that state is durably written; when Kubernetes cannot be reached (or GitHub
 //! cannot tell something the desired state depends on) the answer is 503 so the delivery shows as
-//! failed and can be redelivered.
+//! failed and can be redelivered. Every delivery is counted by its answer's JSON status or error
+//! code, and timed.
 
-use std::time::Duration;
+use std::borrow::Cow;
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::body::Body;
@@ -46,14 +48,35 @@ pub(super) async fn receive(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    match handle(&state, &headers, body).await {
-        Ok(r) => r,
+    let started = Instant::now();
+    let (response, result) = match handle(&state, &headers, body).await {
+        Ok(mut r) => {
+            let result = r
+                .extensions_mut()
+                .remove::<Answered>()
+                .map_or(Cow::Borrowed("unknown"), |Answered(status)| {
+                    Cow::Owned(status)
+                });
+            (r, result)
+        }
         Err(e) => {
             tracing::info!(status = e.status.as_u16(), code = e.code, message = %e.message, "webhook refused");
-            e.into_response()
+            let code = Cow::Borrowed(e.code);
+            (e.into_response(), code)
         }
-    }
+    };
+    state.metrics.webhook.delivered(
+        header(&headers, "x-github-event"),
+        result,
+        started.elapsed(),
+    );
+    response
 }
+
+/// The `status` of a delivery's JSON answer (one of Sandcastle's own words: `accepted`,
+/// `duplicate`, `ignored`, ...), carried on the response to the metrics.
+#[derive(Debug, Clone)]
+struct Answered(String);
 
 async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     let body = axum::body::to_bytes(body, BODY_LIMIT).await.map_err(|_| {
@@ -116,7 +139,12 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Res
 }
 
 pub(super) fn reply(status: StatusCode, body: serde_json::Value) -> Response {
-    (status, Json(body)).into_response()
+    let answered = body["status"].as_str().map(|s| Answered(s.to_owned()));
+    let mut response = (status, Json(body)).into_response();
+    if let Some(a) = answered {
+        response.extensions_mut().insert(a);
+    }
+    response
 }
 
 /// The Blueprints, from the watch cache; straight from the API when the cache knows none that

@@ -10,6 +10,7 @@ mod fidelity;
 mod guardrails_lifecycle;
 mod harness;
 mod lifecycle;
+mod metrics;
 mod serve;
 mod server_side_apply;
 mod webhook;

@@ -1,7 +1,8 @@
 //! The GitHub App client: [`GitHubApp`] authenticates as the App (RS256 JWT, minted by octocrab)
 //! and hands out one [`Installation`] client per installation, whose token octocrab caches and
-//! refreshes five minutes before expiry. Every call goes through the retry loop in `transport`;
-//! the typed operations live in `api`.
+//! refreshes five minutes before expiry. Every call goes through the retry loop in `transport`,
+//! which counts requests and rate-limit waits into [`GitHubMetrics`]; the typed operations live
+//! in `api`.
 
 mod api;
 mod error;
@@ -17,6 +18,7 @@ use octocrab::Octocrab;
 use octocrab::models::{AppId, InstallationId};
 
 use crate::config::Secret;
+use crate::metrics::GitHubMetrics;
 
 pub use error::GitHubError;
 pub use types::{
@@ -67,6 +69,7 @@ pub struct GitHubApp {
     settings: ClientSettings,
     base_path: Arc<str>,
     installations: Arc<Mutex<HashMap<u64, Installation>>>,
+    metrics: GitHubMetrics,
 }
 
 impl std::fmt::Debug for GitHubApp {
@@ -109,7 +112,14 @@ impl GitHubApp {
             .app(AppId(app_id), key)
             .build()
             .map_err(|e| GitHubError::Transport(format!("could not build the HTTP client: {e}")))?;
-        let transport = Transport::new(crab.clone(), AuthMode::App, settings, &base_path);
+        let metrics = GitHubMetrics::default();
+        let transport = Transport::new(
+            crab.clone(),
+            AuthMode::App,
+            settings,
+            &base_path,
+            metrics.clone(),
+        );
         Ok(Self {
             app_id,
             crab,
@@ -117,7 +127,18 @@ impl GitHubApp {
             settings,
             base_path: base_path.into(),
             installations: Arc::default(),
+            metrics,
         })
+    }
+
+    /// The same App counting its requests into `metrics` (a new client starts with families no
+    /// registry shows). Installation clients handed out before keep counting where they did, so
+    /// call this before handing out clones.
+    pub fn with_metrics(mut self, metrics: GitHubMetrics) -> Self {
+        self.transport = self.transport.with_metrics(metrics.clone());
+        self.installations = Arc::default();
+        self.metrics = metrics;
+        self
     }
 
     pub fn app_id(&self) -> u64 {
@@ -144,6 +165,7 @@ impl GitHubApp {
                         AuthMode::Installation,
                         self.settings,
                         &self.base_path,
+                        self.metrics.clone(),
                     ),
                 }
             })

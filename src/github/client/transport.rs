@@ -1,6 +1,7 @@
 //! One GitHub call, done properly: the installation token refreshed ahead of expiry, a timeout per
 //! attempt, the retry loop driven by [`decide`](super::retry::decide), the rate-limit budget
-//! observed, and `Link`-header pagination. Raw octocrab responses stop here.
+//! observed, each attempt and rate-limit wait counted, and `Link`-header pagination. Raw octocrab
+//! responses stop here.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -15,7 +16,8 @@ use serde_json::Value;
 
 use super::ClientSettings;
 use super::error::GitHubError;
-use super::retry::{Decision, Outcome, decide};
+use super::retry::{Decision, Outcome, RetryReason, decide};
+use crate::metrics::{Answer, GitHubMetrics};
 
 /// Stop following `next` links after this many pages (100 items each): a loop guard, not a limit
 /// any real listing reaches.
@@ -80,6 +82,7 @@ pub(crate) struct Transport {
     base_path: Arc<str>,
     /// Last `x-ratelimit-remaining` seen; negative while unknown.
     remaining: Arc<AtomicI64>,
+    metrics: GitHubMetrics,
 }
 
 impl std::fmt::Debug for Transport {
@@ -99,14 +102,27 @@ enum AttemptError {
 }
 
 impl Transport {
-    pub fn new(crab: Octocrab, mode: AuthMode, settings: ClientSettings, base_path: &str) -> Self {
+    pub fn new(
+        crab: Octocrab,
+        mode: AuthMode,
+        settings: ClientSettings,
+        base_path: &str,
+        metrics: GitHubMetrics,
+    ) -> Self {
         Self {
             crab: Arc::new(crab),
             mode,
             settings,
             base_path: base_path.trim_end_matches('/').into(),
             remaining: Arc::new(AtomicI64::new(-1)),
+            metrics,
         }
+    }
+
+    /// The same transport counting into `metrics`.
+    pub fn with_metrics(mut self, metrics: GitHubMetrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// The last `x-ratelimit-remaining` GitHub reported to this client.
@@ -132,16 +148,25 @@ impl Transport {
             let now = Timestamp::now();
             let jitter: f64 = rand::random();
             let (decision, last) = match result {
-                Err(_) => (
-                    decide(&Outcome::Timeout, attempt, now, &self.settings, jitter),
-                    Err(GitHubError::Timeout),
-                ),
+                Err(_) => {
+                    self.metrics.requested(&method, Answer::Timeout);
+                    (
+                        decide(&Outcome::Timeout, attempt, now, &self.settings, jitter),
+                        Err(GitHubError::Timeout),
+                    )
+                }
                 Ok(Err(AttemptError::Fatal(e))) => return Err(e),
-                Ok(Err(AttemptError::Transport(msg))) => (
-                    decide(&Outcome::Transport, attempt, now, &self.settings, jitter),
-                    Err(GitHubError::Transport(msg)),
-                ),
+                Ok(Err(AttemptError::Transport(msg))) => {
+                    self.metrics.requested(&method, Answer::Error);
+                    (
+                        decide(&Outcome::Transport, attempt, now, &self.settings, jitter),
+                        Err(GitHubError::Transport(msg)),
+                    )
+                }
                 Ok(Ok((resp, from_token))) => {
+                    // A refused token comes from minting it: a POST of its own.
+                    let sent = if from_token { &Method::POST } else { &method };
+                    self.metrics.requested(sent, Answer::Status(resp.status));
                     self.observe(&resp.headers);
                     let message = resp.message();
                     let outcome = Outcome::Response {
@@ -177,6 +202,9 @@ impl Transport {
                     return Err(GitHubError::RateLimited { retry_at });
                 }
                 Decision::Retry { after, reason } => {
+                    if reason == RetryReason::RateLimited {
+                        self.metrics.rate_limit_wait();
+                    }
                     tracing::debug!(%method, path, attempt, ?reason, wait_ms = after.as_millis() as u64, "retrying GitHub call");
                     tokio::time::sleep(after).await;
                     attempt += 1;

@@ -276,6 +276,23 @@ impl World {
             .await
     }
 
+    /// GET `path` from the running Sandcastle with `headers`; returns status, content type and
+    /// the body as text (for what is not JSON, like `/metrics`).
+    pub async fn get_text(
+        &self,
+        path: &str,
+        headers: Vec<(&'static str, String)>,
+    ) -> (u16, String, String) {
+        let (status, content_type, bytes) = self
+            .request_raw(http::Method::GET, self.addr(), path, Vec::new(), headers)
+            .await;
+        (
+            status,
+            content_type,
+            String::from_utf8_lossy(&bytes).into_owned(),
+        )
+    }
+
     async fn request(
         &self,
         method: http::Method,
@@ -284,6 +301,26 @@ impl World {
         body: Vec<u8>,
         headers: Vec<(&'static str, String)>,
     ) -> (u16, Value) {
+        let (status, _, bytes) = self.request_raw(method, addr, path, body, headers).await;
+        // Status 0: nothing answered (not listening yet, or gone); the body says why.
+        if status == 0 {
+            return (0, json!({"connection": String::from_utf8_lossy(&bytes)}));
+        }
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// Status (0 when nothing answered, the error then in the body), content type and body.
+    async fn request_raw(
+        &self,
+        method: http::Method,
+        addr: SocketAddr,
+        path: &str,
+        body: Vec<u8>,
+        headers: Vec<(&'static str, String)>,
+    ) -> (u16, String, Bytes) {
         let mut req = http::Request::builder()
             .method(method)
             .uri(format!("http://{addr}{path}"));
@@ -294,17 +331,19 @@ impl World {
             .http
             .request(req.body(Full::new(Bytes::from(body))).unwrap())
             .await;
-        // Status 0: nothing answered (not listening yet, or gone); the body says why.
         let resp = match resp {
             Ok(r) => r,
-            Err(e) => return (0, json!({"connection": e.to_string()})),
+            Err(e) => return (0, String::new(), Bytes::from(e.to_string())),
         };
         let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
         let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
+        (status, content_type, bytes)
     }
 
     pub async fn post(&self, body: Vec<u8>, headers: Vec<(&'static str, String)>) -> (u16, Value) {
