@@ -216,8 +216,13 @@ async fn the_chart_installs_and_its_account_runs_a_whole_preview() {
         });
     });
     world.start_as(client).await;
-    let (status, body) = world.get_from(world.addr(), "/readyz").await;
-    assert_eq!(status, 200, "ready as the chart's ServiceAccount: {body}");
+    eventually("ready as the chart's ServiceAccount", T, || async {
+        match world.get_from(world.addr(), "/readyz").await {
+            (200, _) => Ok(()),
+            (status, body) => Err(format!("{status} {body}")),
+        }
+    })
+    .await;
 
     let head = sha();
     let opened = world.gh.open_pull_request(

@@ -292,10 +292,12 @@ async fn health_endpoints() {
     let world = world().await;
     let (status, body) = world.get_from(world.addr(), "/healthz").await;
     assert_eq!((status, body["status"].as_str()), (200, Some("ok")));
-    let (status, body) = world.get_from(world.addr(), "/readyz").await;
-    assert_eq!(
-        (status, body["status"].as_str()),
-        (200, Some("ready")),
-        "{body}"
-    );
+    // Ready once the Kubernetes API answers, the CRDs are there and the Blueprint cache filled.
+    eventually("/readyz answers ready", Duration::from_secs(30), || async {
+        match world.get_from(world.addr(), "/readyz").await {
+            (200, body) if body["status"] == "ready" => Ok(()),
+            (status, body) => Err(format!("{status} {body}")),
+        }
+    })
+    .await;
 }
