@@ -96,6 +96,8 @@ pub struct Context {
     pub(crate) admission: std::sync::Arc<tokio::sync::Mutex<()>>,
     /// GitHub's last answer about each waiting preview's checks.
     pub(crate) checks_asked: super::checks::Asked,
+    /// Kubernetes Events for each preview's history (`kubectl describe`).
+    pub events: crate::k8s::events::Events,
 }
 
 type Wakeups = mpsc::UnboundedReceiver<ObjectRef<PreviewEnvironment>>;
@@ -162,6 +164,13 @@ impl std::fmt::Debug for Context {
 
 impl Context {
     pub fn new(client: Client, github: GitHubApp, settings: Settings, clock: Clock) -> Self {
+        let events = crate::k8s::events::Events::new(
+            client.clone(),
+            settings
+                .leader_election
+                .as_ref()
+                .map(|l| l.identity.clone()),
+        );
         Self {
             resolver: Resolver::new(client.clone()),
             client,
@@ -174,6 +183,7 @@ impl Context {
             previews: None,
             admission: std::sync::Arc::default(),
             checks_asked: super::checks::Asked::default(),
+            events,
         }
     }
 }

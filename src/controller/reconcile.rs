@@ -1,5 +1,5 @@
-//! One reconcile of one PreviewEnvironment (counted and timed): keep its sticky comment in line
-//! with what the last reconcile saved, finalize when deleted, tear down when asked, wait while a
+//! One reconcile of one PreviewEnvironment (counted and timed): keep its sticky comment and its
+//! Kubernetes Events in line with what the last reconcile saved, finalize when deleted, tear down when asked, wait while a
 //! fork's pull request awaits a maintainer's approval, otherwise roll the preview out towards its
 //! spec.
 
@@ -50,11 +50,13 @@ async fn reconcile_one(
     };
     if pe.meta().deletion_timestamp.is_some() {
         let pe = capacity::release(&api, pe, &ctx).await?;
+        ctx.events.forget(&pe.name_any());
         return teardown::finalize(&api, &pe, &ctx).await;
     }
     // Every status change (saved by the previous reconcile) brings a reconcile here, so the
     // comment follows the status without a GitHub call on every pass.
     let pe = sticky::sync(&api, pe, &ctx).await?;
+    ctx.events.sync_history(&pe).await;
     if pe.spec.teardown.is_some() {
         let pe = capacity::release(&api, pe, &ctx).await?;
         return teardown::tombstone(&api, &pe, &ctx).await;

@@ -88,7 +88,7 @@ pub fn role_copy_rules() -> Vec<PolicyRule> {
 }
 
 /// What Sandcastle does in its own namespace: Blueprints read, PreviewEnvironments written
-/// (with their status), and the leader Lease.
+/// (with their status), the leader Lease, and Events on previews.
 pub fn namespace_rules() -> Vec<PolicyRule> {
     vec![
         rule(&["sandcastle.dev"], &["blueprints"], READ),
@@ -102,6 +102,7 @@ pub fn namespace_rules() -> Vec<PolicyRule> {
             &["leases"],
             &["get", "list", "watch", "create", "update", "patch"],
         ),
+        rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
     ]
 }
 

@@ -233,6 +233,9 @@ async fn the_chart_installs_and_its_account_runs_a_whole_preview() {
     assert_eq!(status, 200, "{body}");
     let preview = "chart-pr-1";
     let pe = world.wait_phase(preview, Phase::Ready, T).await;
+    world
+        .wait_event_reasons(preview, &["Deploying", "Ready"])
+        .await;
     let ns = pe
         .status
         .as_ref()

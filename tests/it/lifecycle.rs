@@ -59,6 +59,10 @@ async fn opened_synchronize_closed() {
     assert_eq!(st.deployed_sha.as_deref(), Some(first.as_str()));
     assert_eq!(st.services.len(), 3, "{:?}", st.services);
     assert!(st.services.iter().all(|s| s.ready == s.desired));
+    // `kubectl describe` tells the same story as the status history.
+    world
+        .wait_event_reasons("guestbook-pr-7", &["Deploying", "Ready"])
+        .await;
 
     let deployments: Api<Deployment> = Api::namespaced(world.client.clone(), &ns);
     let names: Vec<String> = deployments
@@ -143,6 +147,9 @@ async fn opened_synchronize_closed() {
         "namespace deleted before Removed"
     );
     assert!(pe.status.unwrap().message.unwrap().contains("merged"));
+    world
+        .wait_event_reasons("guestbook-pr-7", &["Terminating", "Removed"])
+        .await;
     world.wait_github_state(&second, "inactive", T).await;
     world
         .gh

@@ -247,6 +247,41 @@ impl World {
         self.clock.clone()
     }
 
+    /// Wait until the Kubernetes Events on preview `name` (as `kubectl describe` lists them)
+    /// include every reason in `reasons`; returns all their reasons, oldest first.
+    pub async fn wait_event_reasons(&self, name: &str, reasons: &[&str]) -> Vec<String> {
+        let api: Api<k8s_openapi::api::events::v1::Event> =
+            Api::namespaced(self.client.clone(), &self.home.name);
+        let pe = self.previews().get(name).await.expect("the preview exists");
+        let uid = pe.metadata.uid.clone();
+        crate::support::eventually(
+            &format!("Events on {name} say {reasons:?}"),
+            Duration::from_secs(60),
+            || {
+                let api = api.clone();
+                let uid = uid.clone();
+                async move {
+                    let mut events: Vec<_> = api
+                        .list(&Default::default())
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .items
+                        .into_iter()
+                        .filter(|e| e.regarding.as_ref().and_then(|r| r.uid.clone()) == uid)
+                        .collect();
+                    events.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
+                    let found: Vec<String> = events.into_iter().filter_map(|e| e.reason).collect();
+                    if reasons.iter().all(|r| found.iter().any(|f| f == r)) {
+                        Ok(found)
+                    } else {
+                        Err(format!("{found:?}"))
+                    }
+                }
+            },
+        )
+        .await
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.sandcastle
             .as_ref()

@@ -1,0 +1,236 @@
+//! Kubernetes Events on PreviewEnvironments, so that `kubectl describe previewenvironment` tells
+//! what happened and who asked: the controller publishes each new entry of a preview's history
+//! (phase changes, stop, wake, expiry), and the webhook publishes the requests it wrote (a push,
+//! a `/preview` command) with their actor. Publishing never blocks or fails the caller: an Event
+//! that cannot be written is logged and dropped.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource, ResourceExt};
+
+use super::crd::{HistoryEntry, PreviewEnvironment};
+
+/// Longest note Kubernetes accepts on an Event.
+const NOTE_LIMIT: usize = 1024;
+/// Longest wait for the API server before an Event is given up.
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Publishes Events as Sandcastle (one instance name per process).
+#[derive(Clone)]
+pub struct Events {
+    recorder: Recorder,
+    /// Per preview, the newest history entry already published (or found at first sight).
+    published: Arc<Mutex<HashMap<String, (String, String)>>>,
+}
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events").finish_non_exhaustive()
+    }
+}
+
+/// An Event's reason: `PascalCase`, as `kubectl describe` shows reasons.
+pub fn reason(action: &str) -> String {
+    action
+        .split(['-', '_', ' '])
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|first| first.to_uppercase().chain(c).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Cut `note` to what an Event may hold, on a character boundary.
+fn bounded(note: String) -> String {
+    if note.len() <= NOTE_LIMIT {
+        return note;
+    }
+    let mut end = NOTE_LIMIT - 3;
+    while !note.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &note[..end])
+}
+
+/// What one history entry says, as an Event.
+pub fn entry_event(entry: &HistoryEntry) -> Event {
+    let mut note = entry.result.clone().unwrap_or_default();
+    if let Some(sha) = &entry.sha {
+        note = format!("{note} (commit {})", &sha[..sha.len().min(7)]);
+    }
+    if entry.actor != "sandcastle" {
+        note = format!("{note}; by {}", entry.actor);
+    }
+    Event {
+        type_: if entry.action == "Failed" {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason(&entry.action),
+        note: Some(bounded(note.trim().to_owned())),
+        action: reason(&entry.action),
+        secondary: None,
+    }
+}
+
+/// History entries after the one marked `(time, action)`; all of them when the mark rotated out.
+fn after<'a>(history: &'a [HistoryEntry], mark: &(String, String)) -> &'a [HistoryEntry] {
+    match history
+        .iter()
+        .rposition(|e| e.time.0.to_string() == mark.0 && e.action == mark.1)
+    {
+        Some(i) => &history[i + 1..],
+        None => history,
+    }
+}
+
+impl Events {
+    /// `instance` tells replicas apart (the pod name, the leader identity).
+    pub fn new(client: Client, instance: Option<String>) -> Self {
+        let reporter = Reporter {
+            controller: "sandcastle".into(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client, reporter),
+            published: Arc::default(),
+        }
+    }
+
+    /// Publish `event` on `pe`; failures are logged, never returned.
+    pub async fn publish(&self, pe: &PreviewEnvironment, event: Event) {
+        let reference = pe.object_ref(&());
+        match tokio::time::timeout(TIMEOUT, self.recorder.publish(&event, &reference)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(preview = %pe.name_any(), reason = %event.reason, error = %e, "publishing an Event failed");
+            }
+            Err(_) => {
+                tracing::warn!(preview = %pe.name_any(), reason = %event.reason, "publishing an Event timed out");
+            }
+        }
+    }
+
+    /// A request written for `actor` (a push, a command): Normal Event `reason`, with `note`.
+    pub async fn request(&self, pe: &PreviewEnvironment, action: &str, actor: &str, note: &str) {
+        let event = Event {
+            type_: EventType::Normal,
+            reason: reason(action),
+            note: Some(bounded(format!("{note}; by {actor}"))),
+            action: reason(action),
+            secondary: None,
+        };
+        self.publish(pe, event).await;
+    }
+
+    /// Publish the entries of `pe`'s history this process has not published yet. At first
+    /// sight of a preview its history counts as published (after a restart or a change of
+    /// leader, older entries are not repeated); a preview first seen without history has every
+    /// entry published.
+    pub async fn sync_history(&self, pe: &PreviewEnvironment) {
+        let history = pe
+            .status
+            .as_ref()
+            .map(|s| s.history.as_slice())
+            .unwrap_or_default();
+        let name = pe.name_any();
+        // An empty history marks "nothing yet": every later entry is new.
+        let mark = history.last().map_or_else(
+            || (String::new(), String::new()),
+            |last| (last.time.0.to_string(), last.action.clone()),
+        );
+        let new: Vec<HistoryEntry> = {
+            let mut published = self
+                .published
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let previous = published.insert(name, mark.clone());
+            match previous {
+                None => Vec::new(),
+                Some(p) if p == mark => Vec::new(),
+                Some(p) => after(history, &p).to_vec(),
+            }
+        };
+        for entry in &new {
+            self.publish(pe, entry_event(entry)).await;
+        }
+    }
+
+    /// Forget a preview that is gone.
+    pub fn forget(&self, name: &str) {
+        self.published
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn entry(secs: i64, actor: &str, action: &str, result: Option<&str>) -> HistoryEntry {
+        HistoryEntry {
+            time: Time(jiff::Timestamp::from_second(1_800_000_000 + secs).unwrap()),
+            actor: actor.into(),
+            action: action.into(),
+            sha: Some("0123456789abcdef".into()),
+            result: result.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn reasons_are_pascal_case() {
+        assert_eq!(reason("Ready"), "Ready");
+        assert_eq!(reason("expire"), "Expire");
+        assert_eq!(reason("delete-orphan"), "DeleteOrphan");
+        assert_eq!(reason("command stop"), "CommandStop");
+    }
+
+    #[test]
+    fn failures_are_warnings_and_notes_say_who_and_which_commit() {
+        let e = entry_event(&entry(
+            0,
+            "sandcastle",
+            "Failed",
+            Some("seed Job db-seed failed"),
+        ));
+        assert_eq!(e.type_, EventType::Warning);
+        assert_eq!(
+            e.note.as_deref(),
+            Some("seed Job db-seed failed (commit 0123456)")
+        );
+        let e = entry_event(&entry(0, "@octocat", "stop", None));
+        assert_eq!(e.type_, EventType::Normal);
+        assert_eq!(e.note.as_deref(), Some("(commit 0123456); by @octocat"));
+        let long = "é".repeat(2000);
+        let e = entry_event(&entry(0, "sandcastle", "Ready", Some(&long)));
+        assert!(e.note.unwrap().len() <= NOTE_LIMIT);
+    }
+
+    #[test]
+    fn only_entries_after_the_mark_are_new() {
+        let h = [
+            entry(0, "sandcastle", "Deploying", None),
+            entry(1, "sandcastle", "Ready", None),
+            entry(2, "sandcastle", "Stopped", None),
+        ];
+        let mark = (h[0].time.0.to_string(), "Deploying".to_owned());
+        let new: Vec<&str> = after(&h, &mark).iter().map(|e| e.action.as_str()).collect();
+        assert_eq!(new, ["Ready", "Stopped"]);
+        let gone = ("2000-01-01T00:00:00Z".to_owned(), "Pending".to_owned());
+        assert_eq!(
+            after(&h, &gone).len(),
+            3,
+            "the mark rotated out: all are new"
+        );
+    }
+}
