@@ -265,6 +265,23 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, ParseError> {
     })
 }
 
+impl PrAction {
+    /// GitHub's name of the action (`opened`, `synchronize`, ...).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Opened => "opened",
+            Self::Reopened => "reopened",
+            Self::Synchronize => "synchronize",
+            Self::ReadyForReview => "ready_for_review",
+            Self::ConvertedToDraft => "converted_to_draft",
+            Self::Closed => "closed",
+            Self::Labeled => "labeled",
+            Self::Unlabeled => "unlabeled",
+            Self::Edited { .. } => "edited",
+        }
+    }
+}
+
 fn pr_action(action: &str) -> Option<PrAction> {
     Some(match action {
         "opened" => PrAction::Opened,

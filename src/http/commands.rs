@@ -324,6 +324,19 @@ async fn deploy(
         let outcome = check_written(preview, outcome)?;
         duplicates += usize::from(outcome == Outcome::Duplicate);
         tracing::info!(target: "audit", actor = %ev.author, action = "deploy", preview, sha = %pull.head.sha, pinned, result = outcome.as_str(), delivery, "pull request command");
+        if matches!(outcome, Outcome::Created | Outcome::Updated) {
+            state.events.request_in_background(
+                api.clone(),
+                preview.to_owned(),
+                "command-deploy".into(),
+                format!("@{}", ev.author),
+                format!(
+                    "/preview on #{} at commit {}",
+                    ev.number,
+                    pull.head.sha.short()
+                ),
+            );
+        }
         done.written(preview, outcome);
     }
     done.duplicate = duplicates > 0 && duplicates == done.previews.len();
@@ -417,6 +430,15 @@ async fn on_existing(
         let outcome = check_written(&name, outcome)?;
         duplicates += usize::from(outcome == Outcome::Duplicate);
         tracing::info!(target: "audit", actor = %ev.author, action = command.name(), preview = %name, sha = %pe.spec.sha, result = outcome.as_str(), delivery, "pull request command");
+        if outcome == Outcome::Updated {
+            state.events.request_in_background(
+                api.clone(),
+                name.clone(),
+                format!("command-{}", command.name()),
+                format!("@{}", ev.author),
+                format!("{command} on #{}", ev.number),
+            );
+        }
         done.written(&name, outcome);
         if let Some(a) = answer {
             done.refused |= matches!(a, Reply::ExtendTooFar { .. });

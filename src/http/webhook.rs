@@ -253,6 +253,20 @@ async fn pull_request(
             )));
         }
         tracing::info!(target: "audit", actor = %ev.sender, action = ?ev.action, preview = %intent.preview, sha = %intent.sha, result = outcome.as_str(), delivery, "pull request event");
+        if matches!(outcome, Outcome::Created | Outcome::Updated) {
+            state.events.request_in_background(
+                api.clone(),
+                intent.preview.to_string(),
+                format!("pull-request-{}", ev.action.as_str()),
+                format!("@{}", ev.sender),
+                format!(
+                    "pull request #{} {} at commit {}",
+                    ev.number,
+                    ev.action.as_str(),
+                    intent.sha.short()
+                ),
+            );
+        }
         results.push(json!({"preview": intent.preview.as_str(), "result": outcome.as_str()}));
     }
     let duplicate = results.iter().all(|r| r["result"] == "duplicate");

@@ -1,7 +1,7 @@
 //! Kubernetes Events on PreviewEnvironments, so that `kubectl describe previewenvironment` tells
 //! what happened and who asked: the controller publishes each new entry of a preview's history
-//! (phase changes, stop, wake, expiry), and the webhook publishes the requests it wrote (a push,
-//! a `/preview` command) with their actor. Publishing never blocks or fails the caller: an Event
+//! (phase changes, stop, wake, expiry), and the webhook publishes the requests it wrote (pull
+//! request events, `/preview` commands) with their actor. Publishing never blocks or fails the caller: an Event
 //! that cannot be written is logged and dropped.
 
 use std::collections::HashMap;
@@ -128,6 +128,32 @@ impl Events {
             secondary: None,
         };
         self.publish(pe, event).await;
+    }
+
+    /// [`Events::request`] on preview `name` of `api`, read afresh (an Event names the object
+    /// by uid, so that `kubectl describe` finds it), in the background: the caller (a webhook
+    /// answer) never waits for it.
+    pub fn request_in_background(
+        &self,
+        api: kube::Api<PreviewEnvironment>,
+        name: String,
+        action: String,
+        actor: String,
+        note: String,
+    ) {
+        let events = self.clone();
+        tokio::spawn(async move {
+            match tokio::time::timeout(TIMEOUT, api.get_opt(&name)).await {
+                Ok(Ok(Some(pe))) => events.request(&pe, &action, &actor, &note).await,
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(preview = %name, error = %e, "reading a preview for its Event failed");
+                }
+                Err(_) => {
+                    tracing::warn!(preview = %name, "reading a preview for its Event timed out");
+                }
+            }
+        });
     }
 
     /// Publish the entries of `pe`'s history this process has not published yet. At first

@@ -241,6 +241,12 @@ async fn every_command_does_what_it_says_and_answers() {
     assert_eq!(status, 200);
     assert!(!preview(&world, "shop-pr-1").await.spec.stopped);
     wait_until(&world, "shop-pr-1", "Ready again", |p| deployed(p, &head)).await;
+    // `kubectl describe` says who asked and what followed.
+    let events = world
+        .wait_event_reasons("shop-pr-1", &["CommandStop", "Stopped", "CommandWake"])
+        .await;
+    let stop = events.iter().find(|(r, _)| r == "CommandStop").unwrap();
+    assert_eq!(stop.1, "/preview stop on #1; by @maria", "{events:?}");
 
     // extend: later expiry, said in the reply; bounded by creation + maxTtl (168h by default).
     let pe = preview(&world, "shop-pr-1").await;

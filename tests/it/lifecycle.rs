@@ -61,7 +61,10 @@ async fn opened_synchronize_closed() {
     assert!(st.services.iter().all(|s| s.ready == s.desired));
     // `kubectl describe` tells the same story as the status history.
     world
-        .wait_event_reasons("guestbook-pr-7", &["Deploying", "Ready"])
+        .wait_event_reasons(
+            "guestbook-pr-7",
+            &["PullRequestOpened", "Deploying", "Ready"],
+        )
         .await;
 
     let deployments: Api<Deployment> = Api::namespaced(world.client.clone(), &ns);
@@ -148,7 +151,15 @@ async fn opened_synchronize_closed() {
     );
     assert!(pe.status.unwrap().message.unwrap().contains("merged"));
     world
-        .wait_event_reasons("guestbook-pr-7", &["Terminating", "Removed"])
+        .wait_event_reasons(
+            "guestbook-pr-7",
+            &[
+                "PullRequestSynchronize",
+                "PullRequestClosed",
+                "Terminating",
+                "Removed",
+            ],
+        )
         .await;
     world.wait_github_state(&second, "inactive", T).await;
     world

@@ -248,8 +248,8 @@ impl World {
     }
 
     /// Wait until the Kubernetes Events on preview `name` (as `kubectl describe` lists them)
-    /// include every reason in `reasons`; returns all their reasons, oldest first.
-    pub async fn wait_event_reasons(&self, name: &str, reasons: &[&str]) -> Vec<String> {
+    /// include every reason in `reasons`; returns their reasons and notes, oldest first.
+    pub async fn wait_event_reasons(&self, name: &str, reasons: &[&str]) -> Vec<(String, String)> {
         let api: Api<k8s_openapi::api::events::v1::Event> =
             Api::namespaced(self.client.clone(), &self.home.name);
         let pe = self.previews().get(name).await.expect("the preview exists");
@@ -270,8 +270,11 @@ impl World {
                         .filter(|e| e.regarding.as_ref().and_then(|r| r.uid.clone()) == uid)
                         .collect();
                     events.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
-                    let found: Vec<String> = events.into_iter().filter_map(|e| e.reason).collect();
-                    if reasons.iter().all(|r| found.iter().any(|f| f == r)) {
+                    let found: Vec<(String, String)> = events
+                        .into_iter()
+                        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+                        .collect();
+                    if reasons.iter().all(|r| found.iter().any(|(f, _)| f == r)) {
                         Ok(found)
                     } else {
                         Err(format!("{found:?}"))
