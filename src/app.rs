@@ -141,14 +141,6 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         permissions: Arc::default(),
         public_url: parts.settings.public_url.clone(),
         metrics: metrics.clone(),
-        events: crate::k8s::events::Events::new(
-            parts.client.clone(),
-            parts
-                .settings
-                .leader_election
-                .as_ref()
-                .map(|l| l.identity.clone()),
-        ),
     };
     let listener = tokio::net::TcpListener::bind(parts.listen)
         .await

@@ -56,7 +56,7 @@ async fn reconcile_one(
     // Every status change (saved by the previous reconcile) brings a reconcile here, so the
     // comment follows the status without a GitHub call on every pass.
     let pe = sticky::sync(&api, pe, &ctx).await?;
-    ctx.events.sync_history(&pe).await;
+    ctx.events.sync(&pe).await;
     if pe.spec.teardown.is_some() {
         let pe = capacity::release(&api, pe, &ctx).await?;
         return teardown::tombstone(&api, &pe, &ctx).await;

@@ -34,6 +34,7 @@ use crate::github::repo_config::{self, RepoConfig};
 use crate::k8s::crd::{
     Blueprint, BlueprintSpec, Phase, PreviewEnvironment, SlotState, TeardownReason,
 };
+use crate::k8s::events::Request;
 use crate::k8s::previews::{self, Outcome};
 
 /// How many rounds it takes to check every preview's GitHub status once (start-up checks all).
@@ -179,7 +180,17 @@ struct Round {
 
 impl Round {
     async fn write(&mut self, intent: &Intent) -> Result<Outcome, kube::Error> {
-        let outcome = previews::apply(&self.api, intent, &self.delivery, self.now).await?;
+        let request = Request {
+            at: self.now,
+            actor: "sandcastle".into(),
+            action: "resync".into(),
+            note: format!(
+                "pull request #{} as GitHub shows it now (catch-up resync)",
+                intent.pr
+            ),
+        };
+        let outcome =
+            previews::apply(&self.api, intent, &request, &self.delivery, self.now).await?;
         tracing::info!(target: "audit", actor = "sandcastle", action = "resync", preview = %intent.preview, sha = %intent.sha, result = outcome.as_str(), "catch-up resync");
         Ok(outcome)
     }

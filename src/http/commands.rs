@@ -28,6 +28,7 @@ use crate::github::render::replies::{Reply, reply_text};
 use crate::github::render::view::sticky_view;
 use crate::github::render::{StickyState, StickyView};
 use crate::k8s::crd::{BlueprintSpec, PreviewEnvironment, Teardown, TeardownReason};
+use crate::k8s::events::{Request, note_request};
 use crate::k8s::labels::STICKY_REFRESH;
 use crate::k8s::previews::{self, Outcome};
 
@@ -316,27 +317,24 @@ async fn deploy(
             },
         };
         let preview = intent.preview.as_str();
+        let request = Request {
+            at: now,
+            actor: format!("@{}", ev.author),
+            action: "command-deploy".into(),
+            note: format!(
+                "/preview on #{} at commit {}",
+                ev.number,
+                pull.head.sha.short()
+            ),
+        };
         let outcome = k8s(
             &format!("write preview {preview}"),
-            previews::deploy_now(&api, &intent, pinned, delivery, now),
+            previews::deploy_now(&api, &intent, &request, pinned, delivery, now),
         )
         .await?;
         let outcome = check_written(preview, outcome)?;
         duplicates += usize::from(outcome == Outcome::Duplicate);
         tracing::info!(target: "audit", actor = %ev.author, action = "deploy", preview, sha = %pull.head.sha, pinned, result = outcome.as_str(), delivery, "pull request command");
-        if matches!(outcome, Outcome::Created | Outcome::Updated) {
-            state.events.request_in_background(
-                api.clone(),
-                preview.to_owned(),
-                "command-deploy".into(),
-                format!("@{}", ev.author),
-                format!(
-                    "/preview on #{} at commit {}",
-                    ev.number,
-                    pull.head.sha.short()
-                ),
-            );
-        }
         done.written(preview, outcome);
     }
     done.duplicate = duplicates > 0 && duplicates == done.previews.len();
@@ -420,6 +418,15 @@ async fn on_existing(
             }
             // Every command is activity: it keeps the preview from being stopped as idle.
             previews::touch(next, now);
+            note_request(
+                next,
+                &Request {
+                    at: now,
+                    actor: format!("@{}", ev.author),
+                    action: format!("command-{}", command.name()),
+                    note: format!("{command} on #{}", ev.number),
+                },
+            );
             Ok(())
         };
         let outcome = k8s(
@@ -430,15 +437,6 @@ async fn on_existing(
         let outcome = check_written(&name, outcome)?;
         duplicates += usize::from(outcome == Outcome::Duplicate);
         tracing::info!(target: "audit", actor = %ev.author, action = command.name(), preview = %name, sha = %pe.spec.sha, result = outcome.as_str(), delivery, "pull request command");
-        if outcome == Outcome::Updated {
-            state.events.request_in_background(
-                api.clone(),
-                name.clone(),
-                format!("command-{}", command.name()),
-                format!("@{}", ev.author),
-                format!("{command} on #{}", ev.number),
-            );
-        }
         done.written(&name, outcome);
         if let Some(a) = answer {
             done.refused |= matches!(a, Reply::ExtendTooFar { .. });

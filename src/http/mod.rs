@@ -50,8 +50,6 @@ pub struct AppState {
     pub public_url: String,
     /// The process's metrics: the webhook counts into them, `/metrics` shows them.
     pub metrics: Metrics,
-    /// Kubernetes Events for the requests the webhook writes (who asked for what).
-    pub events: crate::k8s::events::Events,
 }
 
 impl std::fmt::Debug for AppState {

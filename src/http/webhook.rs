@@ -31,6 +31,7 @@ use crate::github::event::{
 use crate::github::intent;
 use crate::github::verify::verify_signature;
 use crate::k8s::crd::{Blueprint, BlueprintSpec, PreviewEnvironment};
+use crate::k8s::events::Request;
 use crate::k8s::labels::{self, CHECKS_CHANGED, REPO};
 use crate::k8s::previews::{self, Outcome};
 
@@ -226,9 +227,20 @@ async fn pull_request(
     let now = state.clock.now();
     let mut results = Vec::new();
     for intent in &intents {
+        let request = Request {
+            at: now,
+            actor: format!("@{}", ev.sender),
+            action: format!("pull-request-{}", ev.action.as_str()),
+            note: format!(
+                "pull request #{} {} at commit {}",
+                ev.number,
+                ev.action.as_str(),
+                intent.sha.short()
+            ),
+        };
         let outcome = tokio::time::timeout(
             WRITE_TIMEOUT,
-            previews::apply(&api, intent, delivery, now),
+            previews::apply(&api, intent, &request, delivery, now),
         )
         .await
         .map_err(|_| {
@@ -253,20 +265,6 @@ async fn pull_request(
             )));
         }
         tracing::info!(target: "audit", actor = %ev.sender, action = ?ev.action, preview = %intent.preview, sha = %intent.sha, result = outcome.as_str(), delivery, "pull request event");
-        if matches!(outcome, Outcome::Created | Outcome::Updated) {
-            state.events.request_in_background(
-                api.clone(),
-                intent.preview.to_string(),
-                format!("pull-request-{}", ev.action.as_str()),
-                format!("@{}", ev.sender),
-                format!(
-                    "pull request #{} {} at commit {}",
-                    ev.number,
-                    ev.action.as_str(),
-                    intent.sha.short()
-                ),
-            );
-        }
         results.push(json!({"preview": intent.preview.as_str(), "result": outcome.as_str()}));
     }
     let duplicate = results.iter().all(|r| r["result"] == "duplicate");

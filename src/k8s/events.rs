@@ -1,7 +1,8 @@
 //! Kubernetes Events on PreviewEnvironments, so that `kubectl describe previewenvironment` tells
 //! what happened and who asked: the controller publishes each new entry of a preview's history
-//! (phase changes, stop, wake, expiry), and the webhook publishes the requests it wrote (pull
-//! request events, `/preview` commands) with their actor. Publishing never blocks or fails the caller: an Event
+//! (phase changes, stop, wake, expiry) and the requests written to it (pull request events,
+//! `/preview` commands, with their actor), which the webhook leaves in an annotation in the same
+//! write so that its answer costs no extra API call. Publishing never blocks or fails the caller: an Event
 //! that cannot be written is logged and dropped.
 
 use std::collections::HashMap;
@@ -11,12 +12,53 @@ use std::time::Duration;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource, ResourceExt};
 
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
 use super::crd::{HistoryEntry, PreviewEnvironment};
+use super::labels::LAST_REQUEST;
 
 /// Longest note Kubernetes accepts on an Event.
 const NOTE_LIMIT: usize = 1024;
 /// Longest wait for the API server before an Event is given up.
 const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A request written to a preview: who asked for what, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    pub at: Timestamp,
+    /// `@login`, or `sandcastle` for its own catch-up resync.
+    pub actor: String,
+    /// Short kebab-case name, e.g. `pull-request-opened`, `command-stop`.
+    pub action: String,
+    /// For people, e.g. `/preview stop on #12`.
+    pub note: String,
+}
+
+/// Record `request` on `pe` (written with the request's own change).
+pub fn note_request(pe: &mut PreviewEnvironment, request: &Request) {
+    if let Ok(json) = serde_json::to_string(request) {
+        pe.annotations_mut().insert(LAST_REQUEST.to_owned(), json);
+    }
+}
+
+fn request_of(pe: &PreviewEnvironment) -> Option<Request> {
+    serde_json::from_str(pe.annotations().get(LAST_REQUEST)?).ok()
+}
+
+/// Whether `request` still needs its Event: it differs from the last one this process
+/// published, or (first sight) nothing in the history (newest entry at `last_history`) came
+/// after it.
+fn unpublished(
+    previous: Option<&Request>,
+    request: &Request,
+    last_history: Option<Timestamp>,
+) -> bool {
+    match previous {
+        Some(p) => p != request,
+        None => last_history.is_none_or(|t| t <= request.at),
+    }
+}
 
 /// Publishes Events as Sandcastle (one instance name per process).
 #[derive(Clone)]
@@ -24,6 +66,8 @@ pub struct Events {
     recorder: Recorder,
     /// Per preview, the newest history entry already published (or found at first sight).
     published: Arc<Mutex<HashMap<String, (String, String)>>>,
+    /// Per preview, the last request published.
+    requests: Arc<Mutex<HashMap<String, Request>>>,
 }
 
 impl std::fmt::Debug for Events {
@@ -101,6 +145,7 @@ impl Events {
         Self {
             recorder: Recorder::new(client, reporter),
             published: Arc::default(),
+            requests: Arc::default(),
         }
     }
 
@@ -118,49 +163,50 @@ impl Events {
         }
     }
 
-    /// A request written for `actor` (a push, a command): Normal Event `reason`, with `note`.
-    pub async fn request(&self, pe: &PreviewEnvironment, action: &str, actor: &str, note: &str) {
-        let event = Event {
-            type_: EventType::Normal,
-            reason: reason(action),
-            note: Some(bounded(format!("{note}; by {actor}"))),
-            action: reason(action),
-            secondary: None,
+    /// Publish `pe`'s last request unless this process did already. At first sight of a
+    /// preview the request is published only when nothing in its history came after it (it was
+    /// not acted on before this process took over).
+    async fn sync_request(&self, pe: &PreviewEnvironment) {
+        let Some(request) = request_of(pe) else {
+            return;
         };
-        self.publish(pe, event).await;
+        let fresh = {
+            let mut seen = self
+                .requests
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let previous = seen.insert(pe.name_any(), request.clone());
+            let acted_on = pe
+                .status
+                .as_ref()
+                .and_then(|s| s.history.last())
+                .map(|last| last.time.0);
+            unpublished(previous.as_ref(), &request, acted_on)
+        };
+        if fresh {
+            let event = Event {
+                type_: EventType::Normal,
+                reason: reason(&request.action),
+                note: Some(bounded(format!("{}; by {}", request.note, request.actor))),
+                action: reason(&request.action),
+                secondary: None,
+            };
+            self.publish(pe, event).await;
+        }
     }
 
-    /// [`Events::request`] on preview `name` of `api`, read afresh (an Event names the object
-    /// by uid, so that `kubectl describe` finds it), in the background: the caller (a webhook
-    /// answer) never waits for it.
-    pub fn request_in_background(
-        &self,
-        api: kube::Api<PreviewEnvironment>,
-        name: String,
-        action: String,
-        actor: String,
-        note: String,
-    ) {
-        let events = self.clone();
-        tokio::spawn(async move {
-            match tokio::time::timeout(TIMEOUT, api.get_opt(&name)).await {
-                Ok(Ok(Some(pe))) => events.request(&pe, &action, &actor, &note).await,
-                Ok(Ok(None)) => {}
-                Ok(Err(e)) => {
-                    tracing::warn!(preview = %name, error = %e, "reading a preview for its Event failed");
-                }
-                Err(_) => {
-                    tracing::warn!(preview = %name, "reading a preview for its Event timed out");
-                }
-            }
-        });
+    /// Publish what this process has not published yet of `pe`: its last request, then the new
+    /// entries of its history.
+    pub async fn sync(&self, pe: &PreviewEnvironment) {
+        self.sync_request(pe).await;
+        self.sync_history(pe).await;
     }
 
     /// Publish the entries of `pe`'s history this process has not published yet. At first
     /// sight of a preview its history counts as published (after a restart or a change of
     /// leader, older entries are not repeated); a preview first seen without history has every
     /// entry published.
-    pub async fn sync_history(&self, pe: &PreviewEnvironment) {
+    async fn sync_history(&self, pe: &PreviewEnvironment) {
         let history = pe
             .status
             .as_ref()
@@ -192,6 +238,10 @@ impl Events {
     /// Forget a preview that is gone.
     pub fn forget(&self, name: &str) {
         self.published
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(name);
+        self.requests
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(name);
@@ -258,5 +308,39 @@ mod tests {
             3,
             "the mark rotated out: all are new"
         );
+    }
+
+    #[test]
+    fn a_request_is_published_once_and_not_again_after_a_restart() {
+        let at: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let stop = Request {
+            at,
+            actor: "@maria".into(),
+            action: "command-stop".into(),
+            note: "/preview stop on #1".into(),
+        };
+        let mut pe: PreviewEnvironment = serde_json::from_value(serde_json::json!({
+            "apiVersion": "sandcastle.dev/v1alpha1", "kind": "PreviewEnvironment",
+            "metadata": {"name": "shop-pr-1"},
+            "spec": {"blueprint": "shop", "repository": "acme/shop", "ref": "main",
+                "sha": "0123456789012345678901234567890123456789",
+                "requestedBy": {"kind": "github-user", "name": "maria"}}
+        }))
+        .unwrap();
+        note_request(&mut pe, &stop);
+        assert_eq!(request_of(&pe), Some(stop.clone()));
+        assert!(unpublished(None, &stop, None), "new preview: publish");
+        assert!(!unpublished(Some(&stop), &stop, None), "published already");
+        let later = at + jiff::SignedDuration::from_secs(5);
+        assert!(
+            !unpublished(None, &stop, Some(later)),
+            "acted on before a restart"
+        );
+        assert!(unpublished(None, &stop, Some(at)), "not acted on yet");
+        let wake = Request {
+            action: "command-wake".into(),
+            ..stop.clone()
+        };
+        assert!(unpublished(Some(&stop), &wake, Some(later)));
     }
 }

@@ -45,6 +45,8 @@ pub const STICKY_REFRESH: &str = "sandcastle.dev/sticky-refresh";
 /// Annotation on a `PreviewEnvironment`: the last check run that completed on its commit, a nudge
 /// for the controller to look at the checks again (it also looks on its own).
 pub const CHECKS_CHANGED: &str = "sandcastle.dev/checks-changed";
+/// The last request written to a preview (who, what, when), for the controller's Events.
+pub const LAST_REQUEST: &str = "sandcastle.dev/last-request";
 /// Field manager for server-side apply.
 pub const FIELD_MANAGER: &str = "sandcastle";
 /// Finalizer on `PreviewEnvironment`s: the namespace is deleted before the resource goes.

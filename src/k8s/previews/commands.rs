@@ -18,6 +18,7 @@ use super::{
 use crate::domain::lifecycle;
 use crate::github::intent::{Change, Intent};
 use crate::k8s::crd::{PreviewEnvironment, Requester, RequesterKind};
+use crate::k8s::events::{Request, note_request};
 use crate::k8s::labels::REDEPLOY;
 
 /// `/preview`: run `intent.preview` at `intent.sha` now, creating it or bringing it back from a
@@ -26,6 +27,7 @@ use crate::k8s::labels::REDEPLOY;
 pub async fn deploy_now(
     api: &Api<PreviewEnvironment>,
     intent: &Intent,
+    request: &Request,
     pinned: bool,
     delivery: &str,
     now: Timestamp,
@@ -47,6 +49,7 @@ pub async fn deploy_now(
             pe.annotations_mut()
                 .insert(REDEPLOY.to_owned(), delivery.to_owned());
             record_delivery(&mut pe, delivery);
+            note_request(&mut pe, request);
             match api.create(&PostParams::default(), &pe).await {
                 Ok(_) => return Ok(Outcome::Created),
                 Err(kube::Error::Api(r)) if r.code == 409 => {
@@ -92,6 +95,7 @@ pub async fn deploy_now(
             .insert(REDEPLOY.to_owned(), delivery.to_owned());
         touch(&mut next, now);
         record_delivery(&mut next, delivery);
+        note_request(&mut next, request);
         next.status = None;
         match api.replace(name, &PostParams::default(), &next).await {
             Ok(_) => return Ok(Outcome::Updated),

@@ -20,6 +20,7 @@ use kube::api::{Api, ListParams, PostParams};
 use super::crd::{
     PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind, Teardown, TeardownReason,
 };
+use super::events::{Request, note_request};
 use super::labels::{self, LAST_ACTIVITY, MANAGED_BY, MANAGER, PR, PREVIEW, REPO};
 use crate::domain::lifecycle;
 use crate::domain::{PrNumber, RepoName};
@@ -270,10 +271,12 @@ fn change(
     Ok(next)
 }
 
-/// Apply `intent` (from delivery `delivery`) to the previews in `api`'s namespace.
+/// Apply `intent` (from delivery `delivery`) to the previews in `api`'s namespace; a write
+/// records `request` for the preview's Events.
 pub async fn apply(
     api: &Api<PreviewEnvironment>,
     intent: &Intent,
+    request: &Request,
     delivery: &str,
     now: Timestamp,
 ) -> Result<Outcome, kube::Error> {
@@ -290,6 +293,7 @@ pub async fn apply(
             }
             let mut pe = new_preview(intent, now);
             record_delivery(&mut pe, delivery);
+            note_request(&mut pe, request);
             match api.create(&PostParams::default(), &pe).await {
                 Ok(_) => return Ok(Outcome::Created),
                 Err(kube::Error::Api(r)) if r.code == 409 => {
@@ -310,6 +314,7 @@ pub async fn apply(
             Err(outcome) => return Ok(outcome),
         };
         record_delivery(&mut next, delivery);
+        note_request(&mut next, request);
         next.status = None;
         match api.replace(name, &PostParams::default(), &next).await {
             Ok(_) => return Ok(Outcome::Updated),
