@@ -56,6 +56,11 @@ pub struct Cli {
     #[arg(long, env = "SANDCASTLE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
 
+    /// Log filter in `tracing` syntax (e.g. `info`, `sandcastle=debug`); by default `info`, or
+    /// `warn` for `demo` and `render`, which print their own output.
+    #[arg(long, env = "SANDCASTLE_LOG", global = true)]
+    pub log: Option<String>,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -18,7 +18,7 @@ async fn main() -> ExitCode {
     } else {
         "info"
     };
-    init_tracing(cli.log_format, default_level);
+    init_tracing(cli.log_format, cli.log.as_deref().unwrap_or(default_level));
     match run(cli.command).await {
         Ok(code) => code,
         Err(err) => {
@@ -28,9 +28,11 @@ async fn main() -> ExitCode {
     }
 }
 
-fn init_tracing(format: LogFormat, default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SANDCASTLE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+fn init_tracing(format: LogFormat, directives: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(directives).unwrap_or_else(|e| {
+        eprintln!("warning: log filter {directives:?} is not valid ({e}); using info");
+        tracing_subscriber::EnvFilter::new("info")
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
