@@ -28,7 +28,7 @@ use crate::github::render::replies::{Reply, reply_text};
 use crate::github::render::view::sticky_view;
 use crate::github::render::{StickyState, StickyView};
 use crate::k8s::crd::{BlueprintSpec, PreviewEnvironment, Teardown, TeardownReason};
-use crate::k8s::events::{Request, note_request};
+use crate::k8s::events::Request;
 use crate::k8s::labels::STICKY_REFRESH;
 use crate::k8s::previews::{self, Outcome};
 
@@ -418,20 +418,17 @@ async fn on_existing(
             }
             // Every command is activity: it keeps the preview from being stopped as idle.
             previews::touch(next, now);
-            note_request(
-                next,
-                &Request {
-                    at: now,
-                    actor: format!("@{}", ev.author),
-                    action: format!("command-{}", command.name()),
-                    note: format!("{command} on #{}", ev.number),
-                },
-            );
             Ok(())
+        };
+        let request = Request {
+            at: now,
+            actor: format!("@{}", ev.author),
+            action: format!("command-{}", command.name()),
+            note: format!("{command} on #{}", ev.number),
         };
         let outcome = k8s(
             &format!("write preview {name}"),
-            previews::modify(&api, &name, delivery, change),
+            previews::modify(&api, &name, delivery, &request, change),
         )
         .await?;
         let outcome = check_written(&name, outcome)?;

@@ -2,7 +2,7 @@
 //! preview now even at an unchanged commit, change an existing one as a command asks, move its
 //! expiry, stop or wake it (these two through [`update`], which only they use). Like every
 //! preview write they carry the resourceVersion they read and retry on conflicts; a command is
-//! activity, so they stamp it with [`touch`] ([`modify`]'s callers do, in their change).
+X
 
 use std::time::Duration;
 
@@ -11,14 +11,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
-use super::{
-    ATTEMPTS, Outcome, expiry, extended_expiry, new_preview, pause_after_conflict, record_delivery,
-    seen, touch,
-};
+use super::{Outcome, Write, expiry, extended_expiry, new_preview, touch, write};
 use crate::domain::lifecycle;
 use crate::github::intent::{Change, Intent};
 use crate::k8s::crd::{PreviewEnvironment, Requester, RequesterKind};
-use crate::k8s::events::{Request, note_request};
+use crate::k8s::events::Request;
 use crate::k8s::labels::REDEPLOY;
 
 /// `/preview`: run `intent.preview` at `intent.sha` now, creating it or bringing it back from a
@@ -41,30 +38,14 @@ pub async fn deploy_now(
     else {
         return Ok(Outcome::Skipped);
     };
-    let name = intent.preview.as_str();
-    for _ in 0..ATTEMPTS {
-        let Some(pe) = api.get_opt(name).await? else {
+    write(api, intent.preview.as_str(), delivery, request, |current| {
+        let Some(pe) = current else {
             let mut pe = new_preview(intent, now);
             pe.spec.pinned = pinned;
             pe.annotations_mut()
                 .insert(REDEPLOY.to_owned(), delivery.to_owned());
-            record_delivery(&mut pe, delivery);
-            note_request(&mut pe, request);
-            match api.create(&PostParams::default(), &pe).await {
-                Ok(_) => return Ok(Outcome::Created),
-                Err(kube::Error::Api(r)) if r.code == 409 => {
-                    pause_after_conflict().await;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
+            return Write::Create(Box::new(pe));
         };
-        if seen(&pe, delivery) {
-            return Ok(Outcome::Duplicate);
-        }
-        if pe.metadata.deletion_timestamp.is_some() {
-            return Ok(Outcome::Deleting);
-        }
         let mut next = pe.clone();
         let spec = &mut next.spec;
         spec.teardown = None;
@@ -81,7 +62,7 @@ pub async fn deploy_now(
         spec.expires_at = Some(if pe.spec.teardown.is_some() {
             expiry(now, *ttl)
         } else {
-            extended_expiry(&pe, now, *ttl, *max_ttl)
+            extended_expiry(pe, now, *ttl, *max_ttl)
         });
         if pe
             .spec
@@ -94,19 +75,9 @@ pub async fn deploy_now(
         next.annotations_mut()
             .insert(REDEPLOY.to_owned(), delivery.to_owned());
         touch(&mut next, now);
-        record_delivery(&mut next, delivery);
-        note_request(&mut next, request);
-        next.status = None;
-        match api.replace(name, &PostParams::default(), &next).await {
-            Ok(_) => return Ok(Outcome::Updated),
-            Err(kube::Error::Api(r)) if r.code == 409 => {
-                pause_after_conflict().await;
-                continue;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Outcome::Contended)
+        Write::Replace(Box::new(next))
+    })
+    .await
 }
 
 /// A command's change to an existing preview: `change` edits a copy (spec or annotations) or
@@ -115,37 +86,23 @@ pub async fn modify(
     api: &Api<PreviewEnvironment>,
     name: &str,
     delivery: &str,
+    request: &Request,
     mut change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
 ) -> Result<Outcome, kube::Error> {
-    for _ in 0..ATTEMPTS {
-        let Some(pe) = api.get_opt(name).await? else {
-            return Ok(Outcome::Skipped);
+    write(api, name, delivery, request, |current| {
+        let Some(pe) = current else {
+            return Write::Done(Outcome::Skipped);
         };
-        if seen(&pe, delivery) {
-            return Ok(Outcome::Duplicate);
-        }
-        if pe.metadata.deletion_timestamp.is_some() {
-            return Ok(Outcome::Deleting);
-        }
         let mut next = pe.clone();
         if let Err(outcome) = change(&mut next) {
-            return Ok(outcome);
+            return Write::Done(outcome);
         }
         if next.spec == pe.spec && next.annotations() == pe.annotations() {
-            return Ok(Outcome::Unchanged);
+            return Write::Done(Outcome::Unchanged);
         }
-        record_delivery(&mut next, delivery);
-        next.status = None;
-        match api.replace(name, &PostParams::default(), &next).await {
-            Ok(_) => return Ok(Outcome::Updated),
-            Err(kube::Error::Api(r)) if r.code == 409 => {
-                pause_after_conflict().await;
-                continue;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Outcome::Contended)
+        Write::Replace(Box::new(next))
+    })
+    .await
 }
 
 /// Read-modify-write `name` with `f` (retried on conflicts); `None` when it does not exist or is

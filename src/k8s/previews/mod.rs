@@ -42,6 +42,58 @@ async fn pause_after_conflict() {
     tokio::time::sleep(Duration::from_millis(ms)).await;
 }
 
+/// What a delivery's write does to a preview, decided from what is there.
+enum Write {
+    Create(Box<PreviewEnvironment>),
+    Replace(Box<PreviewEnvironment>),
+    /// Nothing to write; the outcome says why.
+    Done(Outcome),
+}
+
+/// The read-modify-write every delivery's change goes through: a preview that already saw
+/// `delivery` is a [`Outcome::Duplicate`], one being deleted [`Outcome::Deleting`]; otherwise
+/// `decide` says what to write (from the preview, `None` when absent), which is stamped with the
+/// delivery and `request` and written with the resourceVersion read, retried on conflicts.
+async fn write(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    delivery: &str,
+    request: &Request,
+    mut decide: impl FnMut(Option<&PreviewEnvironment>) -> Write,
+) -> Result<Outcome, kube::Error> {
+    for _ in 0..ATTEMPTS {
+        let current = api.get_opt(name).await?;
+        if let Some(pe) = &current {
+            if seen(pe, delivery) {
+                return Ok(Outcome::Duplicate);
+            }
+            if pe.metadata.deletion_timestamp.is_some() {
+                return Ok(Outcome::Deleting);
+            }
+        }
+        let (mut next, created) = match decide(current.as_ref()) {
+            Write::Create(pe) => (pe, true),
+            Write::Replace(pe) => (pe, false),
+            Write::Done(outcome) => return Ok(outcome),
+        };
+        record_delivery(&mut next, delivery);
+        note_request(&mut next, request);
+        next.status = None;
+        let written = if created {
+            api.create(&PostParams::default(), &next).await
+        } else {
+            api.replace(name, &PostParams::default(), &next).await
+        };
+        match written {
+            Ok(_) if created => return Ok(Outcome::Created),
+            Ok(_) => return Ok(Outcome::Updated),
+            Err(kube::Error::Api(r)) if r.code == 409 => pause_after_conflict().await,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Outcome::Contended)
+}
+
 /// What applying an intent did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -280,52 +332,27 @@ pub async fn apply(
     delivery: &str,
     now: Timestamp,
 ) -> Result<Outcome, kube::Error> {
-    let name = intent.preview.as_str();
-    for _ in 0..ATTEMPTS {
-        let Some(pe) = api.get_opt(name).await? else {
-            if matches!(
-                intent.change,
-                Change::Deploy { create: false, .. }
-                    | Change::AwaitApproval { create: false, .. }
-                    | Change::Teardown { create: false, .. }
-            ) {
-                return Ok(Outcome::Skipped);
-            }
-            let mut pe = new_preview(intent, now);
-            record_delivery(&mut pe, delivery);
-            note_request(&mut pe, request);
-            match api.create(&PostParams::default(), &pe).await {
-                Ok(_) => return Ok(Outcome::Created),
-                Err(kube::Error::Api(r)) if r.code == 409 => {
-                    pause_after_conflict().await;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
-        };
-        if seen(&pe, delivery) {
-            return Ok(Outcome::Duplicate);
-        }
-        if pe.metadata.deletion_timestamp.is_some() {
-            return Ok(Outcome::Deleting);
-        }
-        let mut next = match change(&pe, intent, now) {
-            Ok(next) => next,
-            Err(outcome) => return Ok(outcome),
-        };
-        record_delivery(&mut next, delivery);
-        note_request(&mut next, request);
-        next.status = None;
-        match api.replace(name, &PostParams::default(), &next).await {
-            Ok(_) => return Ok(Outcome::Updated),
-            Err(kube::Error::Api(r)) if r.code == 409 => {
-                pause_after_conflict().await;
-                continue;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Outcome::Contended)
+    let creates = !matches!(
+        intent.change,
+        Change::Deploy { create: false, .. }
+            | Change::AwaitApproval { create: false, .. }
+            | Change::Teardown { create: false, .. }
+    );
+    write(
+        api,
+        intent.preview.as_str(),
+        delivery,
+        request,
+        |current| match current {
+            None if creates => Write::Create(Box::new(new_preview(intent, now))),
+            None => Write::Done(Outcome::Skipped),
+            Some(pe) => match change(pe, intent, now) {
+                Ok(next) => Write::Replace(Box::new(next)),
+                Err(outcome) => Write::Done(outcome),
+            },
+        },
+    )
+    .await
 }
 
 /// The previews of pull request `pr` of `repo` (tombstones included).
