@@ -28,18 +28,6 @@ pub(super) enum Report<'a> {
     Stopped(&'a str),
 }
 
-fn state_name(s: DeploymentState) -> &'static str {
-    match s {
-        DeploymentState::Error => "error",
-        DeploymentState::Failure => "failure",
-        DeploymentState::Inactive => "inactive",
-        DeploymentState::InProgress => "in_progress",
-        DeploymentState::Queued => "queued",
-        DeploymentState::Pending => "pending",
-        DeploymentState::Success => "success",
-    }
-}
-
 /// The preview's page on Sandcastle, GitHub's `log_url`.
 pub(crate) fn log_url(ctx: &Context, preview: &str) -> String {
     format!(
@@ -141,7 +129,7 @@ async fn post(
                 let latest = gh.list_deployment_statuses(repo, d.id).await?;
                 adopted = latest
                     .first()
-                    .map(|s| state_name(s.state))
+                    .map(|s| s.state.as_str())
                     .filter(|s| *s != "inactive");
                 d
             }
@@ -206,7 +194,7 @@ async fn post(
     };
     let state = match report {
         Report::Stopped(_) => "stopped",
-        _ => state_name(status.state),
+        _ => status.state.as_str(),
     };
     if st.github_reported.as_deref() == Some(state) {
         return Ok(());

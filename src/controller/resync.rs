@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use super::context::Context;
 use crate::domain::{PrNumber, RepoName, Sha, duration, lifecycle};
-use crate::github::client::{DeploymentState, GitHubError, Installation, PullRequest, PullState};
+use crate::github::client::{GitHubError, Installation, PullRequest, PullState};
 use crate::github::event::{BaseInfo, HeadInfo, PrAction, PrState, PullRequestEvent};
 use crate::github::intent::{self, Change, Intent};
 use crate::github::repo_config::{self, RepoConfig};
@@ -151,18 +151,6 @@ fn expected(p: &PreviewEnvironment) -> Option<(&'static str, &'static str)> {
         }
         _ => return None,
     })
-}
-
-fn state_name(s: DeploymentState) -> &'static str {
-    match s {
-        DeploymentState::Error => "error",
-        DeploymentState::Failure => "failure",
-        DeploymentState::Inactive => "inactive",
-        DeploymentState::InProgress => "in_progress",
-        DeploymentState::Queued => "queued",
-        DeploymentState::Pending => "pending",
-        DeploymentState::Success => "success",
-    }
 }
 
 fn checked_this_round(name: &str, round: u64) -> bool {
@@ -428,7 +416,7 @@ pub async fn run(ctx: &Context, round: u64) -> Result<ResyncReport, ResyncError>
         r.report.statuses_checked += 1;
         match gh.list_deployment_statuses(&repo, id).await {
             Ok(list) => {
-                let shown = list.first().map(|s| state_name(s.state));
+                let shown = list.first().map(|s| s.state.as_str());
                 if shown != Some(remote) {
                     tracing::info!(preview = %name, ?shown, expected = remote, "GitHub disagrees; reporting again");
                     r.forget_report(&name, false).await?;

@@ -65,6 +65,21 @@ pub enum DeploymentState {
     Success,
 }
 
+impl DeploymentState {
+    /// GitHub's name of the state (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Failure => "failure",
+            Self::Inactive => "inactive",
+            Self::InProgress => "in_progress",
+            Self::Queued => "queued",
+            Self::Pending => "pending",
+            Self::Success => "success",
+        }
+    }
+}
+
 /// `POST /repos/{owner}/{repo}/deployments/{id}/statuses`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NewStatus {

@@ -1,9 +1,9 @@
 //! The writes of `/preview` commands (deploy now, stop, wake, extend, destroy, refresh): run a
 //! preview now even at an unchanged commit, change an existing one as a command asks, move its
-//! expiry, stop or wake it (these two through [`update`], which only they use). Like every
-//! preview write they go through the one read-modify-write loop and retry on conflicts; a
-//! command is activity, so they stamp it with [`touch`] ([`modify`]'s callers do, in their
-//! change).
+//! expiry, stop or wake it (these three through [`update`], which only they use). Deploying and
+//! changing go through the read-modify-write loop every delivery's write shares; all retry on
+//! conflicts. A command is activity, so they stamp it with [`touch`] ([`modify`]'s callers do,
+//! in their change).
 
 use std::time::Duration;
 
