@@ -20,7 +20,7 @@ use sandcastle::github::standin::PrSpec;
 use sandcastle::k8s::apply::identity;
 use sandcastle::k8s::crd::Phase;
 
-use crate::support::cluster::{config, unique};
+use crate::support::cluster::{clean_up_after_test, config, unique};
 use crate::support::eventually;
 use crate::support::fixtures::{self, Fixture};
 use crate::support::world::{Source, World, load_objects, pr, sha};
@@ -78,14 +78,13 @@ async fn install(admin: &Client, namespace: &str, objects: &[Value]) {
 
 /// Cluster-scoped RBAC objects of one release, removed when the test ends however it ends.
 struct ClusterGrant {
-    client: Client,
     name: String,
 }
 
 impl Drop for ClusterGrant {
     fn drop(&mut self) {
-        let (client, name) = (self.client.clone(), self.name.clone());
-        tokio::spawn(async move {
+        let name = self.name.clone();
+        clean_up_after_test(move |client| async move {
             let dp = DeleteParams::default();
             let _ = Api::<ClusterRoleBinding>::all(client.clone())
                 .delete(&name, &dp)
@@ -167,7 +166,6 @@ async fn the_chart_installs_and_its_account_runs_a_whole_preview() {
         );
     }
     let _grant = ClusterGrant {
-        client: admin.clone(),
         name: fullname.clone(),
     };
     install(&admin, &home, &objects).await;

@@ -93,23 +93,34 @@ impl TestNamespace {
     }
 }
 
+/// Run `cleanup` with a fresh client on a runtime of its own and wait for it: for `Drop`, when
+/// the test's runtime is ending and can no longer run tasks.
+pub fn clean_up_after_test<F, Fut>(cleanup: F)
+where
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let _ = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let client = Client::try_from(config().await).unwrap();
+            cleanup(client).await;
+        });
+    })
+    .join();
+}
+
 impl Drop for TestNamespace {
     fn drop(&mut self) {
         let name = self.name.clone();
-        // On a runtime of its own: the test's runtime is ending. The namespace controller
-        // finishes the deletion after the test.
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let client = Client::try_from(config().await).unwrap();
-                let api: Api<Namespace> = Api::all(client);
-                let _ = api.delete(&name, &DeleteParams::background()).await;
-            });
-        })
-        .join();
+        // The namespace controller finishes the deletion after the test.
+        clean_up_after_test(move |client| async move {
+            let api: Api<Namespace> = Api::all(client);
+            let _ = api.delete(&name, &DeleteParams::background()).await;
+        });
     }
 }
 
