@@ -80,6 +80,31 @@ fn builtin<K: Resource<DynamicType = ()>>() -> ApiResource {
     ApiResource::erase::<K>(&())
 }
 
+/// The kinds Sandcastle reads and writes without discovery: those a preview may hold, the
+/// DaemonSets it refuses, and its guardrails' quota and limits.
+pub fn builtin_resources() -> Vec<ApiResource> {
+    vec![
+        builtin::<ConfigMap>(),
+        builtin::<Secret>(),
+        builtin::<Service>(),
+        builtin::<ServiceAccount>(),
+        builtin::<PersistentVolumeClaim>(),
+        builtin::<Deployment>(),
+        builtin::<StatefulSet>(),
+        builtin::<DaemonSet>(),
+        builtin::<Job>(),
+        builtin::<CronJob>(),
+        builtin::<Ingress>(),
+        builtin::<NetworkPolicy>(),
+        builtin::<Role>(),
+        builtin::<RoleBinding>(),
+        builtin::<HorizontalPodAutoscaler>(),
+        builtin::<PodDisruptionBudget>(),
+        builtin::<k8s_openapi::api::core::v1::ResourceQuota>(),
+        builtin::<k8s_openapi::api::core::v1::LimitRange>(),
+    ]
+}
+
 /// Resolves apiVersion + kind to the API resource to call, caching discovery results.
 #[derive(Clone)]
 pub struct Resolver {
@@ -95,29 +120,10 @@ impl std::fmt::Debug for Resolver {
 
 impl Resolver {
     pub fn new(client: Client) -> Self {
-        let mut map = HashMap::new();
-        for ar in [
-            builtin::<ConfigMap>(),
-            builtin::<Secret>(),
-            builtin::<Service>(),
-            builtin::<ServiceAccount>(),
-            builtin::<PersistentVolumeClaim>(),
-            builtin::<Deployment>(),
-            builtin::<StatefulSet>(),
-            builtin::<DaemonSet>(),
-            builtin::<Job>(),
-            builtin::<CronJob>(),
-            builtin::<Ingress>(),
-            builtin::<NetworkPolicy>(),
-            builtin::<Role>(),
-            builtin::<RoleBinding>(),
-            builtin::<HorizontalPodAutoscaler>(),
-            builtin::<PodDisruptionBudget>(),
-            builtin::<k8s_openapi::api::core::v1::ResourceQuota>(),
-            builtin::<k8s_openapi::api::core::v1::LimitRange>(),
-        ] {
-            map.insert((ar.api_version.clone(), ar.kind.clone()), ar);
-        }
+        let map = builtin_resources()
+            .into_iter()
+            .map(|ar| ((ar.api_version.clone(), ar.kind.clone()), ar))
+            .collect();
         Self {
             client,
             cache: Arc::new(RwLock::new(map)),

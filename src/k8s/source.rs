@@ -12,7 +12,7 @@ use crate::domain::plan::parse_manifests;
 
 /// Kinds read from a live source namespace. DaemonSets are read only so that the plan can refuse
 /// them by name instead of silently leaving them out.
-pub(crate) const LIVE_KINDS: &[(&str, &str)] = &[
+const LIVE_KINDS: &[(&str, &str)] = &[
     ("v1", "ConfigMap"),
     ("v1", "Secret"),
     ("v1", "Service"),
