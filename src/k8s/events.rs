@@ -60,14 +60,22 @@ fn unpublished(
     }
 }
 
+/// A history entry by `(time, action)`; empty for "no history yet".
+type Mark = (String, String);
+
+/// What this process published of one preview.
+#[derive(Debug, Default)]
+struct Published {
+    /// The newest history entry published (or found at first sight).
+    history: Mark,
+    request: Option<Request>,
+}
+
 /// Publishes Events as Sandcastle (one instance name per process).
 #[derive(Clone)]
 pub struct Events {
     recorder: Recorder,
-    /// Per preview, the newest history entry already published (or found at first sight).
-    published: Arc<Mutex<HashMap<String, (String, String)>>>,
-    /// Per preview, the last request published.
-    requests: Arc<Mutex<HashMap<String, Request>>>,
+    published: Arc<Mutex<HashMap<String, Published>>>,
 }
 
 impl std::fmt::Debug for Events {
@@ -102,6 +110,22 @@ fn bounded(note: String) -> String {
     format!("{}...", &note[..end])
 }
 
+fn event(type_: EventType, action: &str, note: String) -> Event {
+    Event {
+        type_,
+        reason: reason(action),
+        note: Some(bounded(note.trim().to_owned())),
+        action: reason(action),
+        secondary: None,
+    }
+}
+
+/// What a request says, as an Event.
+fn request_event(request: &Request) -> Event {
+    let note = format!("{}; by {}", request.note, request.actor);
+    event(EventType::Normal, &request.action, note)
+}
+
 /// What one history entry says, as an Event.
 pub fn entry_event(entry: &HistoryEntry) -> Event {
     let mut note = entry.result.clone().unwrap_or_default();
@@ -111,21 +135,16 @@ pub fn entry_event(entry: &HistoryEntry) -> Event {
     if entry.actor != "sandcastle" {
         note = format!("{note}; by {}", entry.actor);
     }
-    Event {
-        type_: if entry.action == "Failed" {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: reason(&entry.action),
-        note: Some(bounded(note.trim().to_owned())),
-        action: reason(&entry.action),
-        secondary: None,
-    }
+    let type_ = if entry.action == "Failed" {
+        EventType::Warning
+    } else {
+        EventType::Normal
+    };
+    event(type_, &entry.action, note)
 }
 
 /// History entries after the one marked `(time, action)`; all of them when the mark rotated out.
-fn after<'a>(history: &'a [HistoryEntry], mark: &(String, String)) -> &'a [HistoryEntry] {
+fn after<'a>(history: &'a [HistoryEntry], mark: &Mark) -> &'a [HistoryEntry] {
     match history
         .iter()
         .rposition(|e| e.time.0.to_string() == mark.0 && e.action == mark.1)
@@ -145,7 +164,6 @@ impl Events {
         Self {
             recorder: Recorder::new(client, reporter),
             published: Arc::default(),
-            requests: Arc::default(),
         }
     }
 
@@ -163,85 +181,48 @@ impl Events {
         }
     }
 
-    /// Publish `pe`'s last request unless this process did already. At first sight of a
-    /// preview the request is published only when nothing in its history came after it (it was
-    /// not acted on before this process took over).
-    async fn sync_request(&self, pe: &PreviewEnvironment) {
-        let Some(request) = request_of(pe) else {
-            return;
-        };
-        let fresh = {
-            let mut seen = self
-                .requests
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let previous = seen.insert(pe.name_any(), request.clone());
-            let acted_on = pe
-                .status
-                .as_ref()
-                .and_then(|s| s.history.last())
-                .map(|last| last.time.0);
-            unpublished(previous.as_ref(), &request, acted_on)
-        };
-        if fresh {
-            let event = Event {
-                type_: EventType::Normal,
-                reason: reason(&request.action),
-                note: Some(bounded(format!("{}; by {}", request.note, request.actor))),
-                action: reason(&request.action),
-                secondary: None,
-            };
-            self.publish(pe, event).await;
-        }
-    }
-
     /// Publish what this process has not published yet of `pe`: its last request, then the new
-    /// entries of its history.
+    /// entries of its history. At first sight of a preview (after a restart or a change of
+    /// leader) its history counts as published, and its request too unless nothing in the
+    /// history came after it; a preview first seen without history has every entry published.
     pub async fn sync(&self, pe: &PreviewEnvironment) {
-        self.sync_request(pe).await;
-        self.sync_history(pe).await;
-    }
-
-    /// Publish the entries of `pe`'s history this process has not published yet. At first
-    /// sight of a preview its history counts as published (after a restart or a change of
-    /// leader, older entries are not repeated); a preview first seen without history has every
-    /// entry published.
-    async fn sync_history(&self, pe: &PreviewEnvironment) {
         let history = pe
             .status
             .as_ref()
             .map(|s| s.history.as_slice())
             .unwrap_or_default();
-        let name = pe.name_any();
-        // An empty history marks "nothing yet": every later entry is new.
-        let mark = history.last().map_or_else(
-            || (String::new(), String::new()),
-            |last| (last.time.0.to_string(), last.action.clone()),
-        );
-        let new: Vec<HistoryEntry> = {
+        let mark = history.last().map_or_else(Mark::default, |last| {
+            (last.time.0.to_string(), last.action.clone())
+        });
+        let request = request_of(pe);
+        let events: Vec<Event> = {
             let mut published = self
                 .published
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let previous = published.insert(name, mark.clone());
-            match previous {
-                None => Vec::new(),
-                Some(p) if p == mark => Vec::new(),
-                Some(p) => after(history, &p).to_vec(),
+            let first_sight = !published.contains_key(&pe.name_any());
+            let seen = published.entry(pe.name_any()).or_default();
+            let mut events = Vec::new();
+            if let Some(r) = &request
+                && unpublished(seen.request.as_ref(), r, history.last().map(|e| e.time.0))
+            {
+                events.push(request_event(r));
             }
+            if !first_sight && seen.history != mark {
+                events.extend(after(history, &seen.history).iter().map(entry_event));
+            }
+            seen.history = mark;
+            seen.request = request;
+            events
         };
-        for entry in &new {
-            self.publish(pe, entry_event(entry)).await;
+        for event in events {
+            self.publish(pe, event).await;
         }
     }
 
     /// Forget a preview that is gone.
     pub fn forget(&self, name: &str) {
         self.published
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(name);
-        self.requests
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(name);
