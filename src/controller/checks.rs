@@ -135,6 +135,14 @@ impl Asked {
         }
     }
 
+    /// Forget a preview that is gone.
+    pub(super) fn forget(&self, preview: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(preview);
+    }
+
     fn remember(&self, preview: &str, key: String, at: Timestamp, gate: &Gate) {
         let mut map = self
             .0

@@ -51,6 +51,7 @@ async fn reconcile_one(
     if pe.meta().deletion_timestamp.is_some() {
         let pe = capacity::release(&api, pe, &ctx).await?;
         ctx.events.forget(&pe.name_any());
+        ctx.checks_asked.forget(&pe.name_any());
         return teardown::finalize(&api, &pe, &ctx).await;
     }
     // Every status change (saved by the previous reconcile) brings a reconcile here, so the
