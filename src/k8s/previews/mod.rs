@@ -234,6 +234,22 @@ fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
     pe
 }
 
+/// Whether an event may bring back a torn-down preview: only a later one that would create a
+/// preview (a reopen, removing `no-preview`), and for one someone destroyed only a new
+/// `/preview` (which does not come this way).
+fn may_revive(t: &Teardown, create: bool, event_time: Timestamp) -> Result<(), Outcome> {
+    if t.reason == TeardownReason::Destroyed {
+        return Err(Outcome::Destroyed);
+    }
+    if !create {
+        return Err(Outcome::Skipped);
+    }
+    if event_time <= t.at.0 {
+        return Err(Outcome::Stale);
+    }
+    Ok(())
+}
+
 /// Change `pe` as `intent` asks. Returns `None` when nothing should be written.
 fn change(
     pe: &PreviewEnvironment,
@@ -250,17 +266,7 @@ fn change(
             ..
         } => {
             if let Some(t) = &pe.spec.teardown {
-                // Torn down: only a later event that would create a preview (a reopen, removing
-                // `no-preview`) brings it back, and only a new `/preview` one someone destroyed.
-                if t.reason == TeardownReason::Destroyed {
-                    return Err(Outcome::Destroyed);
-                }
-                if !*create {
-                    return Err(Outcome::Skipped);
-                }
-                if intent.event_time <= t.at.0 {
-                    return Err(Outcome::Stale);
-                }
+                may_revive(t, *create, intent.event_time)?;
                 next.spec.teardown = None;
             } else if last.is_some_and(|l| intent.event_time < l) {
                 return Err(Outcome::Stale);
@@ -276,15 +282,7 @@ fn change(
         }
         Change::AwaitApproval { create, .. } => {
             if let Some(t) = &pe.spec.teardown {
-                if t.reason == TeardownReason::Destroyed {
-                    return Err(Outcome::Destroyed);
-                }
-                if !*create {
-                    return Err(Outcome::Skipped);
-                }
-                if intent.event_time <= t.at.0 {
-                    return Err(Outcome::Stale);
-                }
+                may_revive(t, *create, intent.event_time)?;
                 // Reopened: back to waiting for someone to approve the head.
                 next.spec.teardown = None;
                 next.spec.pinned = false;
