@@ -19,6 +19,79 @@ use super::labels::FIELD_MANAGER;
 /// Both custom resource definitions, in a stable order.
 pub fn definitions() -> Vec<CustomResourceDefinition> {
     vec![Blueprint::crd(), PreviewEnvironment::crd()]
+        .into_iter()
+        .map(with_known_formats)
+        .collect()
+}
+
+/// The string `format`s the API server knows for structural schemas (kube-openapi's strfmt
+/// registry, as apiextensions-apiserver's `validation/formats.go` lists them); integers know
+/// only `int32` and `int64`, numbers `float` and `double`. Any other format makes the API server
+/// warn `unrecognized format` when the definitions are applied.
+const STRING_FORMATS: [&str; 25] = [
+    "bsonobjectid",
+    "uri",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "cidr",
+    "mac",
+    "uuid",
+    "uuid3",
+    "uuid4",
+    "uuid5",
+    "isbn",
+    "isbn10",
+    "isbn13",
+    "creditcard",
+    "ssn",
+    "hexcolor",
+    "rgbcolor",
+    "byte",
+    "password",
+    "date",
+    "duration",
+    "datetime",
+    "date-time",
+];
+
+/// The format Kubernetes knows that stands for `format` on a schema of type `ty`, if any.
+fn known_format(ty: Option<&str>, format: &str) -> Option<&'static str> {
+    match ty {
+        // schemars writes Rust's integer types as `uint32`, `uint64`, `int8`…; the `minimum`
+        // it adds beside them keeps unsigned fields unsigned.
+        Some("integer") => Some(match format {
+            "int8" | "int16" | "int32" | "uint8" | "uint16" => "int32",
+            _ => "int64",
+        }),
+        Some("number") => Some(if format == "float" { "float" } else { "double" }),
+        None | Some("string") => STRING_FORMATS.iter().copied().find(|f| *f == format),
+        Some(_) => None,
+    }
+}
+
+/// The definitions with every schema `format` replaced by one Kubernetes knows (or dropped).
+fn with_known_formats(crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                if let Some(format) = map.get("format").and_then(|f| f.as_str()) {
+                    let ty = map.get("type").and_then(|t| t.as_str());
+                    match known_format(ty, format) {
+                        Some(f) => map.insert("format".into(), f.into()),
+                        None => map.remove("format"),
+                    };
+                }
+                map.values_mut().for_each(walk);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let mut value = serde_json::to_value(&crd).expect("a CRD serializes");
+    walk(&mut value);
+    serde_json::from_value(value).expect("a CRD with known formats deserializes")
 }
 
 /// The definitions as one multi-document YAML file, the form kept in `charts/sandcastle/crds/`.
@@ -69,6 +142,37 @@ mod tests {
             "status: {}",
         ] {
             assert!(yaml.contains(needle), "generated CRDs lack {needle:?}");
+        }
+    }
+
+    #[test]
+    fn every_format_is_one_kubernetes_knows() {
+        let value = serde_json::to_value(definitions()).unwrap();
+        let mut formats = Vec::new();
+        fn collect(v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Object(map) => {
+                    if let Some(serde_json::Value::String(f)) = map.get("format") {
+                        out.push(f.clone());
+                        if map.get("type").and_then(|t| t.as_str()) == Some("integer") {
+                            assert!(f.starts_with("int"), "integer with format {f}");
+                        }
+                    }
+                    map.values().for_each(|v| collect(v, out));
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|v| collect(v, out)),
+                _ => {}
+            }
+        }
+        collect(&value, &mut formats);
+        assert!(formats.iter().any(|f| f == "int64"), "{formats:?}");
+        assert!(formats.iter().any(|f| f == "date-time"), "{formats:?}");
+        for f in &formats {
+            assert!(
+                ["int32", "int64", "float", "double"].contains(&f.as_str())
+                    || STRING_FORMATS.contains(&f.as_str()),
+                "unknown format {f}"
+            );
         }
     }
 }
