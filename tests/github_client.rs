@@ -529,6 +529,38 @@ async fn deployments_follow_githubs_rules() {
     ]);
 }
 
+/// The deployment found for a commit is that commit's, even from a server that ignores the
+/// `sha` filter: adopting another commit's deployment would report this commit's state on it.
+#[tokio::test]
+async fn the_deployment_found_for_a_commit_is_that_commits() {
+    let e = env().await;
+    let env_name = "preview/shop-pr-7";
+    let a =
+        e.gh.create_deployment(&e.repo, &preview_deployment(sha('a').as_str()))
+            .await
+            .unwrap();
+    let found =
+        e.gh.find_deployment(&e.repo, env_name, sha('a').as_str())
+            .await
+            .unwrap();
+    assert_eq!(found.map(|d| d.id), Some(a.id));
+    e.fake.set_branch(&e.repo, "other", &sha('b'));
+    e.gh.create_deployment(&e.repo, &preview_deployment(sha('b').as_str()))
+        .await
+        .unwrap();
+    e.fake
+        .fail_next("GET /repos/acme/shop/deployments", 1, Fault::IgnoreFilters);
+    // The newest deployment (commit b) comes first when the filters are ignored.
+    let found =
+        e.gh.find_deployment(&e.repo, env_name, sha('a').as_str())
+            .await
+            .unwrap();
+    assert!(found.is_none(), "{found:?}");
+    e.fake.check("POST /repos/acme/shop/deployments");
+    e.fake.check("GET /repos/acme/shop/deployments");
+    e.fake.assert_all_checked();
+}
+
 #[tokio::test]
 async fn success_inactivates_earlier_non_transient_deployments_only() {
     let e = env().await;

@@ -114,7 +114,9 @@ impl Installation {
             .send(Method::GET, &path, None)
             .await?
             .json("deployment list")?;
-        Ok(list.into_iter().next())
+        // The answer is checked, not only the filter trusted: adopting another commit's
+        // deployment would report this commit's state on it.
+        Ok(list.into_iter().find(|d| d.sha.as_str() == sha))
     }
 
     /// Every status of a deployment, newest first.

@@ -18,6 +18,9 @@ pub enum Fault {
     Slow(Duration),
     /// Close the connection without answering.
     Down,
+    /// Answer as if the request's query held only its paging (`per_page`, `page`): a list
+    /// endpoint that ignores its filters, which a client must not simply trust.
+    IgnoreFilters,
 }
 
 #[derive(Debug)]

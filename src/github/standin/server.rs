@@ -193,6 +193,28 @@ async fn front(
             };
             primary_limit(installation, &exhausted)
         }
+        Some(Fault::IgnoreFilters) => {
+            let mut parts = parts;
+            let paging: Vec<&str> = parts
+                .uri
+                .query()
+                .unwrap_or_default()
+                .split('&')
+                .filter(|p| p.starts_with("per_page=") || p.starts_with("page="))
+                .collect();
+            let uri = format!("{}?{}", parts.uri.path(), paging.join("&"));
+            parts.uri = http::Uri::try_from(uri).unwrap_or(parts.uri);
+            route(
+                &router,
+                parts,
+                bytes,
+                auth,
+                within_budget,
+                installation,
+                &budget,
+            )
+            .await
+        }
         Some(Fault::Slow(delay)) => {
             tokio::time::sleep(delay).await;
             route(
