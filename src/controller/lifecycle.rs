@@ -201,6 +201,10 @@ pub(super) async fn guard(
             None => 0,
         };
         tracing::info!(target: "audit", actor = "sandcastle", action = "wake", preview = %pe.name_any(), sha = %sha, result = restored, "preview woken");
+        // Waking is asking again: a rollout that had failed starts over.
+        if st.rollout.as_ref().is_some_and(|r| r.failed) {
+            st.rollout = None;
+        }
         set_phase(
             &mut st,
             Phase::Deploying,

@@ -62,6 +62,9 @@ async fn reconcile_one(
         let pe = capacity::release(&api, pe, &ctx).await?;
         return teardown::tombstone(&api, &pe, &ctx).await;
     }
+    if teardown::outlived(&pe) {
+        return teardown::retire(&api, &pe, &ctx).await;
+    }
     if pe.spec.awaiting_approval {
         return await_approval(&api, &pe, &ctx).await;
     }

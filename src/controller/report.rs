@@ -11,6 +11,7 @@ use serde_json::json;
 use super::context::Context;
 use crate::domain::RepoName;
 use crate::github::client::{DeploymentState, GitHubError, Installation, NewDeployment, NewStatus};
+use crate::github::render::status::fit_description;
 use crate::k8s::crd::{PreviewEnvironment, PreviewStatus};
 
 /// What GitHub should show for the preview's current commit.
@@ -101,11 +102,10 @@ async fn post(
             && st.github_reported.as_deref() != Some("inactive")
         {
             let mut inactive = NewStatus::new(DeploymentState::Inactive);
-            inactive.description = pe
-                .spec
-                .teardown
-                .as_ref()
-                .map(|t| crate::github::render::status::inactive_description(t.reason));
+            inactive.description = Some(pe.spec.teardown.as_ref().map_or_else(
+                || "Replaced: the preview came back and is deployed again".to_owned(),
+                |t| crate::github::render::status::inactive_description(t.reason),
+            ));
             gh.create_deployment_status(repo, id, &inactive).await?;
             st.github_reported = Some("inactive".into());
         }
@@ -166,13 +166,15 @@ async fn post(
     let mut status = match report {
         Report::InProgress => {
             let mut s = NewStatus::new(DeploymentState::InProgress);
-            s.description = st.message.clone().or_else(|| Some("Deploying".into()));
+            s.description = Some(fit_description(
+                st.message.as_deref().unwrap_or("Deploying"),
+            ));
             s
         }
         Report::Success => {
             let mut s = NewStatus::new(DeploymentState::Success);
             s.environment_url = st.url.clone();
-            s.description = st.message.clone();
+            s.description = st.message.as_deref().map(fit_description);
             s
         }
         Report::Failure(why) => {

@@ -106,6 +106,21 @@ fn elapsed(since: &Time, now: Timestamp) -> Duration {
     now.duration_since(since.0).try_into().unwrap_or_default()
 }
 
+/// Fail the rollout under way with `message` ([`fail`]), and remember that it failed: it is
+/// not retried, and GitHub hears no more of it, until something changes (see [`Rollout::failed`]).
+async fn fail_rollout(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+    mut st: PreviewStatus,
+    message: String,
+) -> Result<Action, Error> {
+    if let Some(r) = st.rollout.as_mut() {
+        r.failed = true;
+    }
+    fail(api, pe, ctx, st, message).await
+}
+
 /// Fail the preview with `message`: status, history, GitHub.
 async fn fail(
     api: &Api<PreviewEnvironment>,
@@ -217,46 +232,13 @@ pub(super) async fn run(
     let hash = plan_hash(&steps, pe.annotations().get(REDEPLOY));
     let total_objects: usize = steps.iter().map(|(_, o)| o.len()).sum();
 
-    let new_rollout = st.rollout.as_ref().is_none_or(|r| r.plan_hash != hash);
-    if new_rollout {
-        st.rollout = Some(Rollout {
-            plan_hash: hash.clone(),
-            sha: pe.spec.sha.clone(),
-            applied_steps: 0,
-            ready_steps: 0,
-            total_steps: u32::try_from(steps.len()).unwrap_or(u32::MAX),
-            objects: u32::try_from(total_objects).unwrap_or(u32::MAX),
-            started_at: Time(now),
-            step_started_at: Time(now),
-        });
-        let source = spec
-            .source
-            .namespace
-            .as_deref()
-            .map_or_else(|| "manifests".to_owned(), |n| n.to_owned());
-        set_phase(
-            &mut st,
-            Phase::Deploying,
-            format!("cloning {source} ({total_objects} objects)"),
-            now,
-            Some(&pe.spec.sha),
-        );
-    }
-    let done = st
-        .rollout
-        .as_ref()
-        .is_some_and(|r| r.ready_steps >= r.total_steps);
-    if !done {
-        report::sync(pe, &mut st, ctx, Report::InProgress).await;
-    }
-
     let mut labels = guardrails::namespace_labels(pctx, &spec.isolation);
     // Which Sandcastle made the namespace: the orphan sweep only ever looks at its own.
     labels.insert(
         crate::k8s::labels::HOME.to_owned(),
         ctx.settings.home.clone(),
     );
-    match namespace::ensure(
+    let namespace_uid = match namespace::ensure(
         &ctx.client,
         pctx.namespace.as_str(),
         pctx.preview.as_str(),
@@ -264,7 +246,7 @@ pub(super) async fn run(
     )
     .await
     {
-        Ok(_) => {}
+        Ok(ns) => ns.metadata.uid,
         Err(NamespaceError::Api(e)) => return Err(e.into()),
         Err(NamespaceError::Terminating(ns)) => {
             set_phase(
@@ -280,6 +262,50 @@ pub(super) async fn run(
         Err(e @ NamespaceError::NotOurs { .. }) => {
             return fail(api, pe, ctx, st, e.to_string()).await;
         }
+    };
+
+    // A rollout belongs to one plan in one namespace: a namespace made anew (deleted behind
+    // Sandcastle's back) holds none of what was applied, so the rollout starts over.
+    let new_rollout = st.rollout.as_ref().is_none_or(|r| {
+        r.plan_hash != hash || (r.namespace_uid.is_some() && r.namespace_uid != namespace_uid)
+    });
+    if !new_rollout && st.rollout.as_ref().is_some_and(|r| r.failed) {
+        return stay_failed(api, pe, ctx, st, &target.blueprint).await;
+    }
+    if new_rollout {
+        st.rollout = Some(Rollout {
+            plan_hash: hash.clone(),
+            sha: pe.spec.sha.clone(),
+            applied_steps: 0,
+            ready_steps: 0,
+            total_steps: u32::try_from(steps.len()).unwrap_or(u32::MAX),
+            objects: u32::try_from(total_objects).unwrap_or(u32::MAX),
+            started_at: Time(now),
+            step_started_at: Time(now),
+            namespace_uid: namespace_uid.clone(),
+            failed: false,
+        });
+        let source = spec
+            .source
+            .namespace
+            .as_deref()
+            .map_or_else(|| "manifests".to_owned(), |n| n.to_owned());
+        set_phase(
+            &mut st,
+            Phase::Deploying,
+            format!("cloning {source} ({total_objects} objects)"),
+            now,
+            Some(&pe.spec.sha),
+        );
+    } else if let Some(r) = st.rollout.as_mut() {
+        r.namespace_uid = r.namespace_uid.take().or(namespace_uid);
+    }
+    let done = st
+        .rollout
+        .as_ref()
+        .is_some_and(|r| r.ready_steps >= r.total_steps);
+    if !done {
+        report::sync(pe, &mut st, ctx, Report::InProgress).await;
     }
 
     let ns = pctx.namespace.as_str();
@@ -292,7 +318,7 @@ pub(super) async fn run(
                 if e.is_transient() {
                     return Err(Error::Transient(e.to_string()));
                 }
-                return fail(api, pe, ctx, st, apply_failure(phase, &e)).await;
+                return fail_rollout(api, pe, ctx, st, apply_failure(phase, &e)).await;
             }
             rollout.applied_steps = index + 1;
             rollout.step_started_at = Time(now);
@@ -330,7 +356,7 @@ pub(super) async fn run(
                     exit.unwrap_or_default()
                 )
             };
-            return fail(api, pe, ctx, st, message).await;
+            return fail_rollout(api, pe, ctx, st, message).await;
         }
         if let Some(waiting) = states.iter().find(|w| w.health != Health::Ready) {
             let rollout = st.rollout.as_ref().expect("rollout set above");
@@ -342,9 +368,12 @@ pub(super) async fn run(
                     desired: waiting.desired,
                     cause: readiness::why_not_ready(&ctx.client, ns, waiting).await,
                 };
-                return fail(api, pe, ctx, st, failure.to_string()).await;
+                return fail_rollout(api, pe, ctx, st, failure.to_string()).await;
             }
-            let message = progress_message(phase, waiting);
+            // What the pods are stuck on (unschedulable, an image that cannot be pulled) is
+            // said as soon as the cluster says it, not only when the readiness timeout ends.
+            let blocker = readiness::blocker(&ctx.client, ns, waiting).await;
+            let message = progress_message(phase, waiting, blocker.as_deref());
             set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
             st.services = services;
             save(api, pe, &st).await?;
@@ -373,6 +402,25 @@ pub(super) async fn run(
     } else {
         super::after(Duration::from_secs(15))
     })
+}
+
+/// The rollout of this plan failed before: it stays failed with the one `failure` GitHub was
+/// given (posted again only if GitHub missed it), until the plan changes or a command asks again.
+async fn stay_failed(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+    mut st: PreviewStatus,
+    blueprint: &Blueprint,
+) -> Result<Action, Error> {
+    let description = failure_description(st.message.as_deref().unwrap_or("deploy failed"));
+    let reported = report::sync(pe, &mut st, ctx, Report::Failure(&description)).await;
+    save(api, pe, &st).await?;
+    Ok(super::after(if reported {
+        super::lifecycle::requeue(pe, blueprint, ctx, ctx.settings.drift_interval)
+    } else {
+        Duration::from_secs(15)
+    }))
 }
 
 /// The steps of a rollout: the guardrails, then the plan's phases, with the pre-delete hooks
@@ -415,17 +463,21 @@ fn apply_failure(phase: &str, e: &ApplyError) -> String {
     format!("{phase} phase: {e}")
 }
 
-fn progress_message(phase: &str, w: &readiness::WorkloadState) -> String {
+fn progress_message(phase: &str, w: &readiness::WorkloadState, blocker: Option<&str>) -> String {
     let verb = match phase {
         "data" => "starting data stores",
         "seed" => "seeding",
         "apps" => "starting apps",
         _ => "applying",
     };
-    if w.kind == "Job" {
+    let progress = if w.kind == "Job" {
         format!("{verb}: job {} running", w.name)
     } else {
         format!("{verb}: {} {}/{} ready", w.name, w.ready, w.desired)
+    };
+    match blocker {
+        Some(why) => format!("{progress}: {why}"),
+        None => progress,
     }
 }
 

@@ -1,10 +1,12 @@
 //! Taking a preview down: run its pre-delete hooks (bounded), delete its namespace, wait until it
 //! is gone, mark the GitHub deployment inactive; then either drop the finalizer (the resource is
-//! being deleted) or keep the resource as a tombstone (PR closed, expired or destroyed) until its
-//! retention ends.
+//! being deleted), keep the resource as a tombstone (PR closed, expired or destroyed) until its
+//! retention ends (counted from the removal), or — for a preview that came back as a new
+//! incarnation — start again from nothing.
 
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::Action;
@@ -54,6 +56,7 @@ fn removal_message(pe: &PreviewEnvironment) -> String {
         TeardownReason::Expired => "removed: the preview expired".into(),
         TeardownReason::Destroyed => format!("removed: destroyed{by}"),
         TeardownReason::NoPreview => format!("removed: labelled no-preview{by}"),
+        TeardownReason::Draft => format!("removed: converted to draft{by}"),
     }
 }
 
@@ -122,6 +125,51 @@ async fn run_hooks(
     }
 }
 
+/// What a removed namespace took with it: the rollout, the URL, the services.
+fn forget_rollout(st: &mut PreviewStatus) {
+    st.url = None;
+    st.services.clear();
+    st.rollout = None;
+}
+
+/// Whether the preview came back after a teardown (`spec.incarnation` moved on) while its status
+/// still describes the old incarnation: that one is taken down before anything is rolled out.
+pub(super) fn outlived(pe: &PreviewEnvironment) -> bool {
+    let recorded = pe.status.as_ref().map_or(0, |s| s.incarnation);
+    pe.spec.incarnation != recorded
+}
+
+/// Take down what the previous incarnation left (pre-delete hooks, the namespace, GitHub's
+/// deployment marked inactive), whatever it had got to, then start the new incarnation from
+/// nothing: no rollout, no URL, and a new GitHub deployment for its first status.
+pub(super) async fn retire(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    let mut st = pe.status.clone().unwrap_or_default();
+    if !take_down(api, pe, ctx, &mut st).await? {
+        return Ok(super::soon(ctx));
+    }
+    if !report::sync(pe, &mut st, ctx, Report::Inactive).await {
+        save(api, pe, &st).await?;
+        return Ok(super::after(Duration::from_secs(10)));
+    }
+    forget_rollout(&mut st);
+    st.deployed_sha = None;
+    st.removed_at = None;
+    st.incarnation = pe.spec.incarnation;
+    set_phase(
+        &mut st,
+        Phase::Pending,
+        "back after a teardown: deploying again into a new namespace",
+        ctx.clock.now(),
+        Some(&pe.spec.sha),
+    );
+    save(api, pe, &st).await?;
+    Ok(super::soon(ctx))
+}
+
 /// The resource is being deleted: take everything down, then let it go.
 pub(super) async fn finalize(
     api: &Api<PreviewEnvironment>,
@@ -155,9 +203,8 @@ pub(super) async fn tombstone(
         }
         let reported = report::sync(pe, &mut st, ctx, Report::Inactive).await;
         set_phase(&mut st, Phase::Removed, removal_message(pe), now, None);
-        st.url = None;
-        st.services.clear();
-        st.rollout = None;
+        forget_rollout(&mut st);
+        st.removed_at = Some(Time(now));
         save(api, pe, &st).await?;
         if !reported {
             return Ok(super::after(Duration::from_secs(10)));
@@ -166,8 +213,17 @@ pub(super) async fn tombstone(
         save(api, pe, &st).await?;
         return Ok(super::after(Duration::from_secs(10)));
     }
-    let at = pe.spec.teardown.as_ref().map_or(now, |t| t.at.0);
-    let age: Duration = now.duration_since(at).try_into().unwrap_or_default();
+    // Retention counts from the removal, never from the event's own time: a replayed or late
+    // `closed` must not make the tombstone go at once, letting an older `opened` bring it back.
+    let Some(removed_at) = st.removed_at.clone() else {
+        st.removed_at = Some(Time(now));
+        save(api, pe, &st).await?;
+        return Ok(super::after(ctx.settings.tombstone_retention));
+    };
+    let age: Duration = now
+        .duration_since(removed_at.0)
+        .try_into()
+        .unwrap_or_default();
     let retention = ctx.settings.tombstone_retention;
     if age >= retention {
         match api

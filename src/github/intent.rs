@@ -8,7 +8,9 @@
 //! label; `trigger: comment` waits for `/preview`. A push always moves a preview that exists
 //! (someone asked for it), except a fork's, which stays on the commit a maintainer approved.
 //! Adding `no-preview` takes the pull request's previews down; removing it deploys again as if
-//! the pull request had just opened.
+//! the pull request had just opened. Drafts follow the same rule: a draft is not deployed on
+//! its own, converting a pull request to draft takes its previews down, and marking it ready for
+//! review deploys again; a `/preview` on a draft deploys it on request (and pushes then move it).
 
 use std::time::Duration;
 
@@ -158,6 +160,13 @@ pub fn from_pull_request(
             // Whatever the repository configuration chose then, its previews go.
             PrAction::Labeled if about_no_preview => Some(Change::Teardown {
                 reason: TeardownReason::NoPreview,
+                actor: Some(ev.sender.clone()),
+                create: false,
+            }),
+            // Drafts get no automatic preview: converting to draft takes it down, marking the
+            // pull request ready for review brings it back.
+            PrAction::ConvertedToDraft => Some(Change::Teardown {
+                reason: TeardownReason::Draft,
                 actor: Some(ev.sender.clone()),
                 create: false,
             }),
@@ -385,6 +394,33 @@ mod tests {
     }
 
     #[test]
+    fn converting_to_draft_takes_previews_down_until_ready_for_review() {
+        let auto = spec(&["acme/shop"], Trigger::Auto);
+        let mut ev = event(PrAction::ConvertedToDraft);
+        ev.draft = true;
+        assert_eq!(
+            changes(&ev, &[("shop", &auto)]),
+            [Change::Teardown {
+                reason: TeardownReason::Draft,
+                actor: Some("octocat".into()),
+                create: false
+            }]
+        );
+        // A push to the draft only moves a preview that exists (one asked for with /preview).
+        ev.action = PrAction::Synchronize;
+        assert!(matches!(
+            changes(&ev, &[("shop", &auto)])[..],
+            [Change::Deploy { create: false, .. }]
+        ));
+        ev.action = PrAction::ReadyForReview;
+        ev.draft = false;
+        assert!(matches!(
+            changes(&ev, &[("shop", &auto)])[..],
+            [Change::Deploy { create: true, .. }]
+        ));
+    }
+
+    #[test]
     fn the_repository_configuration_chooses() {
         let shop = spec(&["acme/shop"], Trigger::Auto);
         let all = spec(&["acme/*"], Trigger::Auto);
@@ -463,7 +499,6 @@ mod tests {
         for a in [
             PrAction::Labeled,
             PrAction::Unlabeled,
-            PrAction::ConvertedToDraft,
             PrAction::Edited {
                 base_changed: false,
             },

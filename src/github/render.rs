@@ -314,6 +314,9 @@ fn status_line(view: &StickyView) -> Option<String> {
                 TeardownReason::Expired => "expired".to_owned(),
                 TeardownReason::Destroyed => format!("destroyed{by} with `/preview destroy`"),
                 TeardownReason::NoPreview => format!("labelled `no-preview`{by}"),
+                TeardownReason::Draft => {
+                    format!("converted to draft{by}; marking it ready for review deploys it again")
+                }
             };
             format!("{what}; namespace deleted")
         }
@@ -398,7 +401,11 @@ fn commands_line(state: &StickyState) -> String {
             (Command::Help, ""),
         ],
         StickyState::Removed {
-            reason: TeardownReason::Expired | TeardownReason::Destroyed | TeardownReason::NoPreview,
+            reason:
+                TeardownReason::Expired
+                | TeardownReason::Destroyed
+                | TeardownReason::NoPreview
+                | TeardownReason::Draft,
             ..
         } => vec![(Command::Deploy, " to deploy again"), (Command::Help, "")],
         StickyState::Removed { .. } => vec![],

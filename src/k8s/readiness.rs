@@ -269,6 +269,25 @@ pub async fn workload_states(
     Ok(out)
 }
 
+/// What the pods of `w` are stuck on right now, in the cluster's words (a pod the scheduler
+/// cannot place, an image that cannot be pulled, a crashing container, pods a quota or the
+/// LimitRange refused to create); `None` while they are simply starting.
+pub async fn blocker(client: &Client, namespace: &str, w: &WorkloadState) -> Option<String> {
+    let selector = w.selector.as_ref()?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let list = pods
+        .list(&ListParams::default().labels(selector))
+        .await
+        .ok()?;
+    if let Some(problem) = pod_problem(&list.items) {
+        return Some(problem);
+    }
+    if list.items.is_empty() {
+        return creation_failure(client, namespace, w).await;
+    }
+    None
+}
+
 /// Why `w` is not ready, in the cluster's words: what its pods are stuck on (e.g.
 /// `ImagePullBackOff ghcr.io/acme/api:abc1234`), or, when it has no pods, why they could not be
 /// created (a quota, the LimitRange, Pod Security admission). `None` when nothing says.

@@ -4,8 +4,10 @@
 mod support;
 
 mod chart;
+mod comebacks;
 mod conversation;
 mod crds;
+mod failures;
 mod fidelity;
 mod guardrails_lifecycle;
 mod harness;

@@ -153,6 +153,7 @@ pub fn inactive_description(reason: TeardownReason) -> String {
         TeardownReason::Expired => "Removed: preview expired",
         TeardownReason::Destroyed => "Removed with /preview destroy",
         TeardownReason::NoPreview => "Removed: labelled no-preview",
+        TeardownReason::Draft => "Removed: converted to draft",
     }
     .to_owned()
 }

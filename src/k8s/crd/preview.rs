@@ -86,10 +86,20 @@ pub struct PreviewEnvironmentSpec {
     /// GitHub's `updated_at` of the newest pull request event applied; older events are ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pr_updated_at: Option<Time>,
+
+    /// How many times the preview came back after a teardown (a reopened pull request, a removed
+    /// `no-preview` label, `/preview` after a destroy). Each new incarnation is rolled out from
+    /// scratch into a new namespace, whatever the old one had got to.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub incarnation: u32,
 }
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -126,6 +136,8 @@ pub enum TeardownReason {
     Destroyed,
     /// The pull request was labelled `no-preview`.
     NoPreview,
+    /// The pull request was converted to a draft.
+    Draft,
 }
 
 /// What Sandcastle observes of a preview.
@@ -183,6 +195,14 @@ pub struct PreviewStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 
+    /// The incarnation (`spec.incarnation`) the namespace, rollout and GitHub deployment
+    /// recorded here belong to; an older one is taken down before the new one is rolled out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub incarnation: u32,
+    /// When the teardown finished (phase `Removed`): the tombstone's retention counts from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed_at: Option<Time>,
+
     // Lifecycle guardrails (TTL, idle stop, caps).
     /// Where the preview stands against its Blueprint's `maxPreviews`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,6 +256,15 @@ pub struct Rollout {
     pub started_at: Time,
     /// When the step now being waited on was applied (its readiness timeout counts from here).
     pub step_started_at: Time,
+    /// The uid of the namespace this rollout applied to: a namespace made anew (deleted behind
+    /// Sandcastle's back, or after a teardown) starts the rollout over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_uid: Option<String>,
+    /// This rollout failed (the reason is the status message): it is not retried, and GitHub
+    /// hears nothing more of it, until the plan changes (a new commit, a Blueprint change, a
+    /// `/preview`) or the preview is woken.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub failed: bool,
 }
 
 /// The one comment Sandcastle keeps on the pull request for this preview.

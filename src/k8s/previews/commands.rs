@@ -48,8 +48,10 @@ pub async fn deploy_now(
             return Write::Create(Box::new(pe));
         };
         let mut next = pe.clone();
+        if pe.spec.teardown.is_some() {
+            super::revive(&mut next);
+        }
         let spec = &mut next.spec;
-        spec.teardown = None;
         spec.sha = intent.sha.to_string();
         spec.git_ref = intent.git_ref.clone();
         spec.installation_id = intent.installation_id.or(pe.spec.installation_id);

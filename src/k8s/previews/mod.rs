@@ -222,6 +222,7 @@ fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
             awaiting_approval: matches!(intent.change, Change::AwaitApproval { .. }),
             teardown,
             pr_updated_at: Some(Time(intent.event_time)),
+            incarnation: 0,
         },
     );
     touch(&mut pe, now);
@@ -234,20 +235,34 @@ fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
     pe
 }
 
-/// Whether an event may bring back a torn-down preview: only a later one that would create a
-/// preview (a reopen, removing `no-preview`), and for one someone destroyed only a new
-/// `/preview` (which does not come this way).
-fn may_revive(t: &Teardown, create: bool, event_time: Timestamp) -> Result<(), Outcome> {
+/// Whether an event may bring back a torn-down preview: only one that would create a preview (a
+/// reopen, removing `no-preview`, ready for review) and is newer than every event applied to the
+/// preview (`last`: the teardown's own and any later one), and for one someone destroyed only a
+/// new `/preview` (which does not come this way).
+fn may_revive(
+    t: &Teardown,
+    last: Option<Timestamp>,
+    create: bool,
+    event_time: Timestamp,
+) -> Result<(), Outcome> {
     if t.reason == TeardownReason::Destroyed {
         return Err(Outcome::Destroyed);
     }
     if !create {
         return Err(Outcome::Skipped);
     }
-    if event_time <= t.at.0 {
+    let newest = last.map_or(t.at.0, |l| l.max(t.at.0));
+    if event_time <= newest {
         return Err(Outcome::Stale);
     }
     Ok(())
+}
+
+/// Bring a torn-down preview back as a new incarnation: the controller takes down whatever the
+/// old one left and rolls the new one out from scratch.
+fn revive(next: &mut PreviewEnvironment) {
+    next.spec.teardown = None;
+    next.spec.incarnation = next.spec.incarnation.saturating_add(1);
 }
 
 /// Change `pe` as `intent` asks. Returns `None` when nothing should be written.
@@ -266,8 +281,8 @@ fn change(
             ..
         } => {
             if let Some(t) = &pe.spec.teardown {
-                may_revive(t, *create, intent.event_time)?;
-                next.spec.teardown = None;
+                may_revive(t, last, *create, intent.event_time)?;
+                revive(&mut next);
             } else if last.is_some_and(|l| intent.event_time < l) {
                 return Err(Outcome::Stale);
             }
@@ -282,9 +297,9 @@ fn change(
         }
         Change::AwaitApproval { create, .. } => {
             if let Some(t) = &pe.spec.teardown {
-                may_revive(t, *create, intent.event_time)?;
+                may_revive(t, last, *create, intent.event_time)?;
                 // Reopened: back to waiting for someone to approve the head.
-                next.spec.teardown = None;
+                revive(&mut next);
                 next.spec.pinned = false;
                 next.spec.awaiting_approval = true;
                 next.spec.expires_at = None;
@@ -366,4 +381,91 @@ pub async fn of_pull_request(
         .items;
     list.sort_by_key(ResourceExt::name_any);
     Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{NamespaceName, Sha};
+
+    fn at(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn intent(change: Change, event_time: &str) -> Intent {
+        Intent {
+            preview: NamespaceName::new("shop-pr-7").unwrap(),
+            blueprint: "shop".into(),
+            repo: RepoName::new("acme/shop").unwrap(),
+            pr: PrNumber::new(7).unwrap(),
+            sha: Sha::new(&"b".repeat(40)).unwrap(),
+            git_ref: "feature".into(),
+            installation_id: Some(1),
+            event_time: at(event_time),
+            change,
+        }
+    }
+
+    fn deploy(create: bool) -> Change {
+        Change::Deploy {
+            create,
+            requested_by: "octocat".into(),
+            ttl: Duration::from_secs(3600),
+            max_ttl: Duration::from_secs(7 * 86_400),
+        }
+    }
+
+    fn closed(at_time: &str) -> Teardown {
+        Teardown {
+            reason: TeardownReason::Closed,
+            actor: Some("octocat".into()),
+            at: Time(at(at_time)),
+        }
+    }
+
+    #[test]
+    fn only_a_newer_creating_event_revives_a_tombstone() {
+        let t = closed("2026-11-29T12:00:00Z");
+        let later = at("2026-11-29T12:00:05Z");
+        assert_eq!(may_revive(&t, None, true, later), Ok(()));
+        assert_eq!(may_revive(&t, None, false, later), Err(Outcome::Skipped));
+        assert_eq!(may_revive(&t, None, true, t.at.0), Err(Outcome::Stale));
+        // Older than an event applied after the teardown: stale too.
+        let newest = Some(at("2026-11-29T12:00:10Z"));
+        assert_eq!(may_revive(&t, newest, true, later), Err(Outcome::Stale));
+        let destroyed = Teardown {
+            reason: TeardownReason::Destroyed,
+            ..t
+        };
+        assert_eq!(
+            may_revive(&destroyed, None, true, later),
+            Err(Outcome::Destroyed)
+        );
+    }
+
+    #[test]
+    fn a_revived_preview_is_a_new_incarnation() {
+        let now = at("2026-11-29T12:00:30Z");
+        let opened = intent(deploy(true), "2026-11-29T12:00:00Z");
+        let mut pe = new_preview(&opened, now);
+        assert_eq!(pe.spec.incarnation, 0);
+        pe.spec.teardown = Some(closed("2026-11-29T12:00:10Z"));
+        pe.spec.pr_updated_at = Some(Time(at("2026-11-29T12:00:10Z")));
+
+        let reopened = intent(deploy(true), "2026-11-29T12:00:20Z");
+        let next = change(&pe, &reopened, now).unwrap();
+        assert_eq!(next.spec.incarnation, 1);
+        assert!(next.spec.teardown.is_none());
+        assert_eq!(
+            next.spec.pr_updated_at,
+            Some(Time(at("2026-11-29T12:00:20Z")))
+        );
+
+        // A push to a live preview is the same incarnation.
+        let pushed = intent(deploy(false), "2026-11-29T12:00:25Z");
+        assert_eq!(change(&next, &pushed, now).unwrap().spec.incarnation, 1);
+        // An older reopen replayed after the close changes nothing.
+        let replayed = intent(deploy(true), "2026-11-29T12:00:05Z");
+        assert_eq!(change(&pe, &replayed, now).unwrap_err(), Outcome::Stale);
+    }
 }
