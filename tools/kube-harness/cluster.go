@@ -20,17 +20,24 @@ import (
 )
 
 // fakeNodeTemplate is the one definition of the fake nodes' shape, shared with the Rust tests
-// (tests/it/support/fixtures.rs), which add nodes of their own: ${NAME} stands for the node's name.
+// (tests/it/support/fixtures.rs), which add nodes of their own: ${NAME} stands for the node's
+// name, ${ZONE} for its zone. It is a typical worker's: capacity including ephemeral storage,
+// the well-known labels (hostname, os, arch, instance type, zone, region, worker role), node
+// info and addresses, so that real apps' pods schedule on it.
 //
 //go:embed fake-node.json
 var fakeNodeTemplate string
+
+// zones are the fake nodes' zones (in region local-1), taken in turn: node i is in zones[i%3].
+// tests/it/support/fixtures.rs follows the same rule.
+var zones = []string{"local-1a", "local-1b", "local-1c"}
 
 // nodeName is the name of the i-th fake node.
 func nodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 
 // fakeNode is the i-th fake node as `up` creates it.
 func fakeNode(i int) (*corev1.Node, error) {
-	text := strings.NewReplacer("${NAME}", nodeName(i)).Replace(fakeNodeTemplate)
+	text := strings.NewReplacer("${NAME}", nodeName(i), "${ZONE}", zones[i%len(zones)]).Replace(fakeNodeTemplate)
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.DisallowUnknownFields()
 	var node corev1.Node

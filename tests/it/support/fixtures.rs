@@ -253,16 +253,20 @@ fn user_written(o: &mut Value) {
     }
 }
 
-/// The harness's fake node shape, shared with `kube-harness up` (`${NAME}` is the node's name).
+/// The harness's fake node shape, shared with `kube-harness up` (`${NAME}` is the node's name,
+/// `${ZONE}` its zone).
 const FAKE_NODE: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tools/kube-harness/fake-node.json"
 ));
 
 /// The `i`-th fake node, as `kube-harness up` makes it (see `fakeNode` in
-/// tools/kube-harness/cluster.go).
+/// tools/kube-harness/cluster.go): zones local-1a, local-1b, local-1c in turn.
 pub fn fake_node(i: usize) -> Node {
-    let text = FAKE_NODE.replace("${NAME}", &format!("kwok-node-{i}"));
+    let zone = ["local-1a", "local-1b", "local-1c"][i % 3];
+    let text = FAKE_NODE
+        .replace("${NAME}", &format!("kwok-node-{i}"))
+        .replace("${ZONE}", zone);
     serde_json::from_str(&text).expect("tools/kube-harness/fake-node.json is a Node")
 }
 
