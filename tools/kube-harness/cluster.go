@@ -1,4 +1,4 @@
-// cluster.go holds what `up` does through the API once the processes run: the fake node, the
+// cluster.go holds what `up` does through the API once the processes run: the fake nodes, the
 // readiness gate, and the smoke test that proves the whole chain (scheduler, kwok, controllers).
 package main
 
@@ -47,22 +47,40 @@ func fakeNode(i int) (*corev1.Node, error) {
 	return &node, nil
 }
 
-func ensureNode(ctx context.Context, cs *kubernetes.Clientset) error {
-	node, err := fakeNode(0)
-	if err != nil {
-		return err
+// ensureNodes creates the fake nodes kwok-node-0..n-1 (those that exist already are kept).
+func ensureNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
+	for i := range n {
+		node, err := fakeNode(i)
+		if err != nil {
+			return err
+		}
+		_, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
 	}
-	_, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
+	return nil
 }
 
-// clusterUsable is the readiness gate: node Ready without the not-ready taint, and the
-// controllers have created the default ServiceAccount and the root CA ConfigMap.
-func clusterUsable(ctx context.Context, cs *kubernetes.Clientset) error {
-	name := nodeName(0)
+// clusterUsable is the readiness gate: every one of the n fake nodes Ready without the not-ready
+// or unreachable taint, and the controllers have created the default ServiceAccount and the root
+// CA ConfigMap.
+func clusterUsable(ctx context.Context, cs kubernetes.Interface, n int) error {
+	for i := range n {
+		if err := nodeUsable(ctx, cs, nodeName(i)); err != nil {
+			return err
+		}
+	}
+	if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("serviceaccount default/default: %w", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("configmap default/kube-root-ca.crt: %w", err)
+	}
+	return nil
+}
+
+func nodeUsable(ctx context.Context, cs kubernetes.Interface, name string) error {
 	node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -80,12 +98,6 @@ func clusterUsable(ctx context.Context, cs *kubernetes.Clientset) error {
 		if t.Key == "node.kubernetes.io/not-ready" || t.Key == "node.kubernetes.io/unreachable" {
 			return fmt.Errorf("node %s still tainted %s", name, t.Key)
 		}
-	}
-	if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
-		return fmt.Errorf("serviceaccount default/default: %w", err)
-	}
-	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
-		return fmt.Errorf("configmap default/kube-root-ca.crt: %w", err)
 	}
 	return nil
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // A real app's pods request ephemeral storage and select nodes by the labels a worker carries;
@@ -88,5 +92,73 @@ func TestFakeNodesTakeTheZonesInTurn(t *testing.T) {
 		if got := node.Labels["topology.kubernetes.io/region"]; got != "local-1" {
 			t.Errorf("node %d: region %q, want local-1", i, got)
 		}
+	}
+}
+
+// With --nodes N, `up` creates N nodes and reports ready only once every one of them is Ready
+// and untainted, not when the first is.
+func TestClusterUsableWaitsForEveryNode(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset(
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kube-root-ca.crt"}},
+	)
+	if err := ensureNodes(ctx, cs, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureNodes(ctx, cs, 3); err != nil {
+		t.Fatalf("creating the nodes again: %v", err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 3 {
+		t.Fatalf("%d nodes, want 3", len(nodes.Items))
+	}
+	// What kwok and the node lifecycle controller do to a node as it comes up.
+	update := func(i int, ready bool, taint string) {
+		node, err := cs.CoreV1().Nodes().Get(ctx, nodeName(i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}
+		node.Spec.Taints = nil
+		if taint != "" {
+			node.Spec.Taints = []corev1.Taint{{Key: taint, Effect: corev1.TaintEffectNoSchedule}}
+		}
+		if _, err := cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		node        int
+		ready       bool
+		taint       string
+		wantBlocked string // the node the gate still waits for; "" when the cluster is usable
+	}{
+		{0, true, "", "kwok-node-1"},
+		{1, true, "node.kubernetes.io/not-ready", "kwok-node-1"},
+		{1, true, "", "kwok-node-2"},
+		{2, false, "", "kwok-node-2"},
+		{2, true, "node.kubernetes.io/unreachable", "kwok-node-2"},
+		{2, true, "", ""},
+	} {
+		update(step.node, step.ready, step.taint)
+		err := clusterUsable(ctx, cs, 3)
+		switch {
+		case step.wantBlocked == "" && err != nil:
+			t.Errorf("after node %d ready=%v taint=%q: %v, want usable", step.node, step.ready, step.taint, err)
+		case step.wantBlocked != "" && (err == nil || !strings.Contains(err.Error(), step.wantBlocked)):
+			t.Errorf("after node %d ready=%v taint=%q: %v, want waiting for %s", step.node, step.ready, step.taint, err, step.wantBlocked)
+		}
+	}
+	// A single-node harness does not wait for nodes it never made.
+	if err := clusterUsable(ctx, cs, 1); err != nil {
+		t.Errorf("one node: %v", err)
 	}
 }
