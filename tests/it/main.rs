@@ -13,6 +13,7 @@ mod guardrails_lifecycle;
 mod harness;
 mod lifecycle;
 mod metrics;
+mod nodes;
 mod serve;
 mod server_side_apply;
 mod webhook;

@@ -1,61 +1,87 @@
-// cluster.go holds what `up` does through the API once the processes run: the fake node, the
+// cluster.go holds what `up` does through the API once the processes run: the fake nodes, the
 // readiness gate, and the smoke test that proves the whole chain (scheduler, kwok, controllers).
 package main
 
 import (
 	"context"
+	_ "embed"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
 
-const nodeName = "kwok-node-0"
+// fakeNodeTemplate is the one definition of the fake nodes' shape, shared with the Rust tests
+// (tests/it/support/fixtures.rs), which add nodes of their own: ${NAME} stands for the node's
+// name, ${ZONE} for its zone. It is a typical worker's: capacity including ephemeral storage,
+// the well-known labels (hostname, os, arch, instance type, zone, region, worker role), node
+// info and addresses, so that real apps' pods schedule on it.
+//
+//go:embed fake-node.json
+var fakeNodeTemplate string
 
-func ensureNode(ctx context.Context, cs *kubernetes.Clientset) error {
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        nodeName,
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-			Labels: map[string]string{
-				"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
-				"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
-				"kubernetes.io/hostname": nodeName, "kubernetes.io/role": "agent",
-				"node-role.kubernetes.io/agent": "", "type": "kwok",
-			},
-		},
-		Status: corev1.NodeStatus{
-			Allocatable: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-				corev1.ResourcePods: resource.MustParse("110"),
-			},
-			Capacity: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-				corev1.ResourcePods: resource.MustParse("110"),
-			},
-			NodeInfo: corev1.NodeSystemInfo{
-				Architecture: "amd64", OperatingSystem: "linux", KubeletVersion: "fake", KubeProxyVersion: "fake",
-			},
-		},
+// zones are the fake nodes' zones (in region local-1), taken in turn: node i is in zones[i%3].
+// tests/it/support/fixtures.rs follows the same rule.
+var zones = []string{"local-1a", "local-1b", "local-1c"}
+
+// nodeName is the name of the i-th fake node.
+func nodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
+
+// fakeNode is the i-th fake node as `up` creates it.
+func fakeNode(i int) (*corev1.Node, error) {
+	text := strings.NewReplacer("${NAME}", nodeName(i), "${ZONE}", zones[i%len(zones)]).Replace(fakeNodeTemplate)
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	var node corev1.Node
+	if err := dec.Decode(&node); err != nil {
+		return nil, fmt.Errorf("fake-node.json: %w", err)
 	}
-	_, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
+	return &node, nil
 }
 
-// clusterUsable is the readiness gate: node Ready without the not-ready taint, and the
-// controllers have created the default ServiceAccount and the root CA ConfigMap.
-func clusterUsable(ctx context.Context, cs *kubernetes.Clientset) error {
-	node, err := cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+// ensureNodes creates the fake nodes kwok-node-0..n-1 (those that exist already are kept).
+func ensureNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
+	for i := range n {
+		node, err := fakeNode(i)
+		if err != nil {
+			return err
+		}
+		_, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// clusterUsable is the readiness gate: every one of the n fake nodes Ready without the not-ready
+// or unreachable taint, and the controllers have created the default ServiceAccount and the root
+// CA ConfigMap.
+func clusterUsable(ctx context.Context, cs kubernetes.Interface, n int) error {
+	for i := range n {
+		if err := nodeUsable(ctx, cs, nodeName(i)); err != nil {
+			return err
+		}
+	}
+	if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("serviceaccount default/default: %w", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("configmap default/kube-root-ca.crt: %w", err)
+	}
+	return nil
+}
+
+func nodeUsable(ctx context.Context, cs kubernetes.Interface, name string) error {
+	node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -66,18 +92,12 @@ func clusterUsable(ctx context.Context, cs *kubernetes.Clientset) error {
 		}
 	}
 	if !ready {
-		return fmt.Errorf("node %s not Ready yet", nodeName)
+		return fmt.Errorf("node %s not Ready yet", name)
 	}
 	for _, t := range node.Spec.Taints {
 		if t.Key == "node.kubernetes.io/not-ready" || t.Key == "node.kubernetes.io/unreachable" {
-			return fmt.Errorf("node %s still tainted %s", nodeName, t.Key)
+			return fmt.Errorf("node %s still tainted %s", name, t.Key)
 		}
-	}
-	if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
-		return fmt.Errorf("serviceaccount default/default: %w", err)
-	}
-	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
-		return fmt.Errorf("configmap default/kube-root-ca.crt: %w", err)
 	}
 	return nil
 }

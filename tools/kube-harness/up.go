@@ -33,6 +33,7 @@ type upOptions struct {
 	stages     stringList
 	assets     string
 	smoke      bool
+	nodes      int
 	timeout    time.Duration
 }
 
@@ -50,8 +51,13 @@ func runUp(args []string) int {
 	fs.Var(&o.stages, "stages", "extra kwok Stage YAML file or directory of *.yaml files, loaded besides kwok's defaults (repeatable)")
 	fs.StringVar(&o.assets, "assets", "", "directory of envtest-style binaries (etcd, kube-apiserver, ...) used in place of the built-in components it holds")
 	fs.BoolVar(&o.smoke, "smoke", false, "also prove the whole chain: a Deployment becomes Available, a Job completes, a namespace is deleted")
+	fs.IntVar(&o.nodes, "nodes", 1, "how many fake nodes to create: kwok-node-0..N-1, in zones local-1a, local-1b, local-1c in turn")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the cluster to become ready")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if o.nodes < 1 {
+		fmt.Fprintf(os.Stderr, "kube-harness up: --nodes must be at least 1, not %d\n", o.nodes)
 		return 2
 	}
 	if o.dir == "" {
@@ -288,14 +294,14 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := cp.poll(ctx, "fake node created", func() error { return ensureNode(ctx, cs) }); err != nil {
+	if err := cp.poll(ctx, "fake nodes created", func() error { return ensureNodes(ctx, cs, o.nodes) }); err != nil {
 		return err
 	}
 	go runProvisioner(runCtx, cs, filepath.Join(o.dir, "volumes"))
-	if err := cp.poll(ctx, "cluster usable", func() error { return clusterUsable(ctx, cs) }); err != nil {
+	if err := cp.poll(ctx, "cluster usable", func() error { return clusterUsable(ctx, cs, o.nodes) }); err != nil {
 		return err
 	}
-	logf("control plane ready after %s", time.Since(started).Round(time.Millisecond))
+	logf("control plane ready after %s; fake nodes: %d", time.Since(started).Round(time.Millisecond), o.nodes)
 	if o.smoke {
 		smokeStart := time.Now()
 		if err := smoke(ctx, cs); err != nil {

@@ -253,38 +253,33 @@ fn user_written(o: &mut Value) {
     }
 }
 
+/// The harness's fake node shape, shared with `kube-harness up` (`${NAME}` is the node's name,
+/// `${ZONE}` its zone).
+const FAKE_NODE: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tools/kube-harness/fake-node.json"
+));
+
+/// The `i`-th fake node, as `kube-harness up` makes it (see `fakeNode` in
+/// tools/kube-harness/cluster.go): zones local-1a, local-1b, local-1c in turn.
+pub fn fake_node(i: usize) -> Node {
+    let zone = ["local-1a", "local-1b", "local-1c"][i % 3];
+    let text = FAKE_NODE
+        .replace("${NAME}", &format!("kwok-node-{i}"))
+        .replace("${ZONE}", zone);
+    serde_json::from_str(&text).expect("tools/kube-harness/fake-node.json is a Node")
+}
+
 /// Make sure the cluster has at least `n` fake nodes (a StatefulSet whose pods keep apart by
 /// hostname needs one node per replica), ready for pods.
 pub async fn ensure_nodes(client: &Client, n: usize) {
     let nodes: Api<Node> = Api::all(client.clone());
     for i in 1..n {
-        let name = format!("kwok-node-{i}");
-        let node = json!({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {
-                "name": name,
-                "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-                "labels": {
-                    "beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
-                    "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
-                    "kubernetes.io/hostname": name, "kubernetes.io/role": "agent",
-                    "node-role.kubernetes.io/agent": "", "type": "kwok",
-                },
-            },
-            "status": {
-                "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-                "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-                "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
-                    "kubeletVersion": "fake", "kubeProxyVersion": "fake",
-                    "bootID": "", "containerRuntimeVersion": "", "kernelVersion": "",
-                    "machineID": "", "osImage": "", "systemUUID": ""},
-            },
-        });
-        let node: Node = serde_json::from_value(node).unwrap();
+        let node = fake_node(i);
         match nodes.create(&Default::default(), &node).await {
             Ok(_) => {}
             Err(kube::Error::Api(r)) if r.code == 409 => {}
-            Err(e) => panic!("creating node {name}: {e}"),
+            Err(e) => panic!("creating node kwok-node-{i}: {e}"),
         }
     }
     eventually(
