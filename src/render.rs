@@ -290,7 +290,7 @@ mod tests {
         assert_eq!(spec.repositories, ["acme/*"]);
 
         let (spec, name) = spec_from(Some(json!({"ttl": "2h"})), source(), &repo).unwrap();
-        assert_eq!((spec.ttl.as_str(), name), ("2h", None));
+        assert_eq!((spec.ttl.to_string(), name), ("2h".to_owned(), None));
         assert_eq!(spec.repositories, ["acme/shop"]);
         assert!(spec_from(Some(json!(["not", "a", "spec"])), source(), &repo).is_err());
     }

@@ -26,14 +26,13 @@ use super::report::{self, Report};
 use super::status::set_phase;
 use crate::domain::duration;
 use crate::domain::lifecycle;
-use crate::k8s::crd::{Blueprint, Phase, PreviewEnvironment};
+use crate::k8s::crd::{Blueprint, DEFAULT_TTL, Phase, PreviewEnvironment};
 use crate::k8s::labels::LAST_ACTIVITY;
 
 /// Requeues land this long after a deadline, so the deadline has surely passed.
 const SLACK: Duration = Duration::from_millis(500);
 /// How often a queued preview looks at the queue again when nothing wakes it sooner.
 const QUEUE_RECHECK: Duration = Duration::from_secs(300);
-const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// What the guardrails decided.
 pub(super) enum Guard {
@@ -52,8 +51,7 @@ struct Times {
 
 fn times(pe: &PreviewEnvironment, bp: Option<&Blueprint>, now: Timestamp) -> Times {
     let created = pe.creation_timestamp().map_or(now, |t| t.0);
-    let parse = |s: &str| duration::parse_field(s).ok();
-    let ttl = bp.and_then(|b| parse(&b.spec.ttl)).unwrap_or(DEFAULT_TTL);
+    let ttl = bp.map_or(DEFAULT_TTL, |b| b.spec.ttl).get();
     let expires_at = pe
         .spec
         .expires_at
@@ -67,9 +65,8 @@ fn times(pe: &PreviewEnvironment, bp: Option<&Blueprint>, now: Timestamp) -> Tim
     Times {
         expires_at,
         last_activity,
-        stop_after_idle: bp
-            .and_then(|b| parse(&b.spec.stop_after_idle))
-            .unwrap_or(Duration::ZERO),
+        // Without its Blueprint a preview is never stopped, only expired.
+        stop_after_idle: bp.map_or(Duration::ZERO, |b| b.spec.stop_after_idle.get()),
     }
 }
 

@@ -12,7 +12,7 @@ use super::context::Context;
 use crate::domain::RepoName;
 use crate::github::client::{DeploymentState, GitHubError, Installation, NewDeployment, NewStatus};
 use crate::github::render::status::fit_description;
-use crate::k8s::crd::{PreviewEnvironment, PreviewStatus};
+use crate::k8s::crd::{PreviewEnvironment, PreviewStatus, Reported};
 
 /// What GitHub should show for the preview's current commit.
 #[derive(Debug, Clone, Copy)]
@@ -27,6 +27,19 @@ pub(super) enum Report<'a> {
     /// Scaled to zero: `inactive` (the URL does not answer) with how to wake it. Recorded as
     /// `stopped`, so waking reports on the same deployment.
     Stopped(&'a str),
+}
+
+/// A deployment status state as the preview's status records it.
+pub(super) fn reported(state: DeploymentState) -> Reported {
+    match state {
+        DeploymentState::Queued => Reported::Queued,
+        DeploymentState::Pending => Reported::Pending,
+        DeploymentState::InProgress => Reported::InProgress,
+        DeploymentState::Success => Reported::Success,
+        DeploymentState::Failure => Reported::Failure,
+        DeploymentState::Error => Reported::Error,
+        DeploymentState::Inactive => Reported::Inactive,
+    }
 }
 
 /// The preview's page on Sandcastle, GitHub's `log_url`.
@@ -99,7 +112,7 @@ async fn post(
             st.github_previous_deployment_id = None;
         }
         if let Some(id) = st.github_deployment_id
-            && st.github_reported.as_deref() != Some("inactive")
+            && st.github_reported != Some(Reported::Inactive)
         {
             let mut inactive = NewStatus::new(DeploymentState::Inactive);
             inactive.description = Some(pe.spec.teardown.as_ref().map_or_else(
@@ -107,12 +120,12 @@ async fn post(
                 |t| crate::github::render::status::inactive_description(t.reason),
             ));
             gh.create_deployment_status(repo, id, &inactive).await?;
-            st.github_reported = Some("inactive".into());
+            st.github_reported = Some(Reported::Inactive);
         }
         return Ok(());
     }
 
-    let resurrected = st.github_reported.as_deref() == Some("inactive");
+    let resurrected = st.github_reported == Some(Reported::Inactive);
     if st.github_deployment_sha.as_deref() != Some(pe.spec.sha.as_str()) || resurrected {
         let environment = crate::domain::naming::github_environment(&name);
         // A deployment made before a crash, whose id never reached the status, is reused.
@@ -129,8 +142,8 @@ async fn post(
                 let latest = gh.list_deployment_statuses(repo, d.id).await?;
                 adopted = latest
                     .first()
-                    .map(|s| s.state.as_str())
-                    .filter(|s| *s != "inactive");
+                    .map(|s| reported(s.state))
+                    .filter(|s| *s != Reported::Inactive);
                 d
             }
             None => {
@@ -151,13 +164,13 @@ async fn post(
             }
         };
         if let Some(old) = st.github_deployment_id.filter(|old| *old != deployment.id)
-            && st.github_reported.as_deref() != Some("inactive")
+            && st.github_reported != Some(Reported::Inactive)
         {
             st.github_previous_deployment_id = Some(old);
         }
         st.github_deployment_id = Some(deployment.id);
         st.github_deployment_sha = Some(pe.spec.sha.clone());
-        st.github_reported = adopted.map(str::to_owned);
+        st.github_reported = adopted;
     }
     let Some(id) = st.github_deployment_id else {
         return Ok(());
@@ -195,15 +208,15 @@ async fn post(
         Report::Inactive => unreachable!("handled above"),
     };
     let state = match report {
-        Report::Stopped(_) => "stopped",
-        _ => status.state.as_str(),
+        Report::Stopped(_) => Reported::Stopped,
+        _ => reported(status.state),
     };
-    if st.github_reported.as_deref() == Some(state) {
+    if st.github_reported == Some(state) {
         return Ok(());
     }
     status.log_url = Some(log_url(ctx, &name));
     gh.create_deployment_status(repo, id, &status).await?;
-    st.github_reported = Some(state.to_owned());
+    st.github_reported = Some(state);
 
     if matches!(report, Report::Success)
         && let Some(old) = st.github_previous_deployment_id

@@ -18,7 +18,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
-use std::time::Duration;
 
 use jiff::Timestamp;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -26,13 +25,14 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use super::context::Context;
-use crate::domain::{PrNumber, RepoName, Sha, duration, lifecycle};
-use crate::github::client::{GitHubError, Installation, PullRequest, PullState};
+use crate::domain::{PrNumber, RepoName, Sha, lifecycle};
+use crate::github::client::{DeploymentState, GitHubError, Installation, PullRequest, PullState};
 use crate::github::event::{BaseInfo, HeadInfo, PrAction, PrState, PullRequestEvent};
 use crate::github::intent::{self, Change, Intent};
 use crate::github::repo_config::{self, RepoConfig};
 use crate::k8s::crd::{
-    Blueprint, BlueprintSpec, Phase, PreviewEnvironment, SlotState, TeardownReason,
+    Blueprint, BlueprintSpec, DEFAULT_TTL, Phase, PreviewEnvironment, Reported, SlotState,
+    TeardownReason,
 };
 use crate::k8s::events::Request;
 use crate::k8s::previews::{self, Outcome};
@@ -124,30 +124,26 @@ fn as_event(pr: &PullRequest, installation: u64) -> PullRequestEvent {
     }
 }
 
-fn ttl_of(spec: &BlueprintSpec) -> Duration {
-    duration::parse_field(&spec.ttl).unwrap_or(Duration::from_secs(24 * 3600))
-}
-
 fn live(p: &PreviewEnvironment) -> bool {
     p.spec.teardown.is_none() && p.meta().deletion_timestamp.is_none()
 }
 
 /// What GitHub should show for a preview's phase: (state recorded in the status, state GitHub
 /// shows). `None` when nothing settled is expected.
-fn expected(p: &PreviewEnvironment) -> Option<(&'static str, &'static str)> {
+fn expected(p: &PreviewEnvironment) -> Option<(Reported, DeploymentState)> {
     let st = p.status.as_ref()?;
     Some(match st.phase? {
-        Phase::Ready => ("success", "success"),
-        Phase::Failed => ("failure", "failure"),
-        Phase::Stopped => ("stopped", "inactive"),
-        Phase::Removed => ("inactive", "inactive"),
+        Phase::Ready => (Reported::Success, DeploymentState::Success),
+        Phase::Failed => (Reported::Failure, DeploymentState::Failure),
+        Phase::Stopped => (Reported::Stopped, DeploymentState::Inactive),
+        Phase::Removed => (Reported::Inactive, DeploymentState::Inactive),
         Phase::Pending
             if st
                 .slot
                 .as_ref()
                 .is_some_and(|s| s.state == SlotState::Queued) =>
         {
-            ("queued", "queued")
+            (Reported::Queued, DeploymentState::Queued)
         }
         _ => return None,
     })
@@ -313,7 +309,8 @@ pub async fn run(ctx: &Context, round: u64) -> Result<ResyncReport, ResyncError>
                             let ttl = specs
                                 .iter()
                                 .find(|(n, _)| *n == intent.blueprint)
-                                .map_or(Duration::from_secs(24 * 3600), |(_, s)| ttl_of(s));
+                                .map_or(DEFAULT_TTL, |(_, s)| s.ttl)
+                                .get();
                             let quiet_until = lifecycle::hard_limit(pr.updated_at, ttl);
                             if lifecycle::is_expired(quiet_until, now) {
                                 r.report.stale += 1;
@@ -407,7 +404,7 @@ pub async fn run(ctx: &Context, round: u64) -> Result<ResyncReport, ResyncError>
             continue;
         };
         // Only what the status says was reported; a report still pending is the controller's.
-        if st.github_reported.as_deref() != Some(local) || !checked_this_round(&name, round) {
+        if st.github_reported != Some(local) || !checked_this_round(&name, round) {
             continue;
         }
         let Some(gh) = listed.get(&repo) else {
@@ -416,9 +413,9 @@ pub async fn run(ctx: &Context, round: u64) -> Result<ResyncReport, ResyncError>
         r.report.statuses_checked += 1;
         match gh.list_deployment_statuses(&repo, id).await {
             Ok(list) => {
-                let shown = list.first().map(|s| s.state.as_str());
+                let shown = list.first().map(|s| s.state);
                 if shown != Some(remote) {
-                    tracing::info!(preview = %name, ?shown, expected = remote, "GitHub disagrees; reporting again");
+                    tracing::info!(preview = %name, ?shown, expected = remote.as_str(), "GitHub disagrees; reporting again");
                     r.forget_report(&name, false).await?;
                     r.report.statuses_fixed += 1;
                 }

@@ -20,14 +20,13 @@ use super::hooks;
 use super::reconcile::Error;
 use super::report::{self, Report};
 use super::status::{save, set_phase};
-use crate::domain::duration;
 use crate::domain::guardrails;
 use crate::domain::naming;
 use crate::domain::plan::{self, Plan, PreviewContext};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
 use crate::github::render::status::{Failure, fit_description};
 use crate::k8s::apply::ApplyError;
-use crate::k8s::crd::{Blueprint, Phase, PreviewEnvironment, PreviewStatus, Rollout};
+use crate::k8s::crd::{Blueprint, Phase, PreviewEnvironment, PreviewStatus, Reported, Rollout};
 use crate::k8s::labels::REDEPLOY;
 use crate::k8s::namespace::{self, NamespaceError};
 use crate::k8s::readiness::{self, Health};
@@ -192,10 +191,10 @@ pub(super) async fn run(
 
     // GitHub hears of a new commit (or of a preview back after teardown) as `queued` first:
     // accepted, not started; `in_progress` follows once cloning begins.
-    let reported = st.github_reported.as_deref();
+    let reported = st.github_reported;
     if st.github_deployment_sha.as_deref() != Some(pe.spec.sha.as_str())
         || reported.is_none()
-        || reported == Some("inactive")
+        || reported == Some(Reported::Inactive)
     {
         let why = format!("Queued: cloning blueprint {}", pe.spec.blueprint);
         report::sync(pe, &mut st, ctx, Report::Queued(&why)).await;
@@ -222,8 +221,7 @@ pub(super) async fn run(
             return fail(api, pe, ctx, st, format!("blueprint refused: {refused}")).await;
         }
     };
-    let timeout =
-        duration::parse_field(&spec.readiness_timeout).unwrap_or(Duration::from_secs(600));
+    let timeout = spec.readiness_timeout.get();
     let steps = rollout_steps(
         &plan,
         guardrails::guardrail_objects(pctx, &spec.isolation, &ctx.settings.ingress_namespace),

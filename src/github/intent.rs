@@ -18,7 +18,6 @@ use jiff::Timestamp;
 
 use super::event::{PrAction, PullRequestEvent};
 use super::repo_config::RepoConfig;
-use crate::domain::duration;
 use crate::domain::naming::{self, PreviewIdentity};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
 use crate::k8s::crd::{BlueprintSpec, TeardownReason, Trigger};
@@ -204,8 +203,7 @@ pub fn from_pull_request(
                         create: why_not.is_none(),
                         requested_by: ev.sender.clone(),
                         ttl: config.ttl(spec),
-                        max_ttl: duration::parse_field(&spec.max_ttl)
-                            .unwrap_or(Duration::from_secs(168 * 3600)),
+                        max_ttl: spec.max_ttl.get(),
                     })
                 }
             }

@@ -44,12 +44,9 @@ impl RepoConfig {
 
     /// How long a preview of Blueprint `spec` lives after a deploy.
     pub fn ttl(&self, spec: &BlueprintSpec) -> Duration {
-        self.ttl
-            .unwrap_or_else(|| duration::parse_field(&spec.ttl).unwrap_or(DEFAULT_TTL))
+        self.ttl.unwrap_or(spec.ttl.get())
     }
 }
-
-const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// Why the file cannot be used; the message is for the people who wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,7 +147,7 @@ pub fn read(text: &str, admitting: &[(&str, &BlueprintSpec)]) -> Result<RepoConf
             return Err(at(t, "ttl must be longer than zero".to_owned()));
         }
         for (name, spec) in admitting.iter().filter(|(n, _)| config.selects(n)) {
-            let max = duration::parse_field(&spec.max_ttl).unwrap_or(Duration::MAX);
+            let max = spec.max_ttl.get();
             if ttl > max {
                 return Err(at(
                     t,

@@ -5,8 +5,6 @@
 //! delivery still succeeds. Kubernetes failing, or GitHub failing to say who asked or which
 //! commit is the head, answers 503 with nothing changed.
 
-use std::time::Duration;
-
 use axum::http::StatusCode;
 use axum::response::Response;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -18,8 +16,8 @@ use super::AppState;
 use super::error::ApiError;
 use super::repo_config::{self, GITHUB_TIMEOUT, limits_of};
 use super::webhook::{WRITE_TIMEOUT, blueprints_for, reply};
+use crate::domain::lifecycle;
 use crate::domain::{PrNumber, RepoName};
-use crate::domain::{duration, lifecycle};
 use crate::github::client::{Installation, Permission, PullState, Reaction};
 use crate::github::commands::{self, Command};
 use crate::github::event::{CommentAction, CommentEvent};
@@ -27,7 +25,9 @@ use crate::github::intent::{self, Change, Intent};
 use crate::github::render::replies::{Reply, reply_text};
 use crate::github::render::view::sticky_view;
 use crate::github::render::{StickyState, StickyView};
-use crate::k8s::crd::{BlueprintSpec, PreviewEnvironment, Teardown, TeardownReason};
+use crate::k8s::crd::{
+    BlueprintSpec, DEFAULT_MAX_TTL, PreviewEnvironment, Teardown, TeardownReason,
+};
 use crate::k8s::events::Request;
 use crate::k8s::labels::STICKY_REFRESH;
 use crate::k8s::previews::{self, Outcome};
@@ -312,8 +312,7 @@ async fn deploy(
                 create: true,
                 requested_by: ev.author.clone(),
                 ttl: config.ttl(spec),
-                max_ttl: duration::parse_field(&spec.max_ttl)
-                    .unwrap_or(Duration::from_secs(168 * 3600)),
+                max_ttl: spec.max_ttl.get(),
             },
         };
         let preview = intent.preview.as_str();
@@ -380,9 +379,7 @@ async fn on_existing(
         let name = pe.name_any();
         let mut answer: Option<Reply> = None;
         let author = ev.author.clone();
-        let max_ttl = spec_of(pe)
-            .and_then(|s| duration::parse_field(&s.max_ttl).ok())
-            .unwrap_or(Duration::from_secs(168 * 3600));
+        let max_ttl = spec_of(pe).map_or(DEFAULT_MAX_TTL, |s| s.max_ttl).get();
         let change = |next: &mut PreviewEnvironment| -> Result<(), Outcome> {
             match command {
                 Command::Stop => next.spec.stopped = true,

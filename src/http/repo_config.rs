@@ -107,16 +107,17 @@ async fn tell_once(
 
 /// The limits the help text quotes, from a Blueprint (or the defaults).
 pub(super) fn limits_of(spec: Option<&BlueprintSpec>) -> HelpLimits {
-    use crate::domain::duration::parse_field;
-    let parse = |s: Option<&String>, default: u64| {
-        s.and_then(|s| parse_field(s).ok())
-            .unwrap_or(Duration::from_secs(default))
+    use crate::k8s::crd::{
+        DEFAULT_MAX_PREVIEWS, DEFAULT_MAX_TTL, DEFAULT_STOP_AFTER_IDLE, DEFAULT_TTL,
     };
     HelpLimits {
-        ttl: parse(spec.map(|s| &s.ttl), 24 * 3600),
-        max_ttl: parse(spec.map(|s| &s.max_ttl), 168 * 3600),
-        stop_after_idle: Some(parse(spec.map(|s| &s.stop_after_idle), 4 * 3600))
-            .filter(|d| !d.is_zero()),
-        max_previews: Some(spec.map_or(20, |s| s.max_previews)),
+        ttl: spec.map_or(DEFAULT_TTL, |s| s.ttl).get(),
+        max_ttl: spec.map_or(DEFAULT_MAX_TTL, |s| s.max_ttl).get(),
+        stop_after_idle: Some(
+            spec.map_or(DEFAULT_STOP_AFTER_IDLE, |s| s.stop_after_idle)
+                .get(),
+        )
+        .filter(|d| !d.is_zero()),
+        max_previews: Some(spec.map_or(DEFAULT_MAX_PREVIEWS, |s| s.max_previews)),
     }
 }

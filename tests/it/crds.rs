@@ -57,7 +57,7 @@ fn valid_preview_spec() -> Value {
 async fn valid_resources_are_accepted_with_defaults() {
     let client = ready_client().await;
     let ns = TestNamespace::new(&client, "it-crds-valid").await;
-    create(
+    let created = create(
         &client,
         &ns.name,
         "Blueprint",
@@ -68,9 +68,17 @@ async fn valid_resources_are_accepted_with_defaults() {
     )
     .await
     .expect("valid blueprint accepted");
+    // The object as the API server stored it, before any serde default of ours.
+    assert_eq!(
+        (
+            created.data["spec"]["ttl"].as_str(),
+            created.data["spec"]["maxTtl"].as_str()
+        ),
+        (Some("24h"), Some("168h")),
+        "defaults are applied by the API server"
+    );
     let bp: Blueprint = ns.api::<Blueprint>().get("shop").await.unwrap();
-    assert_eq!(bp.spec.ttl, "24h", "defaults are applied by the API server");
-    assert_eq!(bp.spec.max_ttl, "168h");
+    assert_eq!(bp.spec.ttl.get(), Duration::from_secs(24 * 3600));
     assert_eq!(bp.spec.max_previews, 20);
     assert_eq!(bp.spec.isolation.quota.pods, 50);
 

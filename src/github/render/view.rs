@@ -7,7 +7,7 @@ use std::time::Duration;
 use kube::ResourceExt;
 
 use super::{StickyState, StickyView};
-use crate::domain::{Sha, duration};
+use crate::domain::Sha;
 use crate::k8s::crd::{BlueprintSpec, Phase, PreviewEnvironment};
 
 /// The view of `pe`, or `None` while there is nothing to say yet (the controller has not looked
@@ -72,7 +72,7 @@ pub fn sticky_view(
         })
         .unwrap_or_default();
     let stop_after_idle = blueprint
-        .and_then(|b| duration::parse_field(&b.stop_after_idle).ok())
+        .map(|b| b.stop_after_idle.get())
         .filter(|d| *d > Duration::ZERO);
     Some(StickyView {
         preview: pe.name_any(),

@@ -5,25 +5,33 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Go-style durations (`30m`, `4h`, `1h30m`) or `0`; CEL's `duration()` parses them.
-const DURATION: &str = r"^(0|([0-9]+(h|m|s))+)$";
+use super::duration::GoDuration;
+
 /// `owner/name`, or `owner/*` for every repository of an owner.
 const REPOSITORY: &str = r"^[A-Za-z0-9-]{1,39}/([A-Za-z0-9._-]{1,100}|\*)$";
 
-fn default_ttl() -> String {
-    "24h".to_owned()
+/// The Blueprint's duration defaults, the one place they are written.
+pub const DEFAULT_TTL: GoDuration = GoDuration::from_secs(24 * 3600);
+pub const DEFAULT_MAX_TTL: GoDuration = GoDuration::from_secs(168 * 3600);
+pub const DEFAULT_STOP_AFTER_IDLE: GoDuration = GoDuration::from_secs(4 * 3600);
+pub const DEFAULT_READINESS_TIMEOUT: GoDuration = GoDuration::from_secs(600);
+
+fn default_ttl() -> GoDuration {
+    DEFAULT_TTL
 }
-fn default_max_ttl() -> String {
-    "168h".to_owned()
+fn default_max_ttl() -> GoDuration {
+    DEFAULT_MAX_TTL
 }
-fn default_stop_after_idle() -> String {
-    "4h".to_owned()
+fn default_stop_after_idle() -> GoDuration {
+    DEFAULT_STOP_AFTER_IDLE
 }
-fn default_readiness_timeout() -> String {
-    "10m".to_owned()
+fn default_readiness_timeout() -> GoDuration {
+    DEFAULT_READINESS_TIMEOUT
 }
+pub const DEFAULT_MAX_PREVIEWS: u32 = 20;
+
 fn default_max_previews() -> u32 {
-    20
+    DEFAULT_MAX_PREVIEWS
 }
 fn default_image_tag() -> String {
     "{{sha}}".to_owned()
@@ -91,18 +99,15 @@ pub struct BlueprintSpec {
 
     /// How long a preview lives after its last deploy unless extended (Go duration).
     #[serde(default = "default_ttl")]
-    #[schemars(regex(pattern = DURATION), length(max = 16))]
-    pub ttl: String,
+    pub ttl: GoDuration,
 
     /// The longest a preview may be extended to, counted from its creation.
     #[serde(default = "default_max_ttl")]
-    #[schemars(regex(pattern = DURATION), length(max = 16))]
-    pub max_ttl: String,
+    pub max_ttl: GoDuration,
 
     /// Scale a preview to zero after this long without activity (`0`: never).
     #[serde(default = "default_stop_after_idle")]
-    #[schemars(regex(pattern = DURATION), length(max = 16))]
-    pub stop_after_idle: String,
+    pub stop_after_idle: GoDuration,
 
     /// How many previews of this blueprint may exist at once (stopped ones count).
     #[serde(default = "default_max_previews")]
@@ -123,8 +128,7 @@ pub struct BlueprintSpec {
 
     /// How long a phase may take to become ready before the preview fails.
     #[serde(default = "default_readiness_timeout")]
-    #[schemars(regex(pattern = DURATION), length(max = 16))]
-    pub readiness_timeout: String,
+    pub readiness_timeout: GoDuration,
 
     /// Check runs that must have succeeded on the head commit before deploying (images built).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -1,9 +1,11 @@
 //! Sandcastle's custom resources (`sandcastle.dev/v1alpha1`) and their generated definitions.
 
 mod blueprint;
+pub mod duration;
 mod preview;
 
 pub use blueprint::*;
+pub use duration::GoDuration;
 pub use preview::*;
 
 use std::time::Duration;

@@ -163,7 +163,7 @@ pub struct PreviewStatus {
     pub github_deployment_sha: Option<String>,
     /// The last deployment status state reported to GitHub, so a transition is posted once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub github_reported: Option<String>,
+    pub github_reported: Option<Reported>,
     /// The deployment of the previous commit, marked inactive once the new one succeeds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub github_previous_deployment_id: Option<u64>,
@@ -236,6 +236,22 @@ pub enum SlotState {
     Queued,
     /// Refused because every slot was in use.
     Rejected,
+}
+
+/// What GitHub was last told of the preview's current deployment: its deployment status
+/// states, and `stopped` (posted as `inactive` with how to wake it, so that waking reports on
+/// the same deployment).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Reported {
+    Queued,
+    Pending,
+    InProgress,
+    Success,
+    Failure,
+    Error,
+    Inactive,
+    Stopped,
 }
 
 /// Where a rollout of one plan (one commit and blueprint version) has got to.
