@@ -13,7 +13,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use sandcastle::demo::stage::Stage;
 use sandcastle::domain::{PrNumber, Sha};
-use sandcastle::github::standin::PrSpec;
+use sandcastle::fake_github::PrSpec;
 use sandcastle::k8s::crd::{Phase, PreviewEnvironment};
 
 const PREVIEWS: u64 = 10;

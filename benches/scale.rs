@@ -20,7 +20,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use sandcastle::demo::stage::{ensure_namespace, load};
 use sandcastle::domain::{PrNumber, RepoName, Sha};
-use sandcastle::github::standin::{
+use sandcastle::fake_github::{
     Delivery, FakeConfig, FakeGitHub, PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
 };
 use sandcastle::k8s::crd::{self, Phase, PreviewEnvironment};

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use sandcastle::demo::stage::Stage;
 use sandcastle::domain::{PrNumber, Sha};
-use sandcastle::github::standin::{Fault, PrSpec, Role};
+use sandcastle::fake_github::{Fault, PrSpec, Role};
 
 const SLOW: Duration = Duration::from_secs(3);
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use sandcastle::config::Secret;
 use sandcastle::demo::stage::{SECRET, Stage};
 use sandcastle::domain::{PrNumber, Sha};
-use sandcastle::github::standin::PrSpec;
+use sandcastle::fake_github::PrSpec;
 
 const DELIVERIES: u64 = 200;
 

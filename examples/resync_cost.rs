@@ -23,7 +23,7 @@ use sandcastle::domain::{PrNumber, RepoName, Sha};
 use sandcastle::github::client::{
     ClientSettings, DeploymentState, GitHubApp, NewDeployment, NewStatus,
 };
-use sandcastle::github::standin::{FakeConfig, FakeGitHub, PrSpec, TEST_APP_PRIVATE_KEY_PEM};
+use sandcastle::fake_github::{FakeConfig, FakeGitHub, PrSpec, TEST_APP_PRIVATE_KEY_PEM};
 use sandcastle::k8s::crd::{self, Blueprint, PreviewEnvironment};
 use serde_json::json;
 

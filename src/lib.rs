@@ -6,8 +6,7 @@
 //! - [`http`]: the axum router — GitHub webhook (pull request events, `/preview` commands, check
 //!   runs), health, metrics, preview pages.
 //! - [`github`]: webhook verification and parsing, events to intents, commands and who may run
-//!   them, a repository's `.github/sandcastle.yml`, what people read, the App client, and a local
-//!   stand-in of GitHub's API for the demo and tests.
+//!   them, a repository's `.github/sandcastle.yml`, what people read, the App client.
 //! - [`domain`]: pure types and rules (identifiers, naming, durations, the clone plan,
 //!   guardrails).
 //! - [`k8s`]: custom resources and everything done through the Kubernetes API (desired-state
@@ -24,8 +23,11 @@
 pub mod app;
 pub mod config;
 pub mod controller;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod domain;
+#[cfg(feature = "demo")]
+pub mod fake_github;
 pub mod github;
 pub mod http;
 pub mod k8s;

@@ -45,7 +45,13 @@ fn init_tracing(format: LogFormat, directives: &str) {
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => serve(*args).await,
+        #[cfg(feature = "demo")]
         Command::Demo(args) => sandcastle::demo::run(args).await,
+        #[cfg(not(feature = "demo"))]
+        Command::Demo(_) => anyhow::bail!(
+            "this build of Sandcastle has no demo (it was built without the `demo` feature, as \
+             shipped builds are); from a checkout, run `cargo run -- demo`"
+        ),
         Command::Crds(args) => generated(
             &sandcastle::k8s::crd::definitions_yaml()?,
             &args,

@@ -12,7 +12,7 @@ use sandcastle::github::client::{
     CheckConclusion, CheckStatus, ClientSettings, DeploymentState, GitHubApp, GitHubError,
     Installation, NewDeployment, NewStatus, Permission, PullState, Reaction,
 };
-use sandcastle::github::standin::{
+use sandcastle::fake_github::{
     CallAuth, FakeConfig, FakeGitHub, Fault, PrSpec, Role, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
     sign,
 };
@@ -76,7 +76,7 @@ async fn env() -> Env {
     e
 }
 
-fn statuses(calls: &[sandcastle::github::standin::Call]) -> Vec<u16> {
+fn statuses(calls: &[sandcastle::fake_github::Call]) -> Vec<u16> {
     calls.iter().map(|c| c.status).collect()
 }
 

@@ -18,7 +18,7 @@ use tokio::io::AsyncBufReadExt;
 use crate::app;
 use crate::config::{DemoArgs, KubeArgs};
 use crate::domain::{PrNumber, Sha};
-use crate::github::standin::{FakeGitHub, PrSpec};
+use crate::fake_github::{FakeGitHub, PrSpec};
 use crate::k8s::crd::{self, Phase, PreviewEnvironment};
 
 const HOME: &str = "sandcastle";

@@ -21,7 +21,7 @@ use crate::config::Secret;
 use crate::controller::{Settings, clock::Clock};
 use crate::domain::RepoName;
 use crate::github::client::{ClientSettings, GitHubApp};
-use crate::github::standin::{
+use crate::fake_github::{
     Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
 };
 use crate::k8s::apply::Resolver;

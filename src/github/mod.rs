@@ -1,7 +1,7 @@
 //! Everything GitHub says to Sandcastle and Sandcastle says back: webhook signatures, events
 //! parsed into Sandcastle's own types and turned into intents, comment commands and who may run
 //! them, a repository's `.github/sandcastle.yml`, the text people read (sticky comment,
-//! deployment statuses, replies), the App client, and a local stand-in of GitHub's API.
+//! deployment statuses, replies) and the App client.
 
 pub mod client;
 pub mod commands;
@@ -10,5 +10,4 @@ pub mod intent;
 pub mod permissions;
 pub mod render;
 pub mod repo_config;
-pub mod standin;
 pub mod verify;

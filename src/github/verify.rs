@@ -1,9 +1,6 @@
 //! Webhook signature verification: `X-Hub-Signature-256` checked as HMAC-SHA256 over the exact
 //! body bytes, in constant time, against every configured secret (so secrets can be rotated).
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-
 use crate::config::Secret;
 
 /// The header GitHub puts the signature in (lower-case, as HTTP/2 delivers it).
@@ -85,10 +82,8 @@ fn decode(header: &str) -> Result<[u8; 32], SignatureError> {
 /// The header value GitHub would send for `body` signed with `secret`. For tests and the fake
 /// GitHub, which must sign the deliveries they send.
 pub fn sign(secret: &Secret, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose().as_bytes())
-        .expect("HMAC accepts keys of any length");
-    mac.update(body);
-    format!("{PREFIX}{}", hex::encode(mac.finalize().into_bytes()))
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.expose().as_bytes());
+    format!("{PREFIX}{}", hex::encode(ring::hmac::sign(&key, body).as_ref()))
 }
 
 #[cfg(test)]

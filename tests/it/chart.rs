@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use sandcastle::controller::leader::LeaderElection;
 use sandcastle::domain::plan::parse_manifests;
-use sandcastle::github::standin::PrSpec;
+use sandcastle::fake_github::PrSpec;
 use sandcastle::k8s::apply::identity;
 use sandcastle::k8s::crd::Phase;
 

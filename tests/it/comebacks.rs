@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
 use sandcastle::domain::Sha;
-use sandcastle::github::standin::{Delivery, PrSpec};
+use sandcastle::fake_github::{Delivery, PrSpec};
 use sandcastle::k8s::crd::{Phase, TeardownReason};
 use serde_json::json;
 

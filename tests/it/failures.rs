@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use sandcastle::github::standin::PrSpec;
+use sandcastle::fake_github::PrSpec;
 use sandcastle::k8s::crd::{Phase, PreviewEnvironment};
 use serde_json::json;
 

@@ -26,7 +26,7 @@ use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use sandcastle::domain::plan::{self, Plan, PreviewContext};
 use sandcastle::domain::{NamespaceName, RepoName, Sha};
-use sandcastle::github::standin::PrSpec;
+use sandcastle::fake_github::PrSpec;
 use sandcastle::k8s::apply::Resolver;
 use sandcastle::k8s::crd::{Blueprint, Phase, PreviewEnvironment};
 use sandcastle::k8s::readiness::{self, Health};

@@ -18,7 +18,7 @@ use sandcastle::app::{self, Parts};
 use sandcastle::controller::clock::Clock;
 use sandcastle::controller::leader::LeaderElection;
 use sandcastle::domain::Sha;
-use sandcastle::github::standin::{PrSpec, StatusRecord};
+use sandcastle::fake_github::{PrSpec, StatusRecord};
 use sandcastle::k8s::crd::{Blueprint, Phase, PreviewEnvironment, SlotState, TeardownReason};
 use sandcastle::k8s::labels::{ORPHANED_SINCE, STOPPED_REPLICAS};
 use sandcastle::k8s::previews;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sandcastle::github::standin::PrSpec;
+use sandcastle::fake_github::PrSpec;
 use sandcastle::k8s::crd::Phase;
 use serde_json::json;
 

@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use sandcastle::github::standin::{PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
+use sandcastle::fake_github::{PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
 use sandcastle::k8s::crd::Phase;
 use tokio::io::AsyncReadExt;
 

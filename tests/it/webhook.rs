@@ -8,7 +8,7 @@ use kube::Client;
 use kube::api::ListParams;
 use sandcastle::app;
 use sandcastle::config::Secret;
-use sandcastle::github::standin::{PrSpec, sign};
+use sandcastle::fake_github::{PrSpec, sign};
 use serde_json::{Value, json};
 
 use crate::support::cluster;

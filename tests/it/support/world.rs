@@ -18,7 +18,7 @@ use sandcastle::config::Secret;
 use sandcastle::controller::{Settings, clock::Clock};
 use sandcastle::domain::{PrNumber, RepoName, Sha};
 use sandcastle::github::client::{ClientSettings, GitHubApp};
-use sandcastle::github::standin::{
+use sandcastle::fake_github::{
     Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
 };
 use sandcastle::k8s::crd::{self, Phase, PreviewEnvironment};

@@ -12,10 +12,10 @@ use http::{StatusCode, Uri};
 use serde_json::{Value, json};
 
 use super::{error, not_found, paginate, paginate_array, reply, with_repo};
-use crate::github::standin::auth::RequestAuth;
-use crate::github::standin::json;
-use crate::github::standin::server::Shared;
-use crate::github::standin::state::derived_sha;
+use crate::fake_github::auth::RequestAuth;
+use crate::fake_github::json;
+use crate::fake_github::server::Shared;
+use crate::fake_github::state::derived_sha;
 
 const CONTENTS_DOC: &str = "https://docs.github.com/rest/repos/contents#get-repository-content";
 
@@ -171,7 +171,11 @@ pub(super) async fn check_runs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::github::client::decode_base64_content;
+    fn decode_base64_content(content: &str) -> Result<Vec<u8>, base64::DecodeError> {
+        use base64::Engine as _;
+        let compact: String = content.chars().filter(|c| !c.is_whitespace()).collect();
+        base64::engine::general_purpose::STANDARD.decode(compact)
+    }
 
     #[test]
     fn contents_are_wrapped_like_githubs() {

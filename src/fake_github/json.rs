@@ -16,7 +16,7 @@ use crate::domain::RepoName;
 macro_rules! fixture {
     ($name:ident, $file:literal) => {
         pub(crate) static $name: LazyLock<Value> = LazyLock::new(|| {
-            serde_json::from_str(include_str!(concat!("../../../fixtures/github/", $file)))
+            serde_json::from_str(include_str!(concat!("../../fixtures/github/", $file)))
                 .expect(concat!($file, " is JSON"))
         });
     };

@@ -13,10 +13,10 @@ use rand::Rng as _;
 use serde_json::{Value, json};
 
 use super::{error, installation, not_found, paginate, paginate_array, reply};
-use crate::github::standin::auth::RequestAuth;
-use crate::github::standin::json;
-use crate::github::standin::server::Shared;
-use crate::github::standin::state::{TokenRecord, ts};
+use crate::fake_github::auth::RequestAuth;
+use crate::fake_github::json;
+use crate::fake_github::server::Shared;
+use crate::fake_github::state::{TokenRecord, ts};
 
 const TOKEN_DOC: &str =
     "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app";

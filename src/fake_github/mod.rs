@@ -43,9 +43,9 @@ use state::{Budget, InstallationRecord, RepoRecord, State};
 /// The App id of the checked-in test App.
 pub const TEST_APP_ID: u64 = 2_010_729;
 /// The checked-in test App's private key (PKCS#1 PEM). For tests and the demo only.
-pub const TEST_APP_PRIVATE_KEY_PEM: &str = include_str!("../../../fixtures/keys/test-app.pem");
+pub const TEST_APP_PRIVATE_KEY_PEM: &str = include_str!("../../fixtures/keys/test-app.pem");
 /// Its public key, which the stand-in verifies App JWTs with.
-pub const TEST_APP_PUBLIC_KEY_PEM: &str = include_str!("../../../fixtures/keys/test-app.pub.pem");
+pub const TEST_APP_PUBLIC_KEY_PEM: &str = include_str!("../../fixtures/keys/test-app.pub.pem");
 
 /// How the stand-in is set up.
 #[derive(Debug, Clone)]

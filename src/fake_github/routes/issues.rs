@@ -12,10 +12,10 @@ use http::{StatusCode, Uri};
 use serde_json::Value;
 
 use super::{field, invalid, no_content, not_found, object_body, paginate_array, reply, with_repo};
-use crate::github::standin::auth::RequestAuth;
-use crate::github::standin::json;
-use crate::github::standin::server::Shared;
-use crate::github::standin::state::{CommentRecord, ReactionRecord};
+use crate::fake_github::auth::RequestAuth;
+use crate::fake_github::json;
+use crate::fake_github::server::Shared;
+use crate::fake_github::state::{CommentRecord, ReactionRecord};
 
 const COMMENT_DOC: &str = "https://docs.github.com/rest/issues/comments";
 const REACTION_DOC: &str =

@@ -13,10 +13,10 @@ use http::{StatusCode, Uri};
 use serde_json::{Value, json};
 
 use super::{error, field, invalid, not_found, object_body, paginate_array, reply, with_repo};
-use crate::github::standin::auth::RequestAuth;
-use crate::github::standin::json;
-use crate::github::standin::server::Shared;
-use crate::github::standin::state::{DeploymentRecord, StatusRecord, derived_sha};
+use crate::fake_github::auth::RequestAuth;
+use crate::fake_github::json;
+use crate::fake_github::server::Shared;
+use crate::fake_github::state::{DeploymentRecord, StatusRecord, derived_sha};
 
 const DEPLOY_DOC: &str = "https://docs.github.com/rest/deployments/deployments#create-a-deployment";
 const STATUS_DOC: &str =
@@ -133,7 +133,7 @@ pub(super) async fn create(
 /// Whether the check runs on `sha` allow a deployment: every run (or every required context)
 /// completed with success, neutral or skipped. An empty list bypasses the check.
 fn contexts_pass(
-    runs: &[crate::github::standin::state::CheckRunRecord],
+    runs: &[crate::fake_github::state::CheckRunRecord],
     sha: &crate::domain::Sha,
     required: Option<&[&str]>,
 ) -> bool {

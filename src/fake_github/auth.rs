@@ -122,9 +122,9 @@ mod tests {
     use jsonwebtoken::{EncodingKey, Header};
     use serde_json::json;
 
-    const PRIVATE: &str = include_str!("../../../fixtures/keys/test-app.pem");
-    const PUBLIC: &str = include_str!("../../../fixtures/keys/test-app.pub.pem");
-    const OTHER: &str = include_str!("../../../fixtures/keys/other-app.pem");
+    const PRIVATE: &str = include_str!("../../fixtures/keys/test-app.pem");
+    const PUBLIC: &str = include_str!("../../fixtures/keys/test-app.pub.pem");
+    const OTHER: &str = include_str!("../../fixtures/keys/other-app.pem");
 
     fn jwt(key: &str, claims: Value) -> String {
         let key = EncodingKey::from_rsa_pem(key.as_bytes()).unwrap();
