@@ -17,13 +17,13 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use sandcastle::config::Secret;
-use sandcastle::controller::clock::Clock;
 use sandcastle::controller::{Context, Settings, resync};
+use sandcastle::domain::clock::Clock;
 use sandcastle::domain::{PrNumber, RepoName, Sha};
+use sandcastle::fake_github::{FakeConfig, FakeGitHub, PrSpec, TEST_APP_PRIVATE_KEY_PEM};
 use sandcastle::github::client::{
     ClientSettings, DeploymentState, GitHubApp, NewDeployment, NewStatus,
 };
-use sandcastle::fake_github::{FakeConfig, FakeGitHub, PrSpec, TEST_APP_PRIVATE_KEY_PEM};
 use sandcastle::k8s::crd::{self, Blueprint, PreviewEnvironment};
 use serde_json::json;
 

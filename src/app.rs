@@ -16,7 +16,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{KubeArgs, Secret};
-use crate::controller::{self, Context, Settings, clock::Clock};
+use crate::controller::{self, Context, Settings};
+use crate::domain::clock::Clock;
 use crate::github::client::GitHubApp;
 use crate::http::{self, AppState, Deliveries};
 use crate::k8s::crd::Blueprint;

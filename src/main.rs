@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use sandcastle::config::{Cli, Command, GeneratedArgs, LogFormat, Secret, ServeArgs};
-use sandcastle::controller::{Settings, clock::Clock};
+use sandcastle::controller::Settings;
+use sandcastle::domain::clock::Clock;
 use sandcastle::github::client::{ClientSettings, GitHubApp};
 
 #[tokio::main]

@@ -8,13 +8,13 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use sandcastle::config::Secret;
 use sandcastle::domain::{PrNumber, RepoName, Sha};
-use sandcastle::github::client::{
-    CheckConclusion, CheckStatus, ClientSettings, DeploymentState, GitHubApp, GitHubError,
-    Installation, NewDeployment, NewStatus, Permission, PullState, Reaction,
-};
 use sandcastle::fake_github::{
     CallAuth, FakeConfig, FakeGitHub, Fault, PrSpec, Role, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
     sign,
+};
+use sandcastle::github::client::{
+    CheckConclusion, CheckStatus, ClientSettings, DeploymentState, GitHubApp, GitHubError,
+    Installation, NewDeployment, NewStatus, Permission, PullState, Reaction,
 };
 use sandcastle::metrics::Metrics;
 use serde_json::json;

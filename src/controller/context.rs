@@ -9,8 +9,8 @@ use kube::Client;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::mpsc;
 
-use super::clock::Clock;
 use super::leader::LeaderElection;
+use crate::domain::clock::Clock;
 use crate::github::client::GitHubApp;
 use crate::k8s::apply::Resolver;
 use crate::k8s::crd::PreviewEnvironment;

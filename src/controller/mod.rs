@@ -7,7 +7,6 @@
 
 mod capacity;
 mod checks;
-pub mod clock;
 pub mod context;
 mod hooks;
 pub mod housekeeping;

@@ -17,13 +17,12 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use crate::app::{self, Parts, Running};
-use crate::config::Secret;
-use crate::controller::{Settings, clock::Clock};
+use crate::controller::Settings;
 use crate::domain::RepoName;
+use crate::domain::Secret;
+use crate::domain::clock::Clock;
+use crate::fake_github::{Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
 use crate::github::client::{ClientSettings, GitHubApp};
-use crate::fake_github::{
-    Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
-};
 use crate::k8s::apply::Resolver;
 use crate::k8s::crd;
 

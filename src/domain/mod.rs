@@ -1,12 +1,16 @@
-//! Pure types and rules with no I/O: identifiers, durations, naming, templates, intents, the clone
-//! plan, the guardrails of a preview namespace and the lifecycle rules (expiry, idle, slots).
+//! Pure types and rules with no I/O: identifiers, secrets, durations, the clock, naming,
+//! templates, intents, the clone plan, the guardrails of a preview namespace and the lifecycle
+//! rules (expiry, idle, slots).
 
+pub mod clock;
 pub mod duration;
 pub mod guardrails;
 pub mod ids;
 pub mod lifecycle;
 pub mod naming;
 pub mod plan;
+mod secret;
 pub mod template;
 
 pub use ids::{IdError, NamespaceName, PrNumber, RepoName, Sha};
+pub use secret::Secret;

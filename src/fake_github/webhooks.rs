@@ -13,7 +13,10 @@ use crate::domain::{PrNumber, RepoName, Sha};
 /// `"sha256=" + hex(HMAC-SHA256(secret, body))`, the `X-Hub-Signature-256` value.
 pub fn sign(secret: &[u8], body: &[u8]) -> String {
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret);
-    format!("sha256={}", hex::encode(ring::hmac::sign(&key, body).as_ref()))
+    format!(
+        "sha256={}",
+        hex::encode(ring::hmac::sign(&key, body).as_ref())
+    )
 }
 
 /// One webhook delivery: what GitHub POSTs to the App's webhook URL.

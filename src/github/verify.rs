@@ -1,7 +1,7 @@
 //! Webhook signature verification: `X-Hub-Signature-256` checked as HMAC-SHA256 over the exact
 //! body bytes, in constant time, against every configured secret (so secrets can be rotated).
 
-use crate::config::Secret;
+use crate::domain::Secret;
 
 /// The header GitHub puts the signature in (lower-case, as HTTP/2 delivers it).
 pub const SIGNATURE_HEADER: &str = "x-hub-signature-256";
@@ -83,7 +83,10 @@ fn decode(header: &str) -> Result<[u8; 32], SignatureError> {
 /// GitHub, which must sign the deliveries they send.
 pub fn sign(secret: &Secret, body: &[u8]) -> String {
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.expose().as_bytes());
-    format!("{PREFIX}{}", hex::encode(ring::hmac::sign(&key, body).as_ref()))
+    format!(
+        "{PREFIX}{}",
+        hex::encode(ring::hmac::sign(&key, body).as_ref())
+    )
 }
 
 #[cfg(test)]

@@ -21,8 +21,8 @@ use tower_http::trace::TraceLayer;
 
 pub use deliveries::Deliveries;
 
-use crate::config::Secret;
-use crate::controller::clock::Clock;
+use crate::domain::Secret;
+use crate::domain::clock::Clock;
 use crate::github::client::GitHubApp;
 use crate::github::permissions::PermissionCache;
 use crate::k8s::crd::Blueprint;

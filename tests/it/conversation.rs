@@ -10,8 +10,8 @@ use futures::future::join_all;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use sandcastle::domain::{RepoName, Sha};
-use sandcastle::github::render::parse_marker;
 use sandcastle::fake_github::{CommentRecord, Fault, PrSpec, Role};
+use sandcastle::github::render::parse_marker;
 use sandcastle::k8s::crd::{Blueprint, Phase, PreviewEnvironment, TeardownReason};
 use serde_json::{Value, json};
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 use octocrab::Octocrab;
 use octocrab::models::{AppId, InstallationId};
 
-use crate::config::Secret;
+use crate::domain::Secret;
 use crate::metrics::GitHubMetrics;
 
 pub use error::GitHubError;

@@ -15,12 +15,13 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use sandcastle::app::{self, Parts, Running};
 use sandcastle::config::Secret;
-use sandcastle::controller::{Settings, clock::Clock};
+use sandcastle::controller::Settings;
+use sandcastle::domain::clock::Clock;
 use sandcastle::domain::{PrNumber, RepoName, Sha};
-use sandcastle::github::client::{ClientSettings, GitHubApp};
 use sandcastle::fake_github::{
     Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
 };
+use sandcastle::github::client::{ClientSettings, GitHubApp};
 use sandcastle::k8s::crd::{self, Phase, PreviewEnvironment};
 use serde_json::{Value, json};
 
