@@ -10,9 +10,9 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
 use crate::config::{KubeArgs, RenderArgs};
+use crate::domain::intent;
 use crate::domain::plan::{self, PreviewContext, parse_manifests};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha, guardrails, naming};
-use crate::github::intent;
 use crate::k8s::apply::Resolver;
 use crate::k8s::crd::{BlueprintSource, BlueprintSpec, ManifestsRef};
 use crate::k8s::source;

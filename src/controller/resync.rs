@@ -25,10 +25,10 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use super::context::Context;
+use crate::domain::intent::{self, Change, Intent};
 use crate::domain::{PrNumber, RepoName, Sha, lifecycle};
 use crate::github::client::{DeploymentState, GitHubError, Installation, PullRequest, PullState};
 use crate::github::event::{BaseInfo, HeadInfo, PrAction, PrState, PullRequestEvent};
-use crate::github::intent::{self, Change, Intent};
 use crate::github::repo_config::{self, RepoConfig};
 use crate::k8s::crd::{
     Blueprint, BlueprintSpec, DEFAULT_TTL, Phase, PreviewEnvironment, Reported, SlotState,
@@ -298,8 +298,11 @@ pub async fn run(ctx: &Context, round: u64) -> Result<ResyncReport, ResyncError>
                     configs.insert(pr.base.ref_.clone(), config);
                 }
                 let config = &configs[&pr.base.ref_];
-                let (intents, _) =
-                    intent::from_pull_request(&as_event(pr, info.id), &specs, config);
+                let (intents, _) = crate::github::triggers::from_pull_request(
+                    &as_event(pr, info.id),
+                    &specs,
+                    config,
+                );
                 for intent in intents {
                     let found = existing.get(intent.preview.as_str());
                     match found {

@@ -6,11 +6,13 @@ pub mod clock;
 pub mod duration;
 pub mod guardrails;
 pub mod ids;
+pub mod intent;
 pub mod lifecycle;
 pub mod naming;
 pub mod plan;
 mod secret;
 pub mod template;
+pub mod transitions;
 
 pub use ids::{IdError, NamespaceName, PrNumber, RepoName, Sha};
 pub use secret::Secret;

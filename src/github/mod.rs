@@ -6,8 +6,8 @@
 pub mod client;
 pub mod commands;
 pub mod event;
-pub mod intent;
 pub mod permissions;
 pub mod render;
 pub mod repo_config;
+pub mod triggers;
 pub mod verify;

@@ -25,10 +25,10 @@ use super::AppState;
 use super::error::ApiError;
 use super::{commands, repo_config};
 use crate::domain::RepoName;
+use crate::domain::intent;
 use crate::github::event::{
     self, CheckRunAction, CheckRunEvent, Event, PrAction, PullRequestEvent,
 };
-use crate::github::intent;
 use crate::github::verify::verify_signature;
 use crate::k8s::crd::{Blueprint, BlueprintSpec, PreviewEnvironment};
 use crate::k8s::events::Request;
@@ -206,7 +206,7 @@ async fn pull_request(
     } else {
         Default::default()
     };
-    let (intents, skipped) = intent::from_pull_request(ev, &specs, &config);
+    let (intents, skipped) = crate::github::triggers::from_pull_request(ev, &specs, &config);
     if intents.is_empty() {
         let reason = match skipped.first() {
             Some(s) => format!("{}: {}", s.blueprint, s.reason),

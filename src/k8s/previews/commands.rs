@@ -12,12 +12,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
-use super::{Outcome, Write, expiry, extended_expiry, new_preview, touch, write};
-use crate::domain::lifecycle;
-use crate::github::intent::{Change, Intent};
-use crate::k8s::crd::{PreviewEnvironment, Requester, RequesterKind};
+use super::{Outcome, Write, touch, write};
+use crate::domain::intent::{Change, Intent};
+use crate::domain::{lifecycle, transitions};
+use crate::k8s::crd::PreviewEnvironment;
 use crate::k8s::events::Request;
-use crate::k8s::labels::REDEPLOY;
 
 /// `/preview`: run `intent.preview` at `intent.sha` now, creating it or bringing it back from a
 /// tombstone, waking it, and starting a new rollout even when the commit is unchanged (a retry).
@@ -30,55 +29,16 @@ pub async fn deploy_now(
     delivery: &str,
     now: Timestamp,
 ) -> Result<Outcome, kube::Error> {
-    let Change::Deploy {
-        requested_by,
-        ttl,
-        max_ttl,
-        ..
-    } = &intent.change
-    else {
+    if !matches!(intent.change, Change::Deploy { .. }) {
         return Ok(Outcome::Skipped);
-    };
+    }
     write(api, intent.preview.as_str(), delivery, request, |current| {
-        let Some(pe) = current else {
-            let mut pe = new_preview(intent, now);
-            pe.spec.pinned = pinned;
-            pe.annotations_mut()
-                .insert(REDEPLOY.to_owned(), delivery.to_owned());
-            return Write::Create(Box::new(pe));
-        };
-        let mut next = pe.clone();
-        if pe.spec.teardown.is_some() {
-            super::revive(&mut next);
+        let created = current.is_none();
+        match transitions::deploy_now(current, intent, pinned, delivery, now) {
+            Some(pe) if created => Write::Create(Box::new(pe)),
+            Some(pe) => Write::Replace(Box::new(pe)),
+            None => Write::Done(Outcome::Skipped),
         }
-        let spec = &mut next.spec;
-        spec.sha = intent.sha.to_string();
-        spec.git_ref = intent.git_ref.clone();
-        spec.installation_id = intent.installation_id.or(pe.spec.installation_id);
-        spec.pinned = pinned;
-        spec.awaiting_approval = false;
-        spec.stopped = false;
-        spec.requested_by = Requester {
-            kind: RequesterKind::GithubUser,
-            name: requested_by.clone(),
-        };
-        spec.expires_at = Some(if pe.spec.teardown.is_some() {
-            expiry(now, *ttl)
-        } else {
-            extended_expiry(pe, now, *ttl, *max_ttl)
-        });
-        if pe
-            .spec
-            .pr_updated_at
-            .as_ref()
-            .is_none_or(|l| intent.event_time > l.0)
-        {
-            spec.pr_updated_at = Some(Time(intent.event_time));
-        }
-        next.annotations_mut()
-            .insert(REDEPLOY.to_owned(), delivery.to_owned());
-        touch(&mut next, now);
-        Write::Replace(Box::new(next))
     })
     .await
 }

@@ -1,7 +1,8 @@
 //! From a pull request event to desired state: which previews (one per Blueprint that covers the
 //! repository, or the one the repository's `.github/sandcastle.yml` chose) should exist at which
-//! commit, wait for a maintainer's approval (forks), or be torn down. Pure: the caller supplies
-//! the Blueprints and the repository's configuration; writing the result is `k8s::previews`.
+//! commit, wait for a maintainer's approval (forks), or be torn down (as `domain::intent`s).
+//! Pure: the caller supplies the Blueprints and the repository's configuration; writing the
+//! result is `k8s::previews`.
 //!
 //! Triggers: with `trigger: auto`, opened, reopened, synchronize and ready_for_review deploy
 //! non-draft pull requests from the repository itself, unless they carry the `no-preview`
@@ -12,108 +13,10 @@
 //! its own, converting a pull request to draft takes its previews down, and marking it ready for
 //! review deploys again; a `/preview` on a draft deploys it on request (and pushes then move it).
 
-use std::time::Duration;
-
-use jiff::Timestamp;
-
 use super::event::{PrAction, PullRequestEvent};
 use super::repo_config::RepoConfig;
-use crate::domain::naming::{self, PreviewIdentity};
-use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
+use crate::domain::intent::{Change, Intent, NO_PREVIEW_LABEL, Skipped, admits, preview_name};
 use crate::k8s::crd::{BlueprintSpec, TeardownReason, Trigger};
-
-/// A change of desired state for one preview.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Intent {
-    pub preview: NamespaceName,
-    pub blueprint: String,
-    pub repo: RepoName,
-    pub pr: PrNumber,
-    pub sha: Sha,
-    pub git_ref: String,
-    pub installation_id: Option<u64>,
-    /// GitHub's `updated_at` of the event: older events than the one last applied are dropped.
-    pub event_time: Timestamp,
-    pub change: Change,
-}
-
-/// The label that keeps a pull request from being deployed automatically.
-pub const NO_PREVIEW_LABEL: &str = "no-preview";
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Change {
-    /// Run the preview at `sha`. `create`: make it if it does not exist (otherwise only move an
-    /// existing one, e.g. a push to a PR whose preview was asked for by comment).
-    Deploy {
-        create: bool,
-        requested_by: String,
-        ttl: Duration,
-        max_ttl: Duration,
-    },
-    /// A fork's head is `sha`: a preview nobody approved yet waits at it (`create`: make one if
-    /// there is none); a preview a maintainer approved stays pinned where it is.
-    AwaitApproval { create: bool, requested_by: String },
-    /// Take the preview down (PR merged or closed, `no-preview` added). `create`: leave a
-    /// tombstone even if there is no preview, so that late deliveries cannot make one.
-    Teardown {
-        reason: TeardownReason,
-        actor: Option<String>,
-        create: bool,
-    },
-}
-
-/// Why a Blueprint covering the repository produced no intent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
-    pub blueprint: String,
-    pub reason: String,
-}
-
-/// Whether `pattern` (`owner/name` or `owner/*`) covers `repo`.
-fn covers(pattern: &str, repo: &RepoName) -> bool {
-    let pattern = pattern.to_ascii_lowercase();
-    match pattern.split_once('/') {
-        Some((owner, "*")) => owner == repo.owner(),
-        _ => pattern == repo.as_str(),
-    }
-}
-
-/// Whether a Blueprint admits pull requests from `repo` into `base`.
-pub fn admits(spec: &BlueprintSpec, repo: &RepoName, base: &str) -> bool {
-    covers_repo(spec, repo)
-        && (spec.base_branches.is_empty() || spec.base_branches.iter().any(|b| b == base))
-}
-
-/// Whether a Blueprint lists `repo` (into whichever base branch).
-pub fn covers_repo(spec: &BlueprintSpec, repo: &RepoName) -> bool {
-    spec.repositories.iter().any(|p| covers(p, repo))
-}
-
-/// Whether another repository with the same name but another owner may use the Blueprint, so
-/// that the owner must be part of the preview's name.
-fn owner_ambiguous(spec: &BlueprintSpec, repo: &RepoName) -> bool {
-    spec.repositories
-        .iter()
-        .any(|p| match p.to_ascii_lowercase().split_once('/') {
-            Some((owner, name)) => owner != repo.owner() && (name == repo.name() || name == "*"),
-            None => false,
-        })
-}
-
-/// The preview name of `repo`'s PR `pr` under Blueprint `name`.
-pub fn preview_name(
-    blueprint: &str,
-    spec: &BlueprintSpec,
-    repo: &RepoName,
-    pr: PrNumber,
-) -> NamespaceName {
-    naming::preview_name(PreviewIdentity {
-        blueprint,
-        repo,
-        pr,
-        owner_ambiguous: owner_ambiguous(spec, repo),
-    })
-}
 
 /// The intents of a pull request event, and why Blueprints that cover the repository were
 /// passed over. `config` is the repository's `.github/sandcastle.yml` from the base branch.
@@ -227,7 +130,10 @@ pub fn from_pull_request(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::domain::{PrNumber, RepoName, Sha};
     use crate::github::event::{BaseInfo, HeadInfo, PrState};
 
     fn spec(repos: &[&str], trigger: Trigger) -> BlueprintSpec {

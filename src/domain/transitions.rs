@@ -1,0 +1,384 @@
+//! How a preview's desired state changes: a new preview from an intent, an existing one moved,
+//! woken, brought back from a tombstone (as a new incarnation) or marked for teardown — in event
+//! order, never revived by an event older than what it already holds. Pure: the write loop
+//! (`k8s::previews`) reads, asks these functions what to write, and writes.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+
+use super::intent::{Change, Intent};
+use super::lifecycle;
+use crate::k8s::crd::{
+    PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind, Teardown, TeardownReason,
+};
+use crate::k8s::labels::{self, LAST_ACTIVITY, MANAGED_BY, MANAGER, PR, PREVIEW, REDEPLOY, REPO};
+
+/// What applying an intent did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Created,
+    Updated,
+    /// Already in that state.
+    Unchanged,
+    /// This delivery was applied before.
+    Duplicate,
+    /// Older than the last event applied, or the preview was torn down after it: dropped.
+    Stale,
+    /// Nothing to move (the preview does not exist and the intent does not create one).
+    Skipped,
+    /// The resource is being deleted; the delivery should be retried later.
+    Deleting,
+    /// Concurrent writers kept winning; the delivery should be retried later.
+    Contended,
+    /// Destroyed with `/preview destroy`: only another `/preview` brings it back.
+    Destroyed,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Updated => "updated",
+            Self::Unchanged => "unchanged",
+            Self::Duplicate => "duplicate",
+            Self::Stale => "stale",
+            Self::Skipped => "skipped",
+            Self::Deleting => "deleting",
+            Self::Contended => "contended",
+            Self::Destroyed => "destroyed",
+        }
+    }
+}
+
+pub fn expiry(now: Timestamp, ttl: Duration) -> Time {
+    Time(
+        now.checked_add(jiff::SignedDuration::try_from(ttl).unwrap_or(jiff::SignedDuration::ZERO))
+            .unwrap_or(now),
+    )
+}
+
+/// Record activity on `pe` at `now` (pushes, commands, API calls: whatever should keep it
+/// running). The controller stops a preview after `stopAfterIdle` without any.
+pub fn touch(pe: &mut PreviewEnvironment, now: Timestamp) {
+    pe.annotations_mut()
+        .insert(LAST_ACTIVITY.to_owned(), now.to_string());
+}
+
+/// The expiry after activity at `now`: `now + ttl`, never past creation + `max_ttl`, never
+/// earlier than it already is.
+pub fn extended_expiry(
+    pe: &PreviewEnvironment,
+    now: Timestamp,
+    ttl: Duration,
+    max_ttl: Duration,
+) -> Time {
+    let created = pe.creation_timestamp().map_or(now, |t| t.0);
+    Time(lifecycle::expires_after_activity(
+        created,
+        pe.spec.expires_at.as_ref().map(|t| t.0),
+        now,
+        ttl,
+        max_ttl,
+    ))
+}
+
+pub fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
+    let (requested_by, expires_at, teardown) = match &intent.change {
+        Change::Deploy {
+            requested_by, ttl, ..
+        } => (requested_by.clone(), Some(expiry(now, *ttl)), None),
+        // Nothing runs until someone approves, so nothing expires yet either.
+        Change::AwaitApproval { requested_by, .. } => (requested_by.clone(), None, None),
+        Change::Teardown { reason, actor, .. } => (
+            actor.clone().unwrap_or_else(|| "github".into()),
+            None,
+            Some(Teardown {
+                reason: *reason,
+                actor: actor.clone(),
+                at: Time(intent.event_time),
+            }),
+        ),
+    };
+    let mut pe = PreviewEnvironment::new(
+        intent.preview.as_str(),
+        PreviewEnvironmentSpec {
+            blueprint: intent.blueprint.clone(),
+            repository: intent.repo.to_string(),
+            pull_request: Some(intent.pr.get()),
+            git_ref: intent.git_ref.clone(),
+            sha: intent.sha.to_string(),
+            installation_id: intent.installation_id,
+            requested_by: Requester {
+                kind: RequesterKind::GithubUser,
+                name: requested_by,
+            },
+            expires_at,
+            stopped: false,
+            pinned: false,
+            awaiting_approval: matches!(intent.change, Change::AwaitApproval { .. }),
+            teardown,
+            pr_updated_at: Some(Time(intent.event_time)),
+            incarnation: 0,
+        },
+    );
+    touch(&mut pe, now);
+    pe.labels_mut().extend([
+        (MANAGED_BY.to_owned(), MANAGER.to_owned()),
+        (PREVIEW.to_owned(), intent.preview.to_string()),
+        (REPO.to_owned(), labels::repo_label_value(&intent.repo)),
+        (PR.to_owned(), intent.pr.to_string()),
+    ]);
+    pe
+}
+
+/// Whether an event may bring back a torn-down preview: only one that would create a preview (a
+/// reopen, removing `no-preview`, ready for review) and is newer than every event applied to the
+/// preview (`last`: the teardown's own and any later one), and for one someone destroyed only a
+/// new `/preview` (which does not come this way).
+pub fn may_revive(
+    t: &Teardown,
+    last: Option<Timestamp>,
+    create: bool,
+    event_time: Timestamp,
+) -> Result<(), Outcome> {
+    if t.reason == TeardownReason::Destroyed {
+        return Err(Outcome::Destroyed);
+    }
+    if !create {
+        return Err(Outcome::Skipped);
+    }
+    let newest = last.map_or(t.at.0, |l| l.max(t.at.0));
+    if event_time <= newest {
+        return Err(Outcome::Stale);
+    }
+    Ok(())
+}
+
+/// Bring a torn-down preview back as a new incarnation: the controller takes down whatever the
+/// old one left and rolls the new one out from scratch.
+pub fn revive(next: &mut PreviewEnvironment) {
+    next.spec.teardown = None;
+    next.spec.incarnation = next.spec.incarnation.saturating_add(1);
+}
+
+/// Change `pe` as `intent` asks. Returns `None` when nothing should be written.
+pub fn change(
+    pe: &PreviewEnvironment,
+    intent: &Intent,
+    now: Timestamp,
+) -> Result<PreviewEnvironment, Outcome> {
+    let last = pe.spec.pr_updated_at.as_ref().map(|t| t.0);
+    let mut next = pe.clone();
+    match &intent.change {
+        Change::Deploy {
+            max_ttl,
+            ttl,
+            create,
+            ..
+        } => {
+            if let Some(t) = &pe.spec.teardown {
+                may_revive(t, last, *create, intent.event_time)?;
+                revive(&mut next);
+            } else if last.is_some_and(|l| intent.event_time < l) {
+                return Err(Outcome::Stale);
+            }
+            next.spec.sha = intent.sha.to_string();
+            next.spec.git_ref = intent.git_ref.clone();
+            next.spec.installation_id = intent.installation_id.or(pe.spec.installation_id);
+            // Activity keeps a preview alive.
+            next.spec.expires_at = Some(extended_expiry(pe, now, *ttl, *max_ttl));
+            // A push is activity, and wakes a stopped preview.
+            next.spec.stopped = false;
+            touch(&mut next, now);
+        }
+        Change::AwaitApproval { create, .. } => {
+            if let Some(t) = &pe.spec.teardown {
+                may_revive(t, last, *create, intent.event_time)?;
+                // Reopened: back to waiting for someone to approve the head.
+                revive(&mut next);
+                next.spec.pinned = false;
+                next.spec.awaiting_approval = true;
+                next.spec.expires_at = None;
+            } else if last.is_some_and(|l| intent.event_time < l) {
+                return Err(Outcome::Stale);
+            }
+            // A pinned preview stays on the approved commit; one still waiting follows the head.
+            if next.spec.awaiting_approval {
+                next.spec.sha = intent.sha.to_string();
+                next.spec.git_ref = intent.git_ref.clone();
+            }
+            next.spec.installation_id = intent.installation_id.or(pe.spec.installation_id);
+        }
+        Change::Teardown { reason, actor, .. } => {
+            if pe.spec.teardown.is_some() {
+                return Err(Outcome::Unchanged);
+            }
+            if last.is_some_and(|l| intent.event_time < l) {
+                return Err(Outcome::Stale);
+            }
+            next.spec.teardown = Some(Teardown {
+                reason: *reason,
+                actor: actor.clone(),
+                at: Time(intent.event_time),
+            });
+        }
+    }
+    if last.is_none_or(|l| intent.event_time > l) {
+        next.spec.pr_updated_at = Some(Time(intent.event_time));
+    }
+    if next.spec == pe.spec {
+        return Err(Outcome::Unchanged);
+    }
+    Ok(next)
+}
+
+/// `/preview` (and the API's redeploy): run `intent` now, creating the preview, bringing it
+/// back from a tombstone (a new incarnation), waking it, and starting a new rollout even at an
+/// unchanged commit (`token`, kept in the `redeploy` annotation, is part of the plan's hash).
+/// `pinned`: a fork's commit, which later pushes do not move. `None` when `intent` is no deploy.
+pub fn deploy_now(
+    current: Option<&PreviewEnvironment>,
+    intent: &Intent,
+    pinned: bool,
+    token: &str,
+    now: Timestamp,
+) -> Option<PreviewEnvironment> {
+    let Change::Deploy {
+        requested_by,
+        ttl,
+        max_ttl,
+        ..
+    } = &intent.change
+    else {
+        return None;
+    };
+    let Some(pe) = current else {
+        let mut pe = new_preview(intent, now);
+        pe.spec.pinned = pinned;
+        pe.annotations_mut()
+            .insert(REDEPLOY.to_owned(), token.to_owned());
+        return Some(pe);
+    };
+    let mut next = pe.clone();
+    if pe.spec.teardown.is_some() {
+        revive(&mut next);
+    }
+    let spec = &mut next.spec;
+    spec.sha = intent.sha.to_string();
+    spec.git_ref = intent.git_ref.clone();
+    spec.installation_id = intent.installation_id.or(pe.spec.installation_id);
+    spec.pinned = pinned;
+    spec.awaiting_approval = false;
+    spec.stopped = false;
+    spec.requested_by = Requester {
+        kind: RequesterKind::GithubUser,
+        name: requested_by.clone(),
+    };
+    spec.expires_at = Some(if pe.spec.teardown.is_some() {
+        expiry(now, *ttl)
+    } else {
+        extended_expiry(pe, now, *ttl, *max_ttl)
+    });
+    if pe
+        .spec
+        .pr_updated_at
+        .as_ref()
+        .is_none_or(|l| intent.event_time > l.0)
+    {
+        spec.pr_updated_at = Some(Time(intent.event_time));
+    }
+    next.annotations_mut()
+        .insert(REDEPLOY.to_owned(), token.to_owned());
+    touch(&mut next, now);
+    Some(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
+
+    fn at(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn intent(change: Change, event_time: &str) -> Intent {
+        Intent {
+            preview: NamespaceName::new("shop-pr-7").unwrap(),
+            blueprint: "shop".into(),
+            repo: RepoName::new("acme/shop").unwrap(),
+            pr: PrNumber::new(7).unwrap(),
+            sha: Sha::new(&"b".repeat(40)).unwrap(),
+            git_ref: "feature".into(),
+            installation_id: Some(1),
+            event_time: at(event_time),
+            change,
+        }
+    }
+
+    fn deploy(create: bool) -> Change {
+        Change::Deploy {
+            create,
+            requested_by: "octocat".into(),
+            ttl: Duration::from_secs(3600),
+            max_ttl: Duration::from_secs(7 * 86_400),
+        }
+    }
+
+    fn closed(at_time: &str) -> Teardown {
+        Teardown {
+            reason: TeardownReason::Closed,
+            actor: Some("octocat".into()),
+            at: Time(at(at_time)),
+        }
+    }
+
+    #[test]
+    fn only_a_newer_creating_event_revives_a_tombstone() {
+        let t = closed("2026-11-29T12:00:00Z");
+        let later = at("2026-11-29T12:00:05Z");
+        assert_eq!(may_revive(&t, None, true, later), Ok(()));
+        assert_eq!(may_revive(&t, None, false, later), Err(Outcome::Skipped));
+        assert_eq!(may_revive(&t, None, true, t.at.0), Err(Outcome::Stale));
+        // Older than an event applied after the teardown: stale too.
+        let newest = Some(at("2026-11-29T12:00:10Z"));
+        assert_eq!(may_revive(&t, newest, true, later), Err(Outcome::Stale));
+        let destroyed = Teardown {
+            reason: TeardownReason::Destroyed,
+            ..t
+        };
+        assert_eq!(
+            may_revive(&destroyed, None, true, later),
+            Err(Outcome::Destroyed)
+        );
+    }
+
+    #[test]
+    fn a_revived_preview_is_a_new_incarnation() {
+        let now = at("2026-11-29T12:00:30Z");
+        let opened = intent(deploy(true), "2026-11-29T12:00:00Z");
+        let mut pe = new_preview(&opened, now);
+        assert_eq!(pe.spec.incarnation, 0);
+        pe.spec.teardown = Some(closed("2026-11-29T12:00:10Z"));
+        pe.spec.pr_updated_at = Some(Time(at("2026-11-29T12:00:10Z")));
+
+        let reopened = intent(deploy(true), "2026-11-29T12:00:20Z");
+        let next = change(&pe, &reopened, now).unwrap();
+        assert_eq!(next.spec.incarnation, 1);
+        assert!(next.spec.teardown.is_none());
+        assert_eq!(
+            next.spec.pr_updated_at,
+            Some(Time(at("2026-11-29T12:00:20Z")))
+        );
+
+        // A push to a live preview is the same incarnation.
+        let pushed = intent(deploy(false), "2026-11-29T12:00:25Z");
+        assert_eq!(change(&next, &pushed, now).unwrap().spec.incarnation, 1);
+        // An older reopen replayed after the close changes nothing.
+        let replayed = intent(deploy(true), "2026-11-29T12:00:05Z");
+        assert_eq!(change(&pe, &replayed, now).unwrap_err(), Outcome::Stale);
+    }
+}
