@@ -10,7 +10,7 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
 use crate::config::{KubeArgs, RenderArgs};
-use crate::domain::plan::{self, PreviewContext, parse_manifests};
+use crate::domain::plan::{self, Manifests, PreviewContext};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha, guardrails, naming};
 use crate::github::intent;
 use crate::k8s::apply::Resolver;
@@ -61,15 +61,31 @@ fn is_blueprint(obj: &Value) -> bool {
             .is_some_and(|a| a.starts_with("sandcastle.dev/"))
 }
 
-/// The objects of `files`, and the Blueprint document among them, if any.
-fn read_files(files: &[PathBuf]) -> anyhow::Result<(Vec<Value>, Option<Value>)> {
-    let mut objects = Vec::new();
-    let mut blueprint = None;
+/// What was read from files: the objects, the Blueprint document among them (if any), and
+/// warnings about them, each naming its file.
+#[derive(Debug, Default)]
+struct Read {
+    objects: Vec<Value>,
+    blueprint: Option<Value>,
+    warnings: Vec<String>,
+}
+
+fn read_files(files: &[PathBuf]) -> anyhow::Result<Read> {
+    let mut read = Read::default();
     for file in files {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        let docs = parse_manifests(&text).with_context(|| file.display().to_string())?;
-        for doc in docs {
+        let parsed = Manifests::parse(&text).with_context(|| file.display().to_string())?;
+        read.warnings.extend(
+            parsed
+                .warnings
+                .iter()
+                .map(|w| format!("{}: {w}", file.display())),
+        );
+        let Read {
+            objects, blueprint, ..
+        } = &mut read;
+        for doc in parsed.objects {
             if !is_blueprint(&doc) {
                 objects.push(doc);
             } else if blueprint.replace(doc).is_some() {
@@ -77,7 +93,7 @@ fn read_files(files: &[PathBuf]) -> anyhow::Result<(Vec<Value>, Option<Value>)> 
             }
         }
     }
-    Ok((objects, blueprint))
+    Ok(read)
 }
 
 /// The Blueprint's spec from a Blueprint object or bare spec fields, with `source` replaced by
@@ -116,6 +132,9 @@ struct Request {
     objects: Vec<Value>,
     spec: BlueprintSpec,
     ctx: PreviewContext,
+    /// What people should hear about the input (duplicate keys…), printed on stderr and as
+    /// comments in the output.
+    warnings: Vec<String>,
 }
 
 async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
@@ -123,9 +142,13 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
     let pr = PrNumber::new(args.pr).context("--pr")?;
     let sha = Sha::new(&args.sha).context("--sha")?;
     let from = source_of(&args.blueprint)?;
-    let (file_objects, file_blueprint) = match &from {
+    let Read {
+        objects: file_objects,
+        blueprint: file_blueprint,
+        warnings,
+    } = match &from {
         Origin::Files(files) => read_files(files)?,
-        Origin::Namespace(_) => (Vec::new(), None),
+        Origin::Namespace(_) => Read::default(),
     };
     let doc = match (&args.spec, file_blueprint) {
         (Some(_), Some(_)) => {
@@ -190,17 +213,23 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
         branch: args.branch.clone().unwrap_or_else(|| format!("pr-{pr}")),
         default_host: args.previews.default_host.clone(),
     };
-    Ok(Request { objects, spec, ctx })
+    Ok(Request {
+        objects,
+        spec,
+        ctx,
+        warnings,
+    })
 }
 
 /// The YAML `sandcastle render` prints, or the refusal in the words the controller uses.
 /// `guardrails` holds the ingress controller's namespace when the namespace and its guardrails
-/// are printed too.
+/// are printed too; `notes` are comment lines for the header (what was read, warnings).
 pub fn render(
     objects: &[Value],
     spec: &BlueprintSpec,
     ctx: &PreviewContext,
     guardrails: Option<&str>,
+    notes: &[String],
 ) -> anyhow::Result<String> {
     let plan =
         plan::plan(objects, spec, ctx).map_err(|r| anyhow::anyhow!("blueprint refused: {r}"))?;
@@ -212,6 +241,9 @@ pub fn render(
         ctx.sha.short(),
         ctx.namespace
     );
+    for note in notes {
+        out.push_str(&format!("# {note}\n"));
+    }
     if let Some(ingress_namespace) = guardrails {
         let namespace = json!({
             "apiVersion": "v1",
@@ -240,7 +272,21 @@ pub async fn run(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     let ingress = args
         .guardrails
         .then_some(args.previews.ingress_namespace.as_str());
-    let yaml = render(&request.objects, &request.spec, &request.ctx, ingress)?;
+    let notes: Vec<String> = request
+        .warnings
+        .iter()
+        .map(|w| format!("warning: {w}"))
+        .collect();
+    for note in &notes {
+        eprintln!("{note}");
+    }
+    let yaml = render(
+        &request.objects,
+        &request.spec,
+        &request.ctx,
+        ingress,
+        &notes,
+    )?;
     print!("{yaml}");
     Ok(ExitCode::SUCCESS)
 }

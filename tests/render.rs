@@ -257,3 +257,62 @@ fn bad_input_is_named() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A fresh directory for files a test writes.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sandcastle-render-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_duplicate_key_is_applied_as_kubectl_does_with_a_warning() {
+    let dir = scratch("duplicate-key");
+    let file = dir.join("app.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata:\n  mode: slow\n  mode: fast\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels: {app: web}\n  labels: {app: web, tier: front}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx}]\n",
+    )
+    .unwrap();
+    let out = render(&[
+        "--blueprint",
+        file.to_str().unwrap(),
+        "--repo",
+        "acme/shop",
+        "--pr",
+        "1",
+        "--sha",
+        SHA,
+    ]);
+    let yaml = stdout(&out);
+    let path = file.display();
+    let warnings = [
+        format!(
+            "warning: {path}: document 1 (line 6): duplicate key data.mode: the last value is used, as kubectl does"
+        ),
+        format!(
+            "warning: {path}: document 2 (line 13): duplicate key metadata.labels: the last value is used, as kubectl does"
+        ),
+    ];
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for w in &warnings {
+        assert!(stderr.lines().any(|l| l == w), "{w} on stderr:\n{stderr}");
+        assert!(
+            yaml.lines().any(|l| l == format!("# {w}")),
+            "{w} in the output:\n{yaml}"
+        );
+    }
+    let objects = parse_manifests(&yaml).unwrap();
+    let settings = objects
+        .iter()
+        .find(|o| o["metadata"]["name"] == "settings")
+        .unwrap();
+    assert_eq!(settings["data"]["mode"], "fast");
+    let web = objects
+        .iter()
+        .find(|o| o["metadata"]["name"] == "web")
+        .unwrap();
+    assert_eq!(web["metadata"]["labels"]["tier"], "front");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -20,6 +20,7 @@ mod rewrite;
 mod security;
 mod select;
 mod strip;
+mod yaml;
 
 #[cfg(test)]
 mod fixtures;
@@ -36,7 +37,7 @@ use crate::k8s::crd::BlueprintSpec;
 
 pub use env::ENV_CONFIG_MAP;
 pub use images::ImageRef;
-pub use manifests::{ManifestError, parse_manifests};
+pub use manifests::{ManifestError, ManifestWarning, Manifests, parse_manifests};
 
 /// Who the preview is for and where it goes: everything the plan needs besides the objects and
 /// the Blueprint.
