@@ -256,7 +256,7 @@ pub fn plan(
     let host_template = hosts::HostTemplate::new(blueprint, ctx, &mut problems);
     let tags = images::render_tags(blueprint, ctx, &mut problems);
 
-    let identified = identify(objects, &mut problems);
+    let identified = identify(objects, ctx.source_namespace.as_deref(), &mut problems);
     let index = select::Index::new(&identified, blueprint);
     let services: BTreeSet<String> = identified
         .iter()
@@ -331,8 +331,10 @@ pub fn plan(
 }
 
 /// Parse each object's identity; objects without one become problems. Duplicates are refused:
-/// which copy wins would depend on input order.
-fn identify(objects: &[Value], problems: &mut Vec<Problem>) -> Vec<Obj> {
+/// which copy wins would depend on input order. An object's identity includes its namespace
+/// (none and the source's are one and the same: the preview's): objects of other namespaces are
+/// not duplicates of the source's, they are refused for naming another namespace.
+fn identify(objects: &[Value], source: Option<&str>, problems: &mut Vec<Problem>) -> Vec<Obj> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::with_capacity(objects.len());
     for (i, value) in objects.iter().enumerate() {
@@ -363,7 +365,8 @@ fn identify(objects: &[Value], problems: &mut Vec<Problem>) -> Vec<Obj> {
             continue;
         };
         let group = kinds::group_of(api_version).to_owned();
-        if !seen.insert((group.clone(), kind.to_owned(), name.to_owned())) {
+        let namespace = text(&["metadata", "namespace"]).filter(|ns| Some(*ns) != source);
+        if !seen.insert((group.clone(), kind.to_owned(), namespace, name.to_owned())) {
             problems.push(Problem::field(
                 kind,
                 name,

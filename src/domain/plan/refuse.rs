@@ -56,9 +56,9 @@ pub(crate) fn check(obj: &Obj, class: Class, ctx: &PreviewContext) -> Vec<Proble
 
 fn other_namespace(ns: &str, source: Option<&str>) -> String {
     match source {
-        Some(src) => format!(
-            "names namespace {ns}; only objects of the blueprint's namespace {src} can be cloned"
-        ),
+        Some(src) => {
+            format!("names namespace {ns}; a preview clones one namespace (the source is {src})")
+        }
         None => format!(
             "names namespace {ns}; manifests must not name a namespace (the preview's is filled in)"
         ),

@@ -38,7 +38,7 @@ fn kinds_and_namespaces_are_refused_with_the_object_named() {
         (
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: billing}\n",
             "",
-            "ConfigMap app: metadata.namespace: names namespace billing; only objects of the blueprint's namespace shop-staging can be cloned",
+            "ConfigMap app: metadata.namespace: names namespace billing; a preview clones one namespace (the source is shop-staging)",
         ),
         (
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n",
@@ -64,6 +64,26 @@ fn kinds_and_namespaces_are_refused_with_the_object_named() {
     for (yaml, extra, want) in table {
         assert_eq!(refusal(yaml, extra), want, "{yaml}");
     }
+}
+
+#[test]
+fn objects_of_another_namespace_are_refused_as_such_even_when_names_repeat() {
+    let yaml = "\
+apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: shop-staging}\n---
+apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: billing}\n---
+apiVersion: v1\nkind: Secret\nmetadata: {name: app, namespace: billing}\n---
+apiVersion: v1\nkind: Secret\nmetadata: {name: app}\n";
+    assert_eq!(
+        refusal(yaml, ""),
+        "ConfigMap app: metadata.namespace: names namespace billing; a preview clones one namespace (the source is shop-staging)\n\
+         Secret app: metadata.namespace: names namespace billing; a preview clones one namespace (the source is shop-staging)"
+    );
+    // The same object with and without the source namespace is still the same object.
+    let twice = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: shop-staging}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n";
+    assert_eq!(
+        refusal(twice, ""),
+        "ConfigMap app: metadata.name: v1 ConfigMap app is defined more than once"
+    );
 }
 
 #[test]
