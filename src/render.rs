@@ -250,7 +250,11 @@ pub fn render(
             "kind": "Namespace",
             "metadata": {
                 "name": ctx.namespace.as_str(),
-                "labels": guardrails::namespace_labels(ctx, &spec.isolation),
+                "labels": guardrails::namespace_labels_with(
+                    ctx,
+                    &spec.isolation,
+                    &plan::namespace_labels(objects, spec, ctx),
+                ),
             },
         });
         let walls = guardrails::guardrail_objects(ctx, &spec.isolation, ingress_namespace);

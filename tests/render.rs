@@ -316,3 +316,95 @@ fn a_duplicate_key_is_applied_as_kubectl_does_with_a_warning() {
     assert_eq!(web["metadata"]["labels"]["tier"], "front");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An application as upstream projects often ship it: its Namespace, declared in two files, and
+/// every object naming it.
+const DECLARES_ITS_NAMESPACE: &str = "apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+  labels:
+    pod-security.kubernetes.io/enforce: restricted
+    pod-security.kubernetes.io/warn: privileged
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop}
+data: {API: 'http://api.shop.svc.cluster.local'}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: api
+        image: ghcr.io/acme/api:1
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+";
+
+#[test]
+fn the_namespace_the_manifests_declare_is_the_previews_own() {
+    let dir = scratch("declares-namespace");
+    let file = dir.join("app.yaml");
+    std::fs::write(&file, DECLARES_ITS_NAMESPACE).unwrap();
+    for extra in [&[][..], &["--source-namespace", "shop"][..]] {
+        let mut args = vec![
+            "--blueprint",
+            file.to_str().unwrap(),
+            "--repo",
+            "acme/shop",
+            "--pr",
+            "3",
+            "--sha",
+            SHA,
+            "--guardrails",
+        ];
+        args.extend(extra);
+        let yaml = stdout(&render(&args));
+        let objects = parse_manifests(&yaml).unwrap();
+        assert_eq!(objects[0]["kind"], "Namespace");
+        assert_eq!(objects[0]["metadata"]["name"], "shop-pr-3");
+        let labels = &objects[0]["metadata"]["labels"];
+        assert_eq!(
+            labels["pod-security.kubernetes.io/enforce"], "restricted",
+            "{extra:?}: the stricter level of the blueprint's Namespace"
+        );
+        assert_eq!(
+            labels["pod-security.kubernetes.io/enforce-version"],
+            "latest"
+        );
+        assert!(labels.get("pod-security.kubernetes.io/warn").is_none());
+        assert_eq!(
+            objects.iter().filter(|o| o["kind"] == "Namespace").count(),
+            1,
+            "{extra:?}: the blueprint's Namespace is not applied"
+        );
+        for o in &objects[1..] {
+            assert_eq!(o["metadata"]["namespace"], "shop-pr-3", "{o}");
+        }
+        let settings = objects
+            .iter()
+            .find(|o| o["metadata"]["name"] == "settings")
+            .unwrap();
+        assert_eq!(
+            settings["data"]["API"],
+            "http://api.shop-pr-3.svc.cluster.local"
+        );
+        assert!(
+            yaml.contains(
+                "#   Namespace shop: the preview's own namespace; Sandcastle creates it (not kept: pod-security.kubernetes.io/warn privileged, looser than the Blueprint's baseline)"
+            ),
+            "{yaml}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -13,6 +13,7 @@ mod images;
 mod kinds;
 mod limits;
 mod manifests;
+mod namespaces;
 mod order;
 mod pods;
 mod refuse;
@@ -256,7 +257,10 @@ pub fn plan(
     let host_template = hosts::HostTemplate::new(blueprint, ctx, &mut problems);
     let tags = images::render_tags(blueprint, ctx, &mut problems);
 
-    let identified = identify(objects, ctx.source_namespace.as_deref(), &mut problems);
+    let source = namespaces::source(ctx.source_namespace.as_deref(), objects);
+    let own_labels = namespaces::labels(objects, &source, blueprint.isolation.pod_security);
+    let pod_security = namespaces::enforced(blueprint.isolation.pod_security, &own_labels);
+    let identified = identify(objects, source.name.as_deref(), &mut problems);
     let index = select::Index::new(&identified, blueprint);
     let services: BTreeSet<String> = identified
         .iter()
@@ -266,6 +270,17 @@ pub fn plan(
     let mut left_out = Vec::new();
     let mut kept = Vec::new();
     for obj in identified {
+        if namespaces::is_namespace(&obj.value) {
+            match source.decide(&obj.name, &own_labels) {
+                Ok(reason) => left_out.push(LeftOut {
+                    kind: obj.kind,
+                    name: obj.name,
+                    reason,
+                }),
+                Err(reason) => problems.push(Problem::object(&obj.kind, &obj.name, reason)),
+            }
+            continue;
+        }
         match select::decide(&obj, &index, blueprint) {
             select::Decision::LeaveOut(reason) => left_out.push(LeftOut {
                 kind: obj.kind.clone(),
@@ -276,12 +291,8 @@ pub fn plan(
                 problems.push(Problem::object(&obj.kind, &obj.name, reason));
             }
             select::Decision::Copy(class) => {
-                problems.extend(refuse::check(&obj, class, ctx));
-                problems.extend(security::check(
-                    &obj,
-                    class,
-                    blueprint.isolation.pod_security,
-                ));
+                problems.extend(refuse::check(&obj, class, &source));
+                problems.extend(security::check(&obj, class, pod_security));
                 kept.push((class, obj));
             }
         }
@@ -300,7 +311,7 @@ pub fn plan(
     }
 
     let rewriter = rewrite::Rewriter {
-        source: ctx.source_namespace.as_deref(),
+        source: source.name.as_deref(),
         target: ctx.namespace.as_str(),
         services: &services,
     };
@@ -327,7 +338,23 @@ pub fn plan(
     out.push((kinds::Class::Builtin(kinds::Builtin::ConfigMap), env));
 
     left_out.sort();
+    // A file may declare the source's Namespace more than once: it is left out once.
+    left_out.dedup();
     Ok(order::assemble(out, url, left_out))
+}
+
+/// The labels the preview namespace takes from the blueprint: the Pod Security labels of the
+/// source's own Namespace object (manifests that declare the namespace they come from) that
+/// are at least as strict as the Blueprint's `isolation.podSecurity`. Merge them over
+/// [`crate::domain::guardrails::namespace_labels`] (they can only tighten it); for a blueprint
+/// that [`plan`] accepts.
+pub fn namespace_labels(
+    objects: &[Value],
+    blueprint: &BlueprintSpec,
+    ctx: &PreviewContext,
+) -> BTreeMap<String, String> {
+    let source = namespaces::source(ctx.source_namespace.as_deref(), objects);
+    namespaces::labels(objects, &source, blueprint.isolation.pod_security).kept
 }
 
 /// Parse each object's identity; objects without one become problems. Duplicates are refused:
@@ -366,7 +393,11 @@ fn identify(objects: &[Value], source: Option<&str>, problems: &mut Vec<Problem>
         };
         let group = kinds::group_of(api_version).to_owned();
         let namespace = text(&["metadata", "namespace"]).filter(|ns| Some(*ns) != source);
-        if !seen.insert((group.clone(), kind.to_owned(), namespace, name.to_owned())) {
+        // The source's Namespace may be declared more than once (one file per component, each
+        // with its Namespace): it is left out, whatever the copies say.
+        let repeatable = namespaces::is_namespace(value);
+        if !seen.insert((group.clone(), kind.to_owned(), namespace, name.to_owned())) && !repeatable
+        {
             problems.push(Problem::field(
                 kind,
                 name,

@@ -2,6 +2,7 @@
 
 mod copied;
 mod hosts;
+mod namespaces;
 mod refused;
 mod security;
 

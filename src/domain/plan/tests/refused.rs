@@ -16,11 +16,6 @@ fn kinds_and_namespaces_are_refused_with_the_object_named() {
             "ClusterRole reader is not allowed: ClusterRole is cluster-scoped and a preview only owns its namespace",
         ),
         (
-            "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop-staging}\n",
-            "",
-            "Namespace shop-staging is not allowed: Namespace is cluster-scoped and a preview only owns its namespace",
-        ),
-        (
             "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: fast}\n",
             "allowKinds: [{apiVersion: storage.k8s.io/v1, kind: StorageClass}]",
             "StorageClass fast is not allowed: StorageClass is cluster-scoped and a preview only owns its namespace",
@@ -83,18 +78,6 @@ apiVersion: v1\nkind: Secret\nmetadata: {name: app}\n";
     assert_eq!(
         refusal(twice, ""),
         "ConfigMap app: metadata.name: v1 ConfigMap app is defined more than once"
-    );
-}
-
-#[test]
-fn manifests_must_not_name_a_namespace() {
-    let mut c = ctx();
-    c.source_namespace = None;
-    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: default}\n";
-    let err = plan(&objects(yaml), &blueprint(""), &c).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "ConfigMap app: metadata.namespace: names namespace default; manifests must not name a namespace (the preview's is filled in)"
     );
 }
 
