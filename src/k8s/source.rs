@@ -1,6 +1,7 @@
 //! Reads a Blueprint's source objects: every object of a copyable kind (and of the kinds that must
-//! be refused, such as DaemonSets) in a live namespace, or the YAML documents of a manifests
-//! ConfigMap. The result goes to the pure plan unchanged.
+//! be refused, such as DaemonSets and bare Pods) in a live namespace, or the YAML documents of a
+//! manifests ConfigMap. The result goes to the pure plan unchanged, but for the ReplicaSets and
+//! Pods that controllers made, which are not even read (see `LIVE_KINDS`).
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -13,7 +14,10 @@ use std::collections::BTreeMap;
 use crate::domain::plan::Manifests;
 
 /// Kinds read from a live source namespace. DaemonSets are read only so that the plan can refuse
-/// them by name instead of silently leaving them out.
+/// them by name instead of silently leaving them out. ReplicaSets and Pods are read for those
+/// without a controller (a ReplicaSet of its own is copied, a bare Pod refused); the many that
+/// Deployments, Jobs and StatefulSets made are dropped as they are read, so that what the plan
+/// lists as left out stays readable.
 const LIVE_KINDS: &[(&str, &str)] = &[
     ("v1", "ConfigMap"),
     ("v1", "Secret"),
@@ -22,7 +26,9 @@ const LIVE_KINDS: &[(&str, &str)] = &[
     ("v1", "PersistentVolumeClaim"),
     ("apps/v1", "Deployment"),
     ("apps/v1", "StatefulSet"),
+    ("apps/v1", "ReplicaSet"),
     ("apps/v1", "DaemonSet"),
+    ("v1", "Pod"),
     ("batch/v1", "Job"),
     ("batch/v1", "CronJob"),
     ("networking.k8s.io/v1", "Ingress"),
@@ -105,11 +111,28 @@ async fn read_namespace(
         let list = api.list(&ListParams::default()).await?;
         list.items
             .into_iter()
+            .filter(|o| !(made_by_controllers(api_version, kind) && has_controller(o)))
             .map(|o| with_type(o, api_version, kind))
             .collect::<Result<Vec<_>, SourceError>>()
     }))
     .await?;
     Ok(lists.into_iter().flatten().collect())
+}
+
+/// Kinds whose objects are read only when no controller made them.
+fn made_by_controllers(api_version: &str, kind: &str) -> bool {
+    matches!(
+        (api_version, kind),
+        ("apps/v1", "ReplicaSet") | ("v1", "Pod")
+    )
+}
+
+fn has_controller(obj: &DynamicObject) -> bool {
+    obj.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true))
 }
 
 /// Objects in a list response carry no apiVersion/kind; put them back.

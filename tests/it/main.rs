@@ -3,6 +3,7 @@
 
 mod support;
 
+mod bare_workloads;
 mod chart;
 mod conversation;
 mod crds;

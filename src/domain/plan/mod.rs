@@ -74,8 +74,8 @@ pub enum Phase {
     Data,
     /// Jobs annotated `sandcastle.dev/hook: seed`, waited on until complete.
     Seed,
-    /// Deployments, CronJobs, other Jobs, HorizontalPodAutoscalers, PodDisruptionBudgets and
-    /// objects of the Blueprint's `allowKinds`.
+    /// Deployments, ReplicaSets, CronJobs, other Jobs, HorizontalPodAutoscalers,
+    /// PodDisruptionBudgets and objects of the Blueprint's `allowKinds`.
     Apps,
     /// Ingresses, last, so that the URL answers only when something serves it.
     Ingress,

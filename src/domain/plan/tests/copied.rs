@@ -8,8 +8,8 @@ use super::*;
 #[test]
 fn controller_made_and_kubernetes_own_objects_are_left_out() {
     let yaml = "\
-apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: web-5d8f}\n---
-apiVersion: v1\nkind: Pod\nmetadata: {name: web-5d8f-x}\n---
+apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: web-5d8f, ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: web, uid: u, controller: true}]}\n---
+apiVersion: v1\nkind: Pod\nmetadata: {name: web-5d8f-x, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-5d8f, uid: u, controller: true}]}\n---
 apiVersion: v1\nkind: Endpoints\nmetadata: {name: web}\n---
 apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: web-abc}\n---
 apiVersion: apps/v1\nkind: ControllerRevision\nmetadata: {name: db-7f}\n---

@@ -5,6 +5,7 @@ mod hosts;
 mod namespaces;
 mod refused;
 mod security;
+mod workloads;
 
 use serde_json::Value;
 
