@@ -1,6 +1,7 @@
 //! Blueprints without the usual workloads, against the real control plane: a staging namespace
 //! running an ownerless ReplicaSet is cloned with that ReplicaSet (Ready only once its pods are,
-//! stopped and woken like a Deployment, its pods replaced when a commit changes their image).
+//! stopped and woken like a Deployment, its pods replaced when a commit changes their image),
+//! and a blueprint of ConfigMaps alone fails instead of being called Ready.
 
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use sandcastle::k8s::labels::STOPPED_REPLICAS;
 use sandcastle::k8s::previews;
 use serde_json::json;
 
+use crate::fidelity::assert_refused;
 use crate::support::eventually;
 use crate::support::world::{World, pr, sha};
 
@@ -186,4 +188,15 @@ async fn an_ownerless_replicaset_is_cloned_ready_stopped_woken_and_rolled() {
     world.wait_github_state(&second, "success", T).await;
     wait_legacy_pods(&world, &ns, 2, &image(&second)).await;
     world.wait_phase("legacy-pr-1", Phase::Ready, T).await;
+}
+
+#[tokio::test]
+async fn a_blueprint_of_configmaps_alone_fails_naming_the_blueprint() {
+    let config = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: fast}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: flags}\ndata: {beta: 'true'}\n";
+    let world = World::new("config-only", config, json!({})).await;
+    assert_refused(
+        &world,
+        "blueprint refused: Blueprint config-only: spec.source: nothing to run: the source has no Deployment, StatefulSet, ReplicaSet, Job or CronJob (",
+    )
+    .await;
 }

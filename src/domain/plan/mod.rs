@@ -18,6 +18,7 @@ mod order;
 mod pods;
 mod refuse;
 mod rewrite;
+mod runnable;
 mod security;
 mod select;
 mod strip;
@@ -306,6 +307,17 @@ pub fn plan(
     let url =
         host_template.and_then(|t| hosts::rewrite(&mut ingresses, &t, blueprint, &mut problems));
 
+    // Only a blueprint with no other problem can be judged empty: a refused object may be the
+    // workload it was meant to run.
+    if problems.is_empty() {
+        problems.extend(runnable::check(
+            &kept,
+            &left_out,
+            objects.len(),
+            blueprint,
+            ctx,
+        ));
+    }
     if !problems.is_empty() {
         return Err(refused(problems, ctx));
     }

@@ -109,7 +109,7 @@ fn role_bindings_stay_inside_the_preview() {
         ),
     ];
     for (body, want) in table {
-        let yaml = format!("{BINDING}{body}");
+        let yaml = with_app(&format!("{BINDING}{body}"));
         match (run(&yaml, ""), want) {
             (Err(e), Some(want)) => assert_eq!(e.to_string(), want),
             (Ok(_), None) => {}
@@ -123,7 +123,7 @@ fn service_account_subjects_of_the_source_move_with_the_copy() {
     let yaml = format!(
         "{BINDING}subjects:\n- {{kind: ServiceAccount, name: api, namespace: shop-staging}}\n- {{kind: ServiceAccount, name: worker}}\n- {{kind: Group, name: devs}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: r}}\n"
     );
-    let p = run(&yaml, "").unwrap();
+    let p = run(&with_app(&yaml), "").unwrap();
     let subjects = &find(&p, "RoleBinding", "b")["subjects"];
     assert_eq!(subjects[0]["namespace"], "shop-pr-42");
     assert_eq!(subjects[1]["namespace"], "shop-pr-42");
@@ -163,7 +163,7 @@ fn pr_variables_without_a_pr_are_refused() {
         "Blueprint shop: spec.host: {{pr}} has no value here: this preview has no pull request"
     );
     // Without an Ingress the host template is never rendered.
-    assert!(plan(&[], &bp, &c).is_ok());
+    assert!(plan(&objects(APP), &bp, &c).is_ok());
 }
 
 #[test]

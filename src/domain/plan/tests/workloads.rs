@@ -1,5 +1,5 @@
 //! Workloads without a controller: an ownerless ReplicaSet is copied like a Deployment, a bare
-//! Pod is refused (Helm test hooks are left out).
+//! Pod is refused (Helm test hooks are left out); and a blueprint with nothing to run.
 
 use super::*;
 
@@ -161,5 +161,64 @@ fn a_replicaset_goes_through_the_same_checks_and_skips() {
     assert_eq!(
         left_out(&p, "Service", "legacy"),
         Some("selects only pods of skipped workloads (ReplicaSet legacy-7d9f8c6b5d)")
+    );
+}
+
+const CONFIG_ONLY: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: b}\n";
+
+#[test]
+fn a_blueprint_with_nothing_to_run_is_refused() {
+    let none = "Blueprint shop: spec.source: nothing to run: the source has no Deployment, StatefulSet, ReplicaSet, Job or CronJob";
+    let web = deployment("web", "      containers: [{name: c, image: x}]\n");
+    let dump = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: dump, annotations: {sandcastle.dev/hook: pre-delete}}\nspec: {template: {spec: {containers: [{name: d, image: d}]}}}\n";
+    let table = [
+        (CONFIG_ONLY.to_owned(), "", format!("{none} (2 objects read)")),
+        (String::new(), "", format!("{none} (0 objects read)")),
+        (
+            format!("{CONFIG_ONLY}---\n{web}"),
+            "skip: [web]",
+            format!("{none} to copy (3 objects read); left out: Deployment web (named in spec.skip)"),
+        ),
+        (
+            format!("{CONFIG_ONLY}---\n{dump}"),
+            "",
+            format!("{none} to copy (3 objects read); pre-delete hooks, run only at teardown: Job dump"),
+        ),
+        (
+            CONFIG_ONLY.to_owned(),
+            "allowKinds: [{apiVersion: argoproj.io/v1alpha1, kind: Rollout}]",
+            "Blueprint shop: spec.source: nothing to run: the source has no Deployment, StatefulSet, ReplicaSet, Job, CronJob or object of spec.allowKinds (2 objects read)".to_owned(),
+        ),
+    ];
+    for (yaml, extra, want) in table {
+        let err = run(&yaml, extra).unwrap_err();
+        assert_eq!(err.to_string(), want, "{yaml}");
+        assert_eq!(err.problems.len(), 1);
+        assert_eq!(
+            (err.problems[0].kind.as_str(), err.problems[0].name.as_str()),
+            ("Blueprint", "shop")
+        );
+    }
+}
+
+#[test]
+fn any_workload_or_allowed_kind_is_something_to_run() {
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: once}\nspec: {template: {spec: {containers: [{name: o, image: o}]}}}\n";
+    let rollout =
+        "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: api}\nspec: {}\n";
+    let allow = "allowKinds: [{apiVersion: argoproj.io/v1alpha1, kind: Rollout}]";
+    for (yaml, extra) in [
+        (format!("{CONFIG_ONLY}---\n{job}"), ""),
+        (format!("{CONFIG_ONLY}---\n{BARE_REPLICASET}"), ""),
+        (format!("{CONFIG_ONLY}---\n{rollout}"), allow),
+    ] {
+        run(&yaml, extra).unwrap_or_else(|e| panic!("{yaml}: {e}"));
+    }
+    // Other problems are what the blueprint hears: what it would run is not known until they
+    // are fixed (the refused object may be the workload).
+    let daemonset = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\n";
+    assert_eq!(
+        refusal(&format!("{CONFIG_ONLY}---\n{daemonset}"), ""),
+        "DaemonSet agent is not allowed: DaemonSets run on every node and cannot be copied (list it in spec.skip to leave it out)"
     );
 }
