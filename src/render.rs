@@ -37,14 +37,7 @@ fn source_of(values: &[String]) -> anyhow::Result<Origin> {
     for value in values {
         let path = Path::new(value);
         if path.is_dir() {
-            let mut in_dir: Vec<PathBuf> = std::fs::read_dir(path)
-                .with_context(|| format!("reading directory {value}"))?
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
-                .collect();
-            in_dir.sort();
-            files.extend(in_dir);
+            files.extend(yaml_files_in(path, value)?);
         } else if path.exists() {
             files.push(path.to_owned());
         } else {
@@ -52,6 +45,39 @@ fn source_of(values: &[String]) -> anyhow::Result<Origin> {
         }
     }
     Ok(Origin::Files(files))
+}
+
+/// The `*.yaml` and `*.yml` files of directory `dir` (named `value` on the command line), in
+/// name order; subdirectories are not read. A directory without any is an error: rendering it
+/// would print a plan of nothing.
+fn yaml_files_in(dir: &Path, value: &str) -> anyhow::Result<Vec<PathBuf>> {
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading directory {value}"))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    let (mut yaml, others): (Vec<PathBuf>, Vec<PathBuf>) = entries
+        .into_iter()
+        .partition(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml" || e == "yml"));
+    if yaml.is_empty() {
+        if others.is_empty() {
+            bail!("--blueprint {value}: the directory is empty");
+        }
+        let dirs = others.iter().filter(|p| p.is_dir()).count();
+        let files = others.len() - dirs;
+        bail!(
+            "--blueprint {value}: no .yaml or .yml file in this directory (it holds {} and {}; subdirectories are not read)",
+            count(dirs, "subdirectory", "subdirectories"),
+            count(files, "other file", "other files"),
+        );
+    }
+    yaml.sort();
+    Ok(yaml)
+}
+
+/// `1 file`, `2 files`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn is_blueprint(obj: &Value) -> bool {
@@ -68,6 +94,15 @@ struct Read {
     objects: Vec<Value>,
     blueprint: Option<Value>,
     warnings: Vec<String>,
+}
+
+/// What was read, as people are told: `read 3 files, 12 objects`.
+fn files_read(files: usize, objects: usize) -> String {
+    format!(
+        "read {}, {}",
+        count(files, "file", "files"),
+        count(objects, "object", "objects")
+    )
 }
 
 fn read_files(files: &[PathBuf]) -> anyhow::Result<Read> {
@@ -132,6 +167,8 @@ struct Request {
     objects: Vec<Value>,
     spec: BlueprintSpec,
     ctx: PreviewContext,
+    /// What was read (`read 3 files, 12 objects`), printed on stderr and in the header.
+    read: String,
     /// What people should hear about the input (duplicate keys…), printed on stderr and as
     /// comments in the output.
     warnings: Vec<String>,
@@ -175,7 +212,12 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
     };
     let (spec, doc_name) = spec_from(doc, source, &repo)?;
     let objects = match &from {
-        Origin::Files(_) => file_objects,
+        Origin::Files(files) => {
+            if file_objects.is_empty() {
+                bail!("{}: nothing to render", files_read(files.len(), 0));
+            }
+            file_objects
+        }
         Origin::Namespace(_) => {
             let kube = KubeArgs {
                 kubeconfig: args.kubeconfig.clone(),
@@ -213,10 +255,18 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
         branch: args.branch.clone().unwrap_or_else(|| format!("pr-{pr}")),
         default_host: args.previews.default_host.clone(),
     };
+    let read = match &from {
+        Origin::Files(files) => files_read(files.len(), objects.len()),
+        Origin::Namespace(ns) => format!(
+            "read {} from namespace {ns}",
+            count(objects.len(), "object", "objects")
+        ),
+    };
     Ok(Request {
         objects,
         spec,
         ctx,
+        read,
         warnings,
     })
 }
@@ -276,10 +326,8 @@ pub async fn run(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     let ingress = args
         .guardrails
         .then_some(args.previews.ingress_namespace.as_str());
-    let notes: Vec<String> = request
-        .warnings
-        .iter()
-        .map(|w| format!("warning: {w}"))
+    let notes: Vec<String> = std::iter::once(request.read.clone())
+        .chain(request.warnings.iter().map(|w| format!("warning: {w}")))
         .collect();
     for note in &notes {
         eprintln!("{note}");

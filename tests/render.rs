@@ -141,12 +141,13 @@ fn renders_with_a_blueprint_spec_and_objects_read_back_from_a_namespace() {
     ))
     .unwrap();
     let planned = snapshot.splitn(3, "---\n").nth(2).unwrap();
-    let (header, rest) = yaml.split_once('\n').unwrap();
+    let mut lines = yaml.splitn(3, '\n');
     assert_eq!(
-        header,
-        "# preview shop-pr-42 of acme/shop#42 at 0123456, in namespace shop-pr-42"
+        lines.next(),
+        Some("# preview shop-pr-42 of acme/shop#42 at 0123456, in namespace shop-pr-42")
     );
-    assert_eq!(rest.trim_end(), planned.trim_end());
+    assert_eq!(lines.next(), Some("# read 3 files, 43 objects"));
+    assert_eq!(lines.next().unwrap().trim_end(), planned.trim_end());
 }
 
 #[test]
@@ -193,9 +194,11 @@ fn a_refused_blueprint_exits_non_zero_and_says_why() {
             "{fixture}: nothing printed on stdout"
         );
         let stderr = String::from_utf8_lossy(&out.stderr);
+        let (read, refusal) = stderr.split_once('\n').unwrap_or_default();
+        assert!(read.starts_with("read 1 file, "), "{fixture}: {stderr}");
         assert!(
-            stderr.starts_with(message),
-            "{fixture}: expected `{message}…`, got:\n{stderr}"
+            refusal.starts_with(message),
+            "{fixture}: expected `{message}…` after what was read, got:\n{stderr}"
         );
     }
 }
@@ -407,4 +410,69 @@ fn the_namespace_the_manifests_declare_is_the_previews_own() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn what_was_read_is_said_and_reading_nothing_fails() {
+    let out = render(&[
+        "--blueprint",
+        "k8s-guestbook",
+        "--repo",
+        "acme/shop",
+        "--pr",
+        "1",
+        "--sha",
+        SHA,
+    ]);
+    let yaml = stdout(&out);
+    assert_eq!(yaml.lines().nth(1), Some("# read 1 file, 6 objects"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "read 1 file, 6 objects"
+    );
+
+    let empty = scratch("empty");
+    let nested = scratch("nested");
+    std::fs::create_dir_all(nested.join("base")).unwrap();
+    std::fs::write(nested.join("base/app.yaml"), DECLARES_ITS_NAMESPACE).unwrap();
+    std::fs::write(nested.join("README.md"), "# the app\n").unwrap();
+    let blank = scratch("blank");
+    std::fs::write(blank.join("app.yaml"), "# nothing yet\n---\n").unwrap();
+    let table = [
+        (
+            empty.clone(),
+            format!(
+                "error: --blueprint {}: the directory is empty",
+                empty.display()
+            ),
+        ),
+        (
+            nested.clone(),
+            format!(
+                "error: --blueprint {}: no .yaml or .yml file in this directory (it holds 1 subdirectory and 1 other file; subdirectories are not read)",
+                nested.display()
+            ),
+        ),
+        (
+            blank,
+            "error: read 1 file, 0 objects: nothing to render".to_owned(),
+        ),
+    ];
+    for (dir, want) in table {
+        let out = render(&[
+            "--blueprint",
+            dir.to_str().unwrap(),
+            "--repo",
+            "acme/shop",
+            "--pr",
+            "1",
+            "--sha",
+            SHA,
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", dir.display());
+        assert!(out.stdout.is_empty(), "{}", dir.display());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().last(), Some(want.as_str()), "{stderr}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
