@@ -2,10 +2,12 @@
 //! order. Pure (no I/O): the same objects, Blueprint and preview always give the same plan.
 //!
 //! The input is a list of objects, either read back from a live namespace (with everything the
-//! API server adds) or parsed from manifests ([`parse_manifests`]). Each object is, in order:
-//! identified, left out ([`select`]) or refused ([`refuse`], [`security`]), stripped of what the
-//! server owns ([`strip`]), rewritten for the preview ([`rewrite`], [`hosts`], [`images`],
-//! [`pods`]), and sorted into phases ([`order`]). `docs/cloning.md` states the rules for users.
+//! API server adds) or parsed from manifests ([`parse_manifests`]). Its source namespace is
+//! found first ([`namespaces`]). Each object is, in order: identified, left out ([`select`]) or
+//! refused ([`refuse`], [`security`]), stripped of what the server owns ([`strip`]), rewritten
+//! for the preview ([`rewrite`], [`hosts`], [`images`], [`pods`]), and sorted into phases
+//! ([`order`]); a plan that would run nothing is refused ([`runnable`]). `docs/cloning.md`
+//! states the rules for users.
 
 mod env;
 mod hosts;
