@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::config::{KubeArgs, RenderArgs};
 use crate::domain::intent;
-use crate::domain::plan::{self, PreviewContext, parse_manifests};
+use crate::domain::plan::{self, Manifests, PreviewContext};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha, guardrails, naming};
 use crate::k8s::apply::Resolver;
 use crate::k8s::crd::{BlueprintSource, BlueprintSpec, ManifestsRef};
@@ -37,14 +37,7 @@ fn source_of(values: &[String]) -> anyhow::Result<Origin> {
     for value in values {
         let path = Path::new(value);
         if path.is_dir() {
-            let mut in_dir: Vec<PathBuf> = std::fs::read_dir(path)
-                .with_context(|| format!("reading directory {value}"))?
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
-                .collect();
-            in_dir.sort();
-            files.extend(in_dir);
+            files.extend(yaml_files_in(path, value)?);
         } else if path.exists() {
             files.push(path.to_owned());
         } else {
@@ -54,6 +47,39 @@ fn source_of(values: &[String]) -> anyhow::Result<Origin> {
     Ok(Origin::Files(files))
 }
 
+/// The `*.yaml` and `*.yml` files of directory `dir` (named `value` on the command line), in
+/// name order; subdirectories are not read. A directory without any is an error: rendering it
+/// would print a plan of nothing.
+fn yaml_files_in(dir: &Path, value: &str) -> anyhow::Result<Vec<PathBuf>> {
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading directory {value}"))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    let (mut yaml, others): (Vec<PathBuf>, Vec<PathBuf>) = entries
+        .into_iter()
+        .partition(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml" || e == "yml"));
+    if yaml.is_empty() {
+        if others.is_empty() {
+            bail!("--blueprint {value}: the directory is empty");
+        }
+        let dirs = others.iter().filter(|p| p.is_dir()).count();
+        let files = others.len() - dirs;
+        bail!(
+            "--blueprint {value}: no .yaml or .yml file in this directory (it holds {} and {}; subdirectories are not read)",
+            count(dirs, "subdirectory", "subdirectories"),
+            count(files, "other file", "other files"),
+        );
+    }
+    yaml.sort();
+    Ok(yaml)
+}
+
+/// `1 file`, `2 files`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn is_blueprint(obj: &Value) -> bool {
     obj["kind"] == "Blueprint"
         && obj["apiVersion"]
@@ -61,15 +87,40 @@ fn is_blueprint(obj: &Value) -> bool {
             .is_some_and(|a| a.starts_with("sandcastle.dev/"))
 }
 
-/// The objects of `files`, and the Blueprint document among them, if any.
-fn read_files(files: &[PathBuf]) -> anyhow::Result<(Vec<Value>, Option<Value>)> {
-    let mut objects = Vec::new();
-    let mut blueprint = None;
+/// What was read from files: the objects, the Blueprint document among them (if any), and
+/// warnings about them, each naming its file.
+#[derive(Debug, Default)]
+struct Read {
+    objects: Vec<Value>,
+    blueprint: Option<Value>,
+    warnings: Vec<String>,
+}
+
+/// What was read, as people are told: `read 3 files, 12 objects`.
+fn files_read(files: usize, objects: usize) -> String {
+    format!(
+        "read {}, {}",
+        count(files, "file", "files"),
+        count(objects, "object", "objects")
+    )
+}
+
+fn read_files(files: &[PathBuf]) -> anyhow::Result<Read> {
+    let mut read = Read::default();
     for file in files {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-        let docs = parse_manifests(&text).with_context(|| file.display().to_string())?;
-        for doc in docs {
+        let parsed = Manifests::parse(&text).with_context(|| file.display().to_string())?;
+        read.warnings.extend(
+            parsed
+                .warnings
+                .iter()
+                .map(|w| format!("{}: {w}", file.display())),
+        );
+        let Read {
+            objects, blueprint, ..
+        } = &mut read;
+        for doc in parsed.objects {
             if !is_blueprint(&doc) {
                 objects.push(doc);
             } else if blueprint.replace(doc).is_some() {
@@ -77,7 +128,7 @@ fn read_files(files: &[PathBuf]) -> anyhow::Result<(Vec<Value>, Option<Value>)> 
             }
         }
     }
-    Ok((objects, blueprint))
+    Ok(read)
 }
 
 /// The Blueprint's spec from a Blueprint object or bare spec fields, with `source` replaced by
@@ -116,6 +167,11 @@ struct Request {
     objects: Vec<Value>,
     spec: BlueprintSpec,
     ctx: PreviewContext,
+    /// What was read (`read 3 files, 12 objects`), printed on stderr and in the header.
+    read: String,
+    /// What people should hear about the input (duplicate keys…), printed on stderr and as
+    /// comments in the output.
+    warnings: Vec<String>,
 }
 
 async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
@@ -123,9 +179,13 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
     let pr = PrNumber::new(args.pr).context("--pr")?;
     let sha = Sha::new(&args.sha).context("--sha")?;
     let from = source_of(&args.blueprint)?;
-    let (file_objects, file_blueprint) = match &from {
+    let Read {
+        objects: file_objects,
+        blueprint: file_blueprint,
+        warnings,
+    } = match &from {
         Origin::Files(files) => read_files(files)?,
-        Origin::Namespace(_) => (Vec::new(), None),
+        Origin::Namespace(_) => Read::default(),
     };
     let doc = match (&args.spec, file_blueprint) {
         (Some(_), Some(_)) => {
@@ -152,7 +212,12 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
     };
     let (spec, doc_name) = spec_from(doc, source, &repo)?;
     let objects = match &from {
-        Origin::Files(_) => file_objects,
+        Origin::Files(files) => {
+            if file_objects.is_empty() {
+                bail!("{}: nothing to render", files_read(files.len(), 0));
+            }
+            file_objects
+        }
         Origin::Namespace(_) => {
             let kube = KubeArgs {
                 kubeconfig: args.kubeconfig.clone(),
@@ -190,17 +255,31 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
         branch: args.branch.clone().unwrap_or_else(|| format!("pr-{pr}")),
         default_host: args.previews.default_host.clone(),
     };
-    Ok(Request { objects, spec, ctx })
+    let read = match &from {
+        Origin::Files(files) => files_read(files.len(), objects.len()),
+        Origin::Namespace(ns) => format!(
+            "read {} from namespace {ns}",
+            count(objects.len(), "object", "objects")
+        ),
+    };
+    Ok(Request {
+        objects,
+        spec,
+        ctx,
+        read,
+        warnings,
+    })
 }
 
 /// The YAML `sandcastle render` prints, or the refusal in the words the controller uses.
 /// `guardrails` holds the ingress controller's namespace when the namespace and its guardrails
-/// are printed too.
+/// are printed too; `notes` are comment lines for the header (what was read, warnings).
 pub fn render(
     objects: &[Value],
     spec: &BlueprintSpec,
     ctx: &PreviewContext,
     guardrails: Option<&str>,
+    notes: &[String],
 ) -> anyhow::Result<String> {
     let plan =
         plan::plan(objects, spec, ctx).map_err(|r| anyhow::anyhow!("blueprint refused: {r}"))?;
@@ -212,13 +291,20 @@ pub fn render(
         ctx.sha.short(),
         ctx.namespace
     );
+    for note in notes {
+        out.push_str(&format!("# {note}\n"));
+    }
     if let Some(ingress_namespace) = guardrails {
         let namespace = json!({
             "apiVersion": "v1",
             "kind": "Namespace",
             "metadata": {
                 "name": ctx.namespace.as_str(),
-                "labels": guardrails::namespace_labels(ctx, &spec.isolation),
+                "labels": guardrails::namespace_labels_with(
+                    ctx,
+                    &spec.isolation,
+                    &plan::namespace_labels(objects, spec, ctx),
+                ),
             },
         });
         let walls = guardrails::guardrail_objects(ctx, &spec.isolation, ingress_namespace);
@@ -240,7 +326,19 @@ pub async fn run(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     let ingress = args
         .guardrails
         .then_some(args.previews.ingress_namespace.as_str());
-    let yaml = render(&request.objects, &request.spec, &request.ctx, ingress)?;
+    let notes: Vec<String> = std::iter::once(request.read.clone())
+        .chain(request.warnings.iter().map(|w| format!("warning: {w}")))
+        .collect();
+    for note in &notes {
+        eprintln!("{note}");
+    }
+    let yaml = render(
+        &request.objects,
+        &request.spec,
+        &request.ctx,
+        ingress,
+        &notes,
+    )?;
     print!("{yaml}");
     Ok(ExitCode::SUCCESS)
 }

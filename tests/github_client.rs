@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
-use sandcastle::config::Secret;
+use sandcastle::domain::Secret;
 use sandcastle::domain::{PrNumber, RepoName, Sha};
 use sandcastle::fake_github::{
     CallAuth, FakeConfig, FakeGitHub, Fault, PrSpec, Role, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,

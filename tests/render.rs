@@ -141,12 +141,13 @@ fn renders_with_a_blueprint_spec_and_objects_read_back_from_a_namespace() {
     ))
     .unwrap();
     let planned = snapshot.splitn(3, "---\n").nth(2).unwrap();
-    let (header, rest) = yaml.split_once('\n').unwrap();
+    let mut lines = yaml.splitn(3, '\n');
     assert_eq!(
-        header,
-        "# preview shop-pr-42 of acme/shop#42 at 0123456, in namespace shop-pr-42"
+        lines.next(),
+        Some("# preview shop-pr-42 of acme/shop#42 at 0123456, in namespace shop-pr-42")
     );
-    assert_eq!(rest.trim_end(), planned.trim_end());
+    assert_eq!(lines.next(), Some("# read 3 files, 43 objects"));
+    assert_eq!(lines.next().unwrap().trim_end(), planned.trim_end());
 }
 
 #[test]
@@ -193,9 +194,11 @@ fn a_refused_blueprint_exits_non_zero_and_says_why() {
             "{fixture}: nothing printed on stdout"
         );
         let stderr = String::from_utf8_lossy(&out.stderr);
+        let (read, refusal) = stderr.split_once('\n').unwrap_or_default();
+        assert!(read.starts_with("read 1 file, "), "{fixture}: {stderr}");
         assert!(
-            stderr.starts_with(message),
-            "{fixture}: expected `{message}…`, got:\n{stderr}"
+            refusal.starts_with(message),
+            "{fixture}: expected `{message}…` after what was read, got:\n{stderr}"
         );
     }
 }
@@ -256,4 +259,220 @@ fn bad_input_is_named() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A fresh directory for files a test writes.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sandcastle-render-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_duplicate_key_is_applied_as_kubectl_does_with_a_warning() {
+    let dir = scratch("duplicate-key");
+    let file = dir.join("app.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata:\n  mode: slow\n  mode: fast\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels: {app: web}\n  labels: {app: web, tier: front}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx}]\n",
+    )
+    .unwrap();
+    let out = render(&[
+        "--blueprint",
+        file.to_str().unwrap(),
+        "--repo",
+        "acme/shop",
+        "--pr",
+        "1",
+        "--sha",
+        SHA,
+    ]);
+    let yaml = stdout(&out);
+    let path = file.display();
+    let warnings = [
+        format!(
+            "warning: {path}: document 1 (line 6): duplicate key data.mode: the last value is used, as kubectl does"
+        ),
+        format!(
+            "warning: {path}: document 2 (line 13): duplicate key metadata.labels: the last value is used, as kubectl does"
+        ),
+    ];
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for w in &warnings {
+        assert!(stderr.lines().any(|l| l == w), "{w} on stderr:\n{stderr}");
+        assert!(
+            yaml.lines().any(|l| l == format!("# {w}")),
+            "{w} in the output:\n{yaml}"
+        );
+    }
+    let objects = parse_manifests(&yaml).unwrap();
+    let settings = objects
+        .iter()
+        .find(|o| o["metadata"]["name"] == "settings")
+        .unwrap();
+    assert_eq!(settings["data"]["mode"], "fast");
+    let web = objects
+        .iter()
+        .find(|o| o["metadata"]["name"] == "web")
+        .unwrap();
+    assert_eq!(web["metadata"]["labels"]["tier"], "front");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An application as upstream projects often ship it: its Namespace, declared in two files, and
+/// every object naming it.
+const DECLARES_ITS_NAMESPACE: &str = "apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+  labels:
+    pod-security.kubernetes.io/enforce: restricted
+    pod-security.kubernetes.io/warn: privileged
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop}
+data: {API: 'http://api.shop.svc.cluster.local'}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: api
+        image: ghcr.io/acme/api:1
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+";
+
+#[test]
+fn the_namespace_the_manifests_declare_is_the_previews_own() {
+    let dir = scratch("declares-namespace");
+    let file = dir.join("app.yaml");
+    std::fs::write(&file, DECLARES_ITS_NAMESPACE).unwrap();
+    for extra in [&[][..], &["--source-namespace", "shop"][..]] {
+        let mut args = vec![
+            "--blueprint",
+            file.to_str().unwrap(),
+            "--repo",
+            "acme/shop",
+            "--pr",
+            "3",
+            "--sha",
+            SHA,
+            "--guardrails",
+        ];
+        args.extend(extra);
+        let yaml = stdout(&render(&args));
+        let objects = parse_manifests(&yaml).unwrap();
+        assert_eq!(objects[0]["kind"], "Namespace");
+        assert_eq!(objects[0]["metadata"]["name"], "shop-pr-3");
+        let labels = &objects[0]["metadata"]["labels"];
+        assert_eq!(
+            labels["pod-security.kubernetes.io/enforce"], "restricted",
+            "{extra:?}: the stricter level of the blueprint's Namespace"
+        );
+        assert_eq!(
+            labels["pod-security.kubernetes.io/enforce-version"],
+            "latest"
+        );
+        assert!(labels.get("pod-security.kubernetes.io/warn").is_none());
+        assert_eq!(
+            objects.iter().filter(|o| o["kind"] == "Namespace").count(),
+            1,
+            "{extra:?}: the blueprint's Namespace is not applied"
+        );
+        for o in &objects[1..] {
+            assert_eq!(o["metadata"]["namespace"], "shop-pr-3", "{o}");
+        }
+        let settings = objects
+            .iter()
+            .find(|o| o["metadata"]["name"] == "settings")
+            .unwrap();
+        assert_eq!(
+            settings["data"]["API"],
+            "http://api.shop-pr-3.svc.cluster.local"
+        );
+        assert!(
+            yaml.contains(
+                "#   Namespace shop: the preview's own namespace; Sandcastle creates it (not kept: pod-security.kubernetes.io/warn privileged, looser than the Blueprint's baseline)"
+            ),
+            "{yaml}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn what_was_read_is_said_and_reading_nothing_fails() {
+    let out = render(&[
+        "--blueprint",
+        "k8s-guestbook",
+        "--repo",
+        "acme/shop",
+        "--pr",
+        "1",
+        "--sha",
+        SHA,
+    ]);
+    let yaml = stdout(&out);
+    assert_eq!(yaml.lines().nth(1), Some("# read 1 file, 6 objects"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "read 1 file, 6 objects"
+    );
+
+    let empty = scratch("empty");
+    let nested = scratch("nested");
+    std::fs::create_dir_all(nested.join("base")).unwrap();
+    std::fs::write(nested.join("base/app.yaml"), DECLARES_ITS_NAMESPACE).unwrap();
+    std::fs::write(nested.join("README.md"), "# the app\n").unwrap();
+    let blank = scratch("blank");
+    std::fs::write(blank.join("app.yaml"), "# nothing yet\n---\n").unwrap();
+    let table = [
+        (
+            empty.clone(),
+            format!(
+                "error: --blueprint {}: the directory is empty",
+                empty.display()
+            ),
+        ),
+        (
+            nested.clone(),
+            format!(
+                "error: --blueprint {}: no .yaml or .yml file in this directory (it holds 1 subdirectory and 1 other file; subdirectories are not read)",
+                nested.display()
+            ),
+        ),
+        (
+            blank,
+            "error: read 1 file, 0 objects: nothing to render".to_owned(),
+        ),
+    ];
+    for (dir, want) in table {
+        let out = render(&[
+            "--blueprint",
+            dir.to_str().unwrap(),
+            "--repo",
+            "acme/shop",
+            "--pr",
+            "1",
+            "--sha",
+            SHA,
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", dir.display());
+        assert!(out.stdout.is_empty(), "{}", dir.display());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().last(), Some(want.as_str()), "{stderr}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

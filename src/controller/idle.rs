@@ -1,5 +1,6 @@
-//! Stopping and waking a preview's workloads. Stop: every Deployment and StatefulSet scaled to
-//! zero with its replicas remembered in `sandcastle.dev/stopped-replicas`, every CronJob
+//! Stopping and waking a preview's workloads. Stop: every Deployment, StatefulSet and ReplicaSet
+//! of its own (not one a Deployment made: the Deployment scales those) scaled to zero with its
+//! replicas remembered in `sandcastle.dev/stopped-replicas`, every CronJob
 //! suspended with its previous `suspend` remembered in `sandcastle.dev/stopped-suspend` (one
 //! patch per object, so a crash never loses a count). Wake: exactly the remembered values back,
 //! annotations removed. PersistentVolumeClaims are never touched, so data survives.
@@ -10,7 +11,7 @@
 
 use std::fmt::Debug;
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::CronJob;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Client, Resource, ResourceExt};
@@ -77,6 +78,24 @@ async fn scalables(client: &Client, ns: &str) -> Result<Vec<Scalable>, kube::Err
             kind: "StatefulSet",
         });
     }
+    let ownerless = |rs: &ReplicaSet| {
+        rs.owner_references()
+            .iter()
+            .all(|o| o.controller != Some(true))
+    };
+    for rs in Api::<ReplicaSet>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await?
+        .into_iter()
+        .filter(ownerless)
+    {
+        out.push(Scalable {
+            replicas: rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+            remembered: remembered(&rs),
+            name: rs.name_any(),
+            kind: "ReplicaSet",
+        });
+    }
     Ok(out)
 }
 
@@ -90,6 +109,14 @@ async fn patch_scalable(
         "Deployment" => {
             patch(
                 &Api::<Deployment>::namespaced(client.clone(), ns),
+                &w.name,
+                body,
+            )
+            .await
+        }
+        "ReplicaSet" => {
+            patch(
+                &Api::<ReplicaSet>::namespaced(client.clone(), ns),
                 &w.name,
                 body,
             )

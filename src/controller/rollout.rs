@@ -230,7 +230,12 @@ pub(super) async fn run(
     let hash = plan_hash(&steps, pe.annotations().get(REDEPLOY));
     let total_objects: usize = steps.iter().map(|(_, o)| o.len()).sum();
 
-    let mut labels = guardrails::namespace_labels(pctx, &spec.isolation);
+    // The Blueprint's own Namespace object (in manifests) may tighten Pod Security, never loosen.
+    let mut labels = guardrails::namespace_labels_with(
+        pctx,
+        &spec.isolation,
+        &plan::namespace_labels(&objects, spec, pctx),
+    );
     // Which Sandcastle made the namespace: the orphan sweep only ever looks at its own.
     labels.insert(
         crate::k8s::labels::HOME.to_owned(),

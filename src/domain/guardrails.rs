@@ -75,6 +75,19 @@ pub fn namespace_labels(ctx: &PreviewContext, isolation: &Isolation) -> BTreeMap
     out
 }
 
+/// [`namespace_labels`], tightened by the labels the blueprint's own Namespace object gives
+/// ([`crate::domain::plan::namespace_labels`]: Pod Security labels at least as strict as the
+/// Blueprint's, which therefore replace Sandcastle's).
+pub fn namespace_labels_with(
+    ctx: &PreviewContext,
+    isolation: &Isolation,
+    from_blueprint: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut out = namespace_labels(ctx, isolation);
+    out.extend(from_blueprint.clone());
+    out
+}
+
 fn object(ctx: &PreviewContext, api_version: &str, kind: &str, name: &str, body: Value) -> Value {
     let labels: Map<String, Value> = preview_labels(ctx)
         .into_iter()

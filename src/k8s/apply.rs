@@ -1,12 +1,13 @@
 //! Server-side apply of untyped objects (one field manager), with the API resource of each kind
 //! resolved once: built-in kinds statically, extra kinds (a Blueprint's `allowKinds`) by
-//! discovery.
+//! discovery. Jobs and ReplicaSets, which never change what they already run, are replaced when
+//! what they run changes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::{
-    apps::v1::{DaemonSet, Deployment, StatefulSet},
+    apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet},
     autoscaling::v2::HorizontalPodAutoscaler,
     batch::v1::{CronJob, Job},
     core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Service, ServiceAccount},
@@ -91,6 +92,7 @@ pub fn builtin_resources() -> Vec<ApiResource> {
         builtin::<PersistentVolumeClaim>(),
         builtin::<Deployment>(),
         builtin::<StatefulSet>(),
+        builtin::<ReplicaSet>(),
         builtin::<DaemonSet>(),
         builtin::<Job>(),
         builtin::<CronJob>(),
@@ -188,10 +190,11 @@ impl Resolver {
     pub async fn apply(&self, namespace: &str, obj: &Value) -> Result<DynamicObject, ApplyError> {
         let (_, kind, name) = identity(obj)?;
         let api = self.api_for(namespace, obj).await?;
-        if kind == "Job" {
-            return self.apply_job(&api, obj, name).await;
+        match kind {
+            "Job" => self.apply_job(&api, obj, name).await,
+            "ReplicaSet" => apply_replica_set(&api, obj, name).await,
+            _ => ssa(&api, kind, name, obj).await,
         }
-        ssa(&api, kind, name, obj).await
     }
 
     /// Jobs are immutable once created: an unchanged Job is left alone, a completed seed Job is
@@ -241,6 +244,43 @@ impl Resolver {
             name: name.to_owned(),
         })
     }
+}
+
+/// A ReplicaSet never replaces its pods: a changed pod template (the image of a new commit)
+/// would reach only pods made later, and a selector cannot change at all. One whose selector or
+/// template changed is replaced, as a changed Job is (its pods go with it); anything else, such
+/// as its replicas, is applied in place.
+async fn apply_replica_set(
+    api: &Api<DynamicObject>,
+    obj: &Value,
+    name: &str,
+) -> Result<DynamicObject, ApplyError> {
+    let pods = serde_json::json!([obj["spec"]["selector"], obj["spec"]["template"]]);
+    let hash = hex::encode(&Sha256::digest(pods.to_string().as_bytes())[..8]);
+    let mut desired = obj.clone();
+    desired["metadata"]["annotations"][SPEC_HASH] = Value::from(hash.clone());
+    let replacing = || ApplyError::Replacing {
+        kind: "ReplicaSet".into(),
+        name: name.to_owned(),
+    };
+    if let Some(existing) = api.get_opt(name).await.map_err(ApplyError::Api)? {
+        if existing.metadata.deletion_timestamp.is_some() {
+            return Err(replacing());
+        }
+        let recorded = existing
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SPEC_HASH));
+        if recorded.is_some_and(|h| *h != hash) {
+            api.delete(name, &DeleteParams::background())
+                .await
+                .map_err(ApplyError::Api)?;
+            // A later apply recreates it once the old one is gone.
+            return Err(replacing());
+        }
+    }
+    ssa(api, "ReplicaSet", name, &desired).await
 }
 
 async fn ssa(

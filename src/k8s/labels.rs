@@ -67,8 +67,11 @@ pub const HOOK_PRE_DELETE: &str = "pre-delete";
 
 /// `kubectl apply`'s record of the last applied object.
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-/// The Deployment controller's revision counter.
-pub const DEPLOYMENT_REVISION: &str = "deployment.kubernetes.io/revision";
+/// Prefix of the Deployment controller's annotations (`revision`, and `desired-replicas`,
+/// `max-replicas` on its ReplicaSets).
+pub const DEPLOYMENT_ANNOTATION_PREFIX: &str = "deployment.kubernetes.io/";
+/// Annotation marking a Helm hook (`test`, `pre-install`...).
+pub const HELM_HOOK: &str = "helm.sh/hook";
 /// Helm's ownership annotations.
 pub const HELM_RELEASE_NAME: &str = "meta.helm.sh/release-name";
 pub const HELM_RELEASE_NAMESPACE: &str = "meta.helm.sh/release-namespace";

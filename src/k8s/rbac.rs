@@ -26,8 +26,10 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
 /// - The kinds a preview may hold: read in the source namespace, written in the preview's.
 /// - Namespaces: made, labelled and deleted (Sandcastle only ever deletes its own, found by
 ///   label; Kubernetes RBAC cannot say "only those").
-/// - Pods, ReplicaSets and Events: read, to say why a workload is not ready. DaemonSets: read, to
-///   refuse them by name. `pods/log` and `events.k8s.io`: held so that Sandcastle may grant them
+/// - ReplicaSets: written (a blueprint's own ReplicaSets are copied, scaled by idle stop and
+///   wake) and read, to say why a Deployment is not ready. Pods and Events: read, to say why a
+///   workload is not ready, and Pods to refuse bare ones by name. DaemonSets: read, to refuse
+///   them by name. `pods/log` and `events.k8s.io`: held so that Sandcastle may grant them
 ///   to each preview's `preview-agent` Role.
 /// - CustomResourceDefinitions: read, for `/readyz`.
 pub fn cluster_rules() -> Vec<PolicyRule> {
@@ -46,7 +48,11 @@ pub fn cluster_rules() -> Vec<PolicyRule> {
             ],
             WRITE,
         ),
-        rule(&["apps"], &["deployments", "statefulsets"], WRITE),
+        rule(
+            &["apps"],
+            &["deployments", "statefulsets", "replicasets"],
+            WRITE,
+        ),
         rule(&["batch"], &["jobs", "cronjobs"], WRITE),
         rule(
             &["networking.k8s.io"],
@@ -62,7 +68,7 @@ pub fn cluster_rules() -> Vec<PolicyRule> {
         rule(&["policy"], &["poddisruptionbudgets"], WRITE),
         rule(&[""], &["pods", "pods/log", "events"], READ),
         rule(&["events.k8s.io"], &["events"], READ),
-        rule(&["apps"], &["replicasets", "daemonsets"], READ),
+        rule(&["apps"], &["daemonsets"], READ),
         rule(
             &["apiextensions.k8s.io"],
             &["customresourcedefinitions"],

@@ -112,6 +112,35 @@ pub fn statefulset_state(s: &StatefulSet) -> WorkloadState {
     }
 }
 
+/// A ReplicaSet of its own (a preview's ReplicaSets with a Deployment are judged through it):
+/// ready when it has seen its spec and every desired pod is there, ready and available.
+pub fn replicaset_state(rs: &ReplicaSet) -> WorkloadState {
+    let desired = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let st = rs.status.clone().unwrap_or_default();
+    let generation = rs.metadata.generation.unwrap_or(0);
+    let observed = st.observed_generation.unwrap_or(-1) >= generation;
+    let ready_replicas = st.ready_replicas.unwrap_or(0);
+    let available = st.available_replicas.unwrap_or(0);
+    let ready =
+        observed && st.replicas == desired && ready_replicas == desired && available == desired;
+    WorkloadState {
+        kind: "ReplicaSet".into(),
+        name: rs.name_any(),
+        ready: ready_replicas.min(available).min(desired),
+        desired,
+        health: if ready {
+            Health::Ready
+        } else {
+            Health::Waiting
+        },
+        selector: selector_query(
+            rs.spec
+                .as_ref()
+                .and_then(|s| s.selector.match_labels.as_ref()),
+        ),
+    }
+}
+
 pub fn job_state(j: &Job) -> WorkloadState {
     let st = j.status.clone().unwrap_or_default();
     let conditions = st.conditions.unwrap_or_default();
@@ -227,7 +256,8 @@ pub fn pod_problem(pods: &[Pod]) -> Option<String> {
     None
 }
 
-/// Fetch the current state of the workloads among `objects` (Deployments, StatefulSets, Jobs).
+/// Fetch the current state of the workloads among `objects` (Deployments, StatefulSets,
+/// ReplicaSets, Jobs).
 /// Objects not found yet count as waiting.
 pub async fn workload_states(
     client: &Client,
@@ -258,6 +288,10 @@ pub async fn workload_states(
                 .get_opt(name)
                 .await?
                 .map_or_else(|| missing(kind), |s| statefulset_state(&s)),
+            "ReplicaSet" => Api::<ReplicaSet>::namespaced(client.clone(), namespace)
+                .get_opt(name)
+                .await?
+                .map_or_else(|| missing(kind), |rs| replicaset_state(&rs)),
             "Job" => Api::<Job>::namespaced(client.clone(), namespace)
                 .get_opt(name)
                 .await?
@@ -314,9 +348,14 @@ pub async fn why_not_ready(client: &Client, namespace: &str, w: &WorkloadState) 
     )
 }
 
-/// Why the pods of `w` could not be created: a Deployment's ReplicaSet says so in its
-/// `ReplicaFailure` condition; StatefulSets and Jobs in a `FailedCreate` event.
+/// Why the pods of `w` could not be created: a ReplicaSet (a Deployment's, or one of its own)
+/// says so in its `ReplicaFailure` condition; StatefulSets and Jobs in a `FailedCreate` event.
 async fn creation_failure(client: &Client, namespace: &str, w: &WorkloadState) -> Option<String> {
+    if w.kind == "ReplicaSet" {
+        let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
+        let rs = sets.get_opt(&w.name).await.ok()??;
+        return replica_failure(&[rs]);
+    }
     if w.kind == "Deployment" {
         let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
         let list = sets
@@ -428,6 +467,51 @@ mod tests {
             "status": {"observedGeneration": 1}
         }));
         assert_eq!(deployment_state(&d).health, Health::Ready);
+    }
+
+    #[test]
+    fn a_replicaset_is_ready_when_all_its_pods_are() {
+        let rs = |status: Value| -> ReplicaSet {
+            serde_json::from_value(json!({
+                "metadata": {"name": "legacy", "generation": 2},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "legacy"}}},
+                "status": status
+            }))
+            .unwrap()
+        };
+        let ready = replicaset_state(&rs(json!({
+            "observedGeneration": 2, "replicas": 2, "readyReplicas": 2, "availableReplicas": 2
+        })));
+        assert_eq!(ready.health, Health::Ready);
+        assert_eq!(
+            (ready.kind.as_str(), ready.ready, ready.desired),
+            ("ReplicaSet", 2, 2)
+        );
+        assert_eq!(ready.selector.as_deref(), Some("app=legacy"));
+        for waiting in [
+            json!({"observedGeneration": 2, "replicas": 2, "readyReplicas": 1, "availableReplicas": 1}),
+            json!({"observedGeneration": 1, "replicas": 2, "readyReplicas": 2, "availableReplicas": 2}),
+            json!({"observedGeneration": 2, "replicas": 2, "readyReplicas": 2, "availableReplicas": 1}),
+            json!({"observedGeneration": 2, "replicas": 3, "readyReplicas": 2, "availableReplicas": 2}),
+            json!({"replicas": 0}),
+        ] {
+            assert_eq!(
+                replicaset_state(&rs(waiting.clone())).health,
+                Health::Waiting,
+                "{waiting}"
+            );
+        }
+        let none: ReplicaSet = serde_json::from_value(json!({
+            "metadata": {"name": "off", "generation": 1},
+            "spec": {"replicas": 0, "selector": {}},
+            "status": {"observedGeneration": 1, "replicas": 0}
+        }))
+        .unwrap();
+        assert_eq!(
+            replicaset_state(&none).health,
+            Health::Ready,
+            "a stopped one too"
+        );
     }
 
     #[test]

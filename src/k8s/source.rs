@@ -1,6 +1,7 @@
 //! Reads a Blueprint's source objects: every object of a copyable kind (and of the kinds that must
-//! be refused, such as DaemonSets) in a live namespace, or the YAML documents of a manifests
-//! ConfigMap. The result goes to the pure plan unchanged.
+//! be refused, such as DaemonSets and bare Pods) in a live namespace, or the YAML documents of a
+//! manifests ConfigMap. The result goes to the pure plan unchanged, but for the ReplicaSets and
+//! Pods that controllers made, which are not even read (see `LIVE_KINDS`).
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -8,10 +9,15 @@ use serde_json::Value;
 
 use super::apply::{ApplyError, Resolver};
 use super::crd::{BlueprintSpec, KindRef};
-use crate::domain::plan::parse_manifests;
+use std::collections::BTreeMap;
+
+use crate::domain::plan::Manifests;
 
 /// Kinds read from a live source namespace. DaemonSets are read only so that the plan can refuse
-/// them by name instead of silently leaving them out.
+/// them by name instead of silently leaving them out. ReplicaSets and Pods are read for those
+/// without a controller (a ReplicaSet of its own is copied, a bare Pod refused); the many that
+/// Deployments, Jobs and StatefulSets made are dropped as they are read, so that what the plan
+/// lists as left out stays readable.
 const LIVE_KINDS: &[(&str, &str)] = &[
     ("v1", "ConfigMap"),
     ("v1", "Secret"),
@@ -20,7 +26,9 @@ const LIVE_KINDS: &[(&str, &str)] = &[
     ("v1", "PersistentVolumeClaim"),
     ("apps/v1", "Deployment"),
     ("apps/v1", "StatefulSet"),
+    ("apps/v1", "ReplicaSet"),
     ("apps/v1", "DaemonSet"),
+    ("v1", "Pod"),
     ("batch/v1", "Job"),
     ("batch/v1", "CronJob"),
     ("networking.k8s.io/v1", "Ingress"),
@@ -103,11 +111,28 @@ async fn read_namespace(
         let list = api.list(&ListParams::default()).await?;
         list.items
             .into_iter()
+            .filter(|o| !(made_by_controllers(api_version, kind) && has_controller(o)))
             .map(|o| with_type(o, api_version, kind))
             .collect::<Result<Vec<_>, SourceError>>()
     }))
     .await?;
     Ok(lists.into_iter().flatten().collect())
+}
+
+/// Kinds whose objects are read only when no controller made them.
+fn made_by_controllers(api_version: &str, kind: &str) -> bool {
+    matches!(
+        (api_version, kind),
+        ("apps/v1", "ReplicaSet") | ("v1", "Pod")
+    )
+}
+
+fn has_controller(obj: &DynamicObject) -> bool {
+    obj.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true))
 }
 
 /// Objects in a list response carry no apiVersion/kind; put them back.
@@ -132,15 +157,77 @@ async fn read_manifests(
         .get_opt(name)
         .await?
         .ok_or_else(|| SourceError::ConfigMapMissing(name.to_owned()))?;
-    let mut out = Vec::new();
-    // Keys in a stable order, so the same ConfigMap always gives the same plan.
-    for (key, yaml) in cm.data.unwrap_or_default() {
-        let docs = parse_manifests(&yaml).map_err(|e| SourceError::Manifest {
+    let (objects, warnings) = parse_config_map(name, &cm.data.unwrap_or_default())?;
+    for (key, warning) in warnings {
+        tracing::warn!(config_map = name, key = %key, "manifests ConfigMap {name}, key {key}: {warning}");
+    }
+    Ok(objects)
+}
+
+/// Warnings about a manifests ConfigMap, each with the key of its YAML.
+type KeyWarnings = Vec<(String, String)>;
+
+/// The objects of every key of a manifests ConfigMap (keys in a stable order, so the same
+/// ConfigMap always gives the same plan), and each key's warnings.
+fn parse_config_map(
+    name: &str,
+    data: &BTreeMap<String, String>,
+) -> Result<(Vec<Value>, KeyWarnings), SourceError> {
+    let mut objects = Vec::new();
+    let mut warnings = Vec::new();
+    for (key, yaml) in data {
+        let parsed = Manifests::parse(yaml).map_err(|e| SourceError::Manifest {
             name: name.to_owned(),
             key: key.clone(),
             message: e.to_string(),
         })?;
-        out.extend(docs);
+        objects.extend(parsed.objects);
+        warnings.extend(parsed.warnings.iter().map(|w| (key.clone(), w.to_string())));
     }
-    Ok(out)
+    Ok((objects, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifests_keys_are_read_in_order_with_their_warnings() {
+        let data: BTreeMap<String, String> = [
+            (
+                "b.yaml".to_owned(),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {k: 1, k: 2}\n"
+                    .to_owned(),
+            ),
+            (
+                "a.yaml".to_owned(),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n".to_owned(),
+            ),
+        ]
+        .into();
+        let (objects, warnings) = parse_config_map("shop-manifests", &data).unwrap();
+        let names: Vec<&str> = objects
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(objects[1]["data"]["k"], 2);
+        assert_eq!(
+            warnings,
+            [(
+                "b.yaml".to_owned(),
+                "document 1 (line 4): duplicate key data.k: the last value is used, as kubectl does"
+                    .to_owned()
+            )]
+        );
+
+        let broken: BTreeMap<String, String> =
+            [("x.yaml".to_owned(), "kind: [\n".to_owned())].into();
+        let err = parse_config_map("shop-manifests", &broken).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("manifests ConfigMap shop-manifests, key x.yaml: document 1"),
+            "{err}"
+        );
+    }
 }

@@ -786,7 +786,9 @@ async fn allowlist_and_skip_is_cloned_faithfully() {
 // ---------------------------------------------------------------------------------------------
 // Refusals: a clear message on the preview and on GitHub, and nothing applied.
 
-async fn assert_refused(world: &World, expected: &str) {
+/// Open pull request 1 and check that its preview fails with `expected` (the start of its message),
+/// GitHub hears `failure` with the first problem, and nothing is applied.
+pub(crate) async fn assert_refused(world: &World, expected: &str) {
     let head = sha();
     let (status, _) = world
         .deliver(

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod bare_workloads;
 mod chart;
 mod comebacks;
 mod conversation;

@@ -7,7 +7,7 @@ use base64::Engine;
 use kube::Client;
 use kube::api::ListParams;
 use sandcastle::app;
-use sandcastle::config::Secret;
+use sandcastle::domain::Secret;
 use sandcastle::fake_github::{PrSpec, sign};
 use serde_json::{Value, json};
 

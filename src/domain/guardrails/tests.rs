@@ -55,6 +55,24 @@ fn namespace_labels_enforce_the_pod_security_level() {
 }
 
 #[test]
+fn the_blueprints_own_namespace_labels_tighten_the_namespace() {
+    let from_blueprint: BTreeMap<String, String> = [
+        ("pod-security.kubernetes.io/enforce", "restricted"),
+        ("pod-security.kubernetes.io/warn", "restricted"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .into();
+    let labels = namespace_labels_with(&ctx(), &Isolation::default(), &from_blueprint);
+    assert_eq!(labels["pod-security.kubernetes.io/enforce"], "restricted");
+    assert_eq!(
+        labels["pod-security.kubernetes.io/enforce-version"],
+        "latest"
+    );
+    assert_eq!(labels["pod-security.kubernetes.io/warn"], "restricted");
+    assert_eq!(labels["sandcastle.dev/preview"], "shop-pr-42");
+}
+
+#[test]
 fn network_isolation_modes_differ_only_in_internet_egress() {
     let internet = json!({"to": [
         {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"]}},

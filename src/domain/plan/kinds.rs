@@ -18,6 +18,7 @@ pub(crate) enum Builtin {
     Service,
     StatefulSet,
     Deployment,
+    ReplicaSet,
     CronJob,
     Job,
     HorizontalPodAutoscaler,
@@ -25,7 +26,7 @@ pub(crate) enum Builtin {
     Ingress,
 }
 
-const BUILTINS: [(&str, &str, Builtin); 15] = [
+const BUILTINS: [(&str, &str, Builtin); 16] = [
     ("", "ConfigMap", Builtin::ConfigMap),
     ("", "Secret", Builtin::Secret),
     ("", "ServiceAccount", Builtin::ServiceAccount),
@@ -40,6 +41,7 @@ const BUILTINS: [(&str, &str, Builtin); 15] = [
     ("", "Service", Builtin::Service),
     ("apps", "StatefulSet", Builtin::StatefulSet),
     ("apps", "Deployment", Builtin::Deployment),
+    ("apps", "ReplicaSet", Builtin::ReplicaSet),
     ("batch", "CronJob", Builtin::CronJob),
     ("batch", "Job", Builtin::Job),
     (
@@ -76,6 +78,7 @@ impl Builtin {
             | Builtin::Service => Phase::Config,
             Builtin::StatefulSet => Phase::Data,
             Builtin::Deployment
+            | Builtin::ReplicaSet
             | Builtin::CronJob
             | Builtin::Job
             | Builtin::HorizontalPodAutoscaler
@@ -88,7 +91,11 @@ impl Builtin {
     pub(crate) fn is_workload(self) -> bool {
         matches!(
             self,
-            Builtin::Deployment | Builtin::StatefulSet | Builtin::Job | Builtin::CronJob
+            Builtin::Deployment
+                | Builtin::StatefulSet
+                | Builtin::ReplicaSet
+                | Builtin::Job
+                | Builtin::CronJob
         )
     }
 }
@@ -114,13 +121,7 @@ pub(crate) enum KindRule {
 }
 
 /// Kinds controllers create from other objects, with why they are not copied.
-const CONTROLLER_CREATED: [(&str, &str, &str); 8] = [
-    (
-        "apps",
-        "ReplicaSet",
-        "ReplicaSets are created by their Deployment",
-    ),
-    ("", "Pod", "Pods are created by their workloads"),
+const CONTROLLER_CREATED: [(&str, &str, &str); 6] = [
     ("", "Endpoints", "Endpoints are created from their Service"),
     (
         "discovery.k8s.io",
@@ -195,6 +196,21 @@ const CLUSTER_SCOPED: [(&str, &str); 34] = [
     ("authorization.k8s.io", "SelfSubjectAccessReview"),
 ];
 
+/// Why an object of a kind that controllers usually make is not copied when a controller of
+/// kind `owner` owns it: ReplicaSets of Deployments, and Pods. Without a controller, a
+/// ReplicaSet is a workload like any other (copied), and a Pod is refused ([`rule`]).
+pub(crate) fn made_by_controller(group: &str, kind: &str, owner: &str) -> Option<&'static str> {
+    match (group, kind, owner) {
+        ("apps", "ReplicaSet", "Deployment") => Some("ReplicaSets are created by their Deployment"),
+        ("", "Pod", _) => Some("Pods are created by their workloads"),
+        _ => None,
+    }
+}
+
+/// Why a Pod without a controller is refused.
+pub(crate) const BARE_POD: &str =
+    "it has no owner, and a bare Pod is not copied; run it from a Deployment or a Job";
+
 /// API groups served by Kubernetes itself; any other group is a custom resource.
 const BUILTIN_GROUPS: [&str; 23] = [
     "",
@@ -248,6 +264,8 @@ pub(crate) fn rule(group: &str, kind: &str, allow_kinds: &[KindRef]) -> KindRule
         return KindRule::Controller(why);
     }
     match (group, kind) {
+        // Pods owned by a controller were left out before the kind was asked about.
+        ("", "Pod") => return KindRule::Refuse(BARE_POD.to_owned()),
         ("", "ResourceQuota") => {
             return KindRule::Guardrail(
                 "the preview namespace gets its own quota from the Blueprint's isolation.quota",
@@ -332,7 +350,7 @@ mod tests {
             (
                 "apps",
                 "ReplicaSet",
-                KindRule::Controller("ReplicaSets are created by their Deployment"),
+                KindRule::Copy(Class::Builtin(Builtin::ReplicaSet)),
             ),
             (
                 "rbac.authorization.k8s.io",

@@ -1,10 +1,15 @@
 //! Blueprint manifests: multi-document YAML as users write it, parsed into objects. Empty
 //! documents are skipped, `kind: List` (and `*List`) documents are flattened into their items
 //! (one level), and every error names the document (counted from 1 as the file shows them,
-//! empty ones included) and, for syntax errors, the line.
+//! empty ones included) and, for syntax errors, the line. A key repeated in a mapping is
+//! accepted as kubectl accepts it (the last value wins), with a warning naming document, line
+//! and key.
+
+use std::fmt;
 
 use serde_json::Value;
-use serde_saphyr::Spanned;
+
+use super::yaml;
 
 /// Why manifests cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,11 +30,57 @@ pub enum ManifestError {
     },
 }
 
+/// Something in the manifests that kubectl accepts but is probably a mistake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManifestWarning {
+    /// A key repeated in one mapping: the last value is used.
+    DuplicateKey {
+        document: usize,
+        line: u64,
+        /// From the document's root, e.g. `metadata.labels.app`.
+        key: String,
+    },
+}
+
+impl fmt::Display for ManifestWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::DuplicateKey {
+                document,
+                line,
+                key,
+            } => write!(
+                f,
+                "document {document} (line {line}): duplicate key {key}: the last value is used, as kubectl does"
+            ),
+        }
+    }
+}
+
+/// The objects of some manifests, and what is suspicious about them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Manifests {
+    pub objects: Vec<Value>,
+    pub warnings: Vec<ManifestWarning>,
+}
+
 /// Parse multi-document YAML into Kubernetes objects (each with `apiVersion`, `kind` and
-/// `metadata.name`).
+/// `metadata.name`). Warnings are dropped: use [`Manifests::parse`] where people can read them.
 pub fn parse_manifests(yaml: &str) -> Result<Vec<Value>, ManifestError> {
+    Manifests::parse(yaml).map(|m| m.objects)
+}
+
+impl Manifests {
+    /// Parse multi-document YAML into Kubernetes objects (each with `apiVersion`, `kind` and
+    /// `metadata.name`), with a warning for each repeated key.
+    pub fn parse(yaml: &str) -> Result<Self, ManifestError> {
+        parse(yaml)
+    }
+}
+
+fn parse(yaml: &str) -> Result<Manifests, ManifestError> {
     let starts = document_starts(yaml);
-    let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple(yaml).map_err(|e| {
+    let docs = yaml::documents(yaml).map_err(|e| {
         let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
         ManifestError::Syntax {
             document: document_of(&starts, line),
@@ -39,9 +90,19 @@ pub fn parse_manifests(yaml: &str) -> Result<Vec<Value>, ManifestError> {
         }
     })?;
     let mut out = Vec::new();
+    let mut warnings = Vec::new();
     for doc in docs {
         let document = document_of(&starts, doc.referenced.line());
-        let value = doc.value;
+        let yaml::Document { value, duplicates } = doc.value;
+        warnings.extend(
+            duplicates
+                .into_iter()
+                .map(|d| ManifestWarning::DuplicateKey {
+                    document,
+                    line: d.line,
+                    key: d.path,
+                }),
+        );
         if value.is_null() {
             continue;
         }
@@ -65,7 +126,10 @@ pub fn parse_manifests(yaml: &str) -> Result<Vec<Value>, ManifestError> {
             out.push(item.clone());
         }
     }
-    Ok(out)
+    Ok(Manifests {
+        objects: out,
+        warnings,
+    })
 }
 
 /// The parser's message without its own `error: line L column C: ` prefix (the error carries
@@ -226,6 +290,28 @@ mod tests {
         for (yaml, want) in table {
             assert_eq!(parse_manifests(&yaml).unwrap_err().to_string(), want);
         }
+    }
+
+    #[test]
+    fn duplicate_keys_are_accepted_with_a_warning_and_the_last_value() {
+        let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  labels:\n    app: one\n    app.kubernetes.io/name: first\n    app: two\n    app.kubernetes.io/name: second\ndata:\n  k: v\nitems: [{x: 1, x: 2}]\ndata:\n  k: w\n";
+        let parsed = Manifests::parse(yaml).unwrap();
+        assert_eq!(parsed.objects.len(), 2);
+        let b = &parsed.objects[1];
+        assert_eq!(b["metadata"]["labels"]["app"], "two");
+        assert_eq!(b["metadata"]["labels"]["app.kubernetes.io/name"], "second");
+        assert_eq!(b["data"]["k"], "w");
+        let warnings: Vec<String> = parsed.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            warnings,
+            [
+                "document 2 (line 12): duplicate key metadata.labels.app: the last value is used, as kubectl does",
+                "document 2 (line 13): duplicate key metadata.labels[\"app.kubernetes.io/name\"]: the last value is used, as kubectl does",
+                "document 2 (line 16): duplicate key items[0].x: the last value is used, as kubectl does",
+                "document 2 (line 17): duplicate key data: the last value is used, as kubectl does",
+            ]
+        );
+        assert_eq!(parse_manifests(yaml).unwrap(), parsed.objects);
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //! order. Pure (no I/O): the same objects, Blueprint and preview always give the same plan.
 //!
 //! The input is a list of objects, either read back from a live namespace (with everything the
-//! API server adds) or parsed from manifests ([`parse_manifests`]). Each object is, in order:
-//! identified, left out ([`select`]) or refused ([`refuse`], [`security`]), stripped of what the
-//! server owns ([`strip`]), rewritten for the preview ([`rewrite`], [`hosts`], [`images`],
-//! [`pods`]), and sorted into phases ([`order`]). `docs/cloning.md` states the rules for users.
+//! API server adds) or parsed from manifests ([`parse_manifests`]). Its source namespace is
+//! found first ([`namespaces`]). Each object is, in order: identified, left out ([`select`]) or
+//! refused ([`refuse`], [`security`]), stripped of what the server owns ([`strip`]), rewritten
+//! for the preview ([`rewrite`], [`hosts`], [`images`], [`pods`]), and sorted into phases
+//! ([`order`]); a plan that would run nothing is refused ([`runnable`]). `docs/cloning.md`
+//! states the rules for users.
 
 mod env;
 mod hosts;
@@ -13,13 +15,16 @@ mod images;
 mod kinds;
 mod limits;
 mod manifests;
+mod namespaces;
 mod order;
 mod pods;
 mod refuse;
 mod rewrite;
+mod runnable;
 mod security;
 mod select;
 mod strip;
+mod yaml;
 
 #[cfg(test)]
 mod fixtures;
@@ -36,7 +41,7 @@ use crate::k8s::crd::BlueprintSpec;
 
 pub use env::ENV_CONFIG_MAP;
 pub use images::ImageRef;
-pub use manifests::{ManifestError, parse_manifests};
+pub use manifests::{ManifestError, ManifestWarning, Manifests, parse_manifests};
 
 /// Who the preview is for and where it goes: everything the plan needs besides the objects and
 /// the Blueprint.
@@ -72,8 +77,8 @@ pub enum Phase {
     Data,
     /// Jobs annotated `sandcastle.dev/hook: seed`, waited on until complete.
     Seed,
-    /// Deployments, CronJobs, other Jobs, HorizontalPodAutoscalers, PodDisruptionBudgets and
-    /// objects of the Blueprint's `allowKinds`.
+    /// Deployments, ReplicaSets, CronJobs, other Jobs, HorizontalPodAutoscalers,
+    /// PodDisruptionBudgets and objects of the Blueprint's `allowKinds`.
     Apps,
     /// Ingresses, last, so that the URL answers only when something serves it.
     Ingress,
@@ -255,7 +260,10 @@ pub fn plan(
     let host_template = hosts::HostTemplate::new(blueprint, ctx, &mut problems);
     let tags = images::render_tags(blueprint, ctx, &mut problems);
 
-    let identified = identify(objects, &mut problems);
+    let source = namespaces::source(ctx.source_namespace.as_deref(), objects);
+    let own_labels = namespaces::labels(objects, &source, blueprint.isolation.pod_security);
+    let pod_security = namespaces::enforced(blueprint.isolation.pod_security, &own_labels);
+    let identified = identify(objects, source.name.as_deref(), &mut problems);
     let index = select::Index::new(&identified, blueprint);
     let services: BTreeSet<String> = identified
         .iter()
@@ -265,6 +273,17 @@ pub fn plan(
     let mut left_out = Vec::new();
     let mut kept = Vec::new();
     for obj in identified {
+        if namespaces::is_namespace(&obj.value) {
+            match source.decide(&obj.name, &own_labels) {
+                Ok(reason) => left_out.push(LeftOut {
+                    kind: obj.kind,
+                    name: obj.name,
+                    reason,
+                }),
+                Err(reason) => problems.push(Problem::object(&obj.kind, &obj.name, reason)),
+            }
+            continue;
+        }
         match select::decide(&obj, &index, blueprint) {
             select::Decision::LeaveOut(reason) => left_out.push(LeftOut {
                 kind: obj.kind.clone(),
@@ -275,12 +294,8 @@ pub fn plan(
                 problems.push(Problem::object(&obj.kind, &obj.name, reason));
             }
             select::Decision::Copy(class) => {
-                problems.extend(refuse::check(&obj, class, ctx));
-                problems.extend(security::check(
-                    &obj,
-                    class,
-                    blueprint.isolation.pod_security,
-                ));
+                problems.extend(refuse::check(&obj, class, &source));
+                problems.extend(security::check(&obj, class, pod_security));
                 kept.push((class, obj));
             }
         }
@@ -294,12 +309,23 @@ pub fn plan(
     let url =
         host_template.and_then(|t| hosts::rewrite(&mut ingresses, &t, blueprint, &mut problems));
 
+    // Only a blueprint with no other problem can be judged empty: a refused object may be the
+    // workload it was meant to run.
+    if problems.is_empty() {
+        problems.extend(runnable::check(
+            &kept,
+            &left_out,
+            objects.len(),
+            blueprint,
+            ctx,
+        ));
+    }
     if !problems.is_empty() {
         return Err(refused(problems, ctx));
     }
 
     let rewriter = rewrite::Rewriter {
-        source: ctx.source_namespace.as_deref(),
+        source: source.name.as_deref(),
         target: ctx.namespace.as_str(),
         services: &services,
     };
@@ -326,12 +352,30 @@ pub fn plan(
     out.push((kinds::Class::Builtin(kinds::Builtin::ConfigMap), env));
 
     left_out.sort();
+    // A file may declare the source's Namespace more than once: it is left out once.
+    left_out.dedup();
     Ok(order::assemble(out, url, left_out))
 }
 
+/// The labels the preview namespace takes from the blueprint: the Pod Security labels of the
+/// source's own Namespace object (manifests that declare the namespace they come from) that
+/// are at least as strict as the Blueprint's `isolation.podSecurity`. Merge them over
+/// [`crate::domain::guardrails::namespace_labels`] (they can only tighten it); for a blueprint
+/// that [`plan`] accepts.
+pub fn namespace_labels(
+    objects: &[Value],
+    blueprint: &BlueprintSpec,
+    ctx: &PreviewContext,
+) -> BTreeMap<String, String> {
+    let source = namespaces::source(ctx.source_namespace.as_deref(), objects);
+    namespaces::labels(objects, &source, blueprint.isolation.pod_security).kept
+}
+
 /// Parse each object's identity; objects without one become problems. Duplicates are refused:
-/// which copy wins would depend on input order.
-fn identify(objects: &[Value], problems: &mut Vec<Problem>) -> Vec<Obj> {
+/// which copy wins would depend on input order. An object's identity includes its namespace
+/// (none and the source's are one and the same: the preview's): objects of other namespaces are
+/// not duplicates of the source's, they are refused for naming another namespace.
+fn identify(objects: &[Value], source: Option<&str>, problems: &mut Vec<Problem>) -> Vec<Obj> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::with_capacity(objects.len());
     for (i, value) in objects.iter().enumerate() {
@@ -362,7 +406,12 @@ fn identify(objects: &[Value], problems: &mut Vec<Problem>) -> Vec<Obj> {
             continue;
         };
         let group = kinds::group_of(api_version).to_owned();
-        if !seen.insert((group.clone(), kind.to_owned(), name.to_owned())) {
+        let namespace = text(&["metadata", "namespace"]).filter(|ns| Some(*ns) != source);
+        // The source's Namespace may be declared more than once (one file per component, each
+        // with its Namespace): it is left out, whatever the copies say.
+        let repeatable = namespaces::is_namespace(value);
+        if !seen.insert((group.clone(), kind.to_owned(), namespace, name.to_owned())) && !repeatable
+        {
             problems.push(Problem::field(
                 kind,
                 name,

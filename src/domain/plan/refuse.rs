@@ -1,5 +1,5 @@
 //! Refusals that depend on an object's content rather than its kind: objects of another
-//! namespace, RoleBindings reaching outside the preview, names Sandcastle reserves and hooks it
+//! namespace (see [`super::namespaces`]), RoleBindings reaching outside the preview, names Sandcastle reserves and hooks it
 //! does not know. Kinds are refused in [`super::kinds`], pods in [`super::security`].
 //!
 //! A RoleBinding may bind ServiceAccounts of its own namespace (rewritten to the preview's),
@@ -8,21 +8,19 @@
 //! ClusterRole is refused: it is defined outside the blueprint and may grant anything.
 
 use super::kinds::{Builtin, Class};
-use super::{Obj, PreviewContext, Problem};
+use super::namespaces::{Source, named};
+use super::{Obj, Problem};
 use crate::domain::guardrails;
 use crate::k8s::labels;
 
 /// ClusterRoles a RoleBinding of a preview may refer to.
 pub(crate) const BINDABLE_CLUSTER_ROLES: [&str; 3] = ["view", "edit", "admin"];
 
-pub(crate) fn check(obj: &Obj, class: Class, ctx: &PreviewContext) -> Vec<Problem> {
+pub(crate) fn check(obj: &Obj, class: Class, namespaces: &Source) -> Vec<Problem> {
     let mut problems = Vec::new();
-    let source = ctx.source_namespace.as_deref();
-    if let Some(ns) = obj.value["metadata"]["namespace"].as_str()
-        && !ns.is_empty()
-        && Some(ns) != source
-    {
-        problems.push(obj.problem("metadata.namespace", other_namespace(ns, source)));
+    let source = namespaces.name.as_deref();
+    if let Some(reason) = named(&obj.value).and_then(|ns| namespaces.other(ns)) {
+        problems.push(obj.problem("metadata.namespace", reason));
     }
     if guardrails::is_reserved(&obj.group, &obj.kind, &obj.name) {
         problems.push(obj.problem(
@@ -52,17 +50,6 @@ pub(crate) fn check(obj: &Obj, class: Class, ctx: &PreviewContext) -> Vec<Proble
         role_binding(obj, source, &mut problems);
     }
     problems
-}
-
-fn other_namespace(ns: &str, source: Option<&str>) -> String {
-    match source {
-        Some(src) => format!(
-            "names namespace {ns}; only objects of the blueprint's namespace {src} can be cloned"
-        ),
-        None => format!(
-            "names namespace {ns}; manifests must not name a namespace (the preview's is filled in)"
-        ),
-    }
 }
 
 fn role_binding(obj: &Obj, source: Option<&str>, problems: &mut Vec<Problem>) {

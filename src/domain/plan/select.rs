@@ -45,9 +45,10 @@ pub(crate) struct Index {
 
 /// Kinds whose objects `spec.skip` names. DaemonSets are included: skipping one is how a
 /// blueprint with a node agent in its namespace becomes usable.
-const SKIPPABLE: [(&str, &str); 5] = [
+const SKIPPABLE: [(&str, &str); 6] = [
     ("apps", "Deployment"),
     ("apps", "StatefulSet"),
+    ("apps", "ReplicaSet"),
     ("apps", "DaemonSet"),
     ("batch", "Job"),
     ("batch", "CronJob"),
@@ -122,17 +123,20 @@ fn owner_references(value: &Value) -> impl Iterator<Item = &Value> {
         .flatten()
 }
 
+/// The owner reference with `controller: true`.
+fn controller_ref(value: &Value) -> Option<&Value> {
+    owner_references(value).find(|o| o["controller"].as_bool() == Some(true))
+}
+
 /// The owner with `controller: true`, as `Kind name`.
 fn controller_owner(value: &Value) -> Option<String> {
-    owner_references(value)
-        .find(|o| o["controller"].as_bool() == Some(true))
-        .map(|o| {
-            format!(
-                "{} {}",
-                o["kind"].as_str().unwrap_or("object"),
-                o["name"].as_str().unwrap_or("?")
-            )
-        })
+    controller_ref(value).map(|o| {
+        format!(
+            "{} {}",
+            o["kind"].as_str().unwrap_or("object"),
+            o["name"].as_str().unwrap_or("?")
+        )
+    })
 }
 
 fn owner_of_kind<'v>(value: &'v Value, kind: &str) -> Option<&'v str> {
@@ -156,7 +160,15 @@ pub(crate) fn decide(obj: &Obj, index: &Index, blueprint: &BlueprintSpec) -> Dec
     if is_sandcastle_own(obj) {
         return Decision::LeaveOut("added by Sandcastle; every preview gets its own".to_owned());
     }
+    if let Some(owner) = controller_ref(&obj.value).and_then(|o| o["kind"].as_str())
+        && let Some(why) = kinds::made_by_controller(&obj.group, &obj.kind, owner)
+    {
+        return Decision::LeaveOut(why.to_owned());
+    }
     if let Some(why) = created_by_owner(obj, index) {
+        return Decision::LeaveOut(why);
+    }
+    if let Some(why) = helm_hook(obj) {
         return Decision::LeaveOut(why);
     }
     if skippable(obj) && index.skip.contains(&obj.name) {
@@ -171,6 +183,19 @@ pub(crate) fn decide(obj: &Obj, index: &Index, blueprint: &BlueprintSpec) -> Dec
             None => Decision::Copy(Class::Builtin(b)),
         },
     }
+}
+
+/// Pods Helm runs itself (`helm test`, install and upgrade hooks): a preview is not a Helm
+/// release, and nothing there would run them.
+fn helm_hook(obj: &Obj) -> Option<String> {
+    if !(obj.group.is_empty() && obj.kind == "Pod") {
+        return None;
+    }
+    let hook = obj.value["metadata"]["annotations"][labels::HELM_HOOK].as_str()?;
+    Some(format!(
+        "a Helm hook ({}: {hook}): Helm runs it, a preview does not",
+        labels::HELM_HOOK
+    ))
 }
 
 /// Objects a controller made from another object: the copy of that object makes its own.

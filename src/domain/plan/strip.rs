@@ -30,9 +30,8 @@ const SERVER_METADATA: [&str; 12] = [
 ];
 
 /// Annotations removed by exact key.
-const ANNOTATIONS: [&str; 8] = [
+const ANNOTATIONS: [&str; 7] = [
     labels::LAST_APPLIED,
-    labels::DEPLOYMENT_REVISION,
     labels::HELM_RELEASE_NAME,
     labels::HELM_RELEASE_NAMESPACE,
     labels::STORAGE_PROVISIONER_BETA,
@@ -42,7 +41,8 @@ const ANNOTATIONS: [&str; 8] = [
 ];
 
 /// Annotations removed by prefix.
-const ANNOTATION_PREFIXES: [&str; 3] = [
+const ANNOTATION_PREFIXES: [&str; 4] = [
+    labels::DEPLOYMENT_ANNOTATION_PREFIX,
     labels::PV_ANNOTATION_PREFIX,
     labels::AUTOSCALING_ALPHA_PREFIX,
     labels::EXTERNAL_DNS_PREFIX,
@@ -60,6 +60,11 @@ const LOAD_BALANCER_FIELDS: [&str; 6] = [
 
 pub(crate) fn strip(obj: &mut Obj, class: Class) {
     let paths = template_paths(obj, class);
+    // The Deployment controller labels the ReplicaSets it makes (and their selectors and pods)
+    // with `pod-template-hash`; those are never copied. On a ReplicaSet without a Deployment
+    // nothing of the server wrote it: its author did (or a Deployment deleted with
+    // `--cascade=orphan` left it), and its selector needs it on the pods.
+    let hash_is_the_authors = class == Class::Builtin(Builtin::ReplicaSet);
     let value = &mut obj.value;
     if let Some(o) = value.as_object_mut() {
         o.remove("status");
@@ -69,16 +74,18 @@ pub(crate) fn strip(obj: &mut Obj, class: Class) {
             meta.remove(key);
         }
         strip_annotations(meta);
-        remove_labels(meta, &[labels::POD_TEMPLATE_HASH]);
+        if !hash_is_the_authors {
+            remove_labels(meta, &[labels::POD_TEMPLATE_HASH]);
+        }
     }
     if let Class::Builtin(Builtin::CronJob) = class
         && let Some(meta) = get_mut(value, &["spec", "jobTemplate", "metadata"])
     {
-        strip_template_metadata(meta);
+        strip_template_metadata(meta, false);
     }
     for path in paths {
         if let Some(meta) = get_mut(value, path).and_then(|t| t.get_mut("metadata")) {
-            strip_template_metadata(meta);
+            strip_template_metadata(meta, hash_is_the_authors);
         }
     }
     let Class::Builtin(kind) = class else {
@@ -124,14 +131,18 @@ fn remove_labels(meta: &mut Map<String, Value>, keys: &[&str]) {
     }
 }
 
-/// Pod and job templates: the server writes `creationTimestamp: null` into them, and the Job
-/// controller its labels.
-fn strip_template_metadata(meta: &mut Value) {
+/// Pod and job templates: the server writes `creationTimestamp: null` into them, the Job
+/// controller its labels, and the Deployment controller `pod-template-hash` (unless
+/// `keep_hash`: see [`strip`]).
+fn strip_template_metadata(meta: &mut Value, keep_hash: bool) {
     let Some(meta) = meta.as_object_mut() else {
         return;
     };
     meta.remove("creationTimestamp");
-    let mut keys = vec![labels::POD_TEMPLATE_HASH];
+    let mut keys = Vec::new();
+    if !keep_hash {
+        keys.push(labels::POD_TEMPLATE_HASH);
+    }
     keys.extend(labels::JOB_CONTROLLER_LABELS);
     remove_labels(meta, &keys);
 }

@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use sandcastle::app::{self, Parts, Running};
-use sandcastle::config::Secret;
 use sandcastle::controller::Settings;
+use sandcastle::domain::Secret;
 use sandcastle::domain::clock::Clock;
 use sandcastle::domain::{PrNumber, RepoName, Sha};
 use sandcastle::fake_github::{

@@ -8,8 +8,8 @@ use super::*;
 #[test]
 fn controller_made_and_kubernetes_own_objects_are_left_out() {
     let yaml = "\
-apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: web-5d8f}\n---
-apiVersion: v1\nkind: Pod\nmetadata: {name: web-5d8f-x}\n---
+apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: web-5d8f, ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: web, uid: u, controller: true}]}\n---
+apiVersion: v1\nkind: Pod\nmetadata: {name: web-5d8f-x, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-5d8f, uid: u, controller: true}]}\n---
 apiVersion: v1\nkind: Endpoints\nmetadata: {name: web}\n---
 apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: web-abc}\n---
 apiVersion: apps/v1\nkind: ControllerRevision\nmetadata: {name: db-7f}\n---
@@ -106,7 +106,7 @@ apiVersion: v1\nkind: Secret\nmetadata: {name: tls}\ntype: kubernetes.io/tls\n--
 apiVersion: v1\nkind: Secret\nmetadata: {name: api-token}\ntype: kubernetes.io/service-account-token\n---
 apiVersion: v1\nkind: Secret\nmetadata: {name: sh.helm.release.v1.shop.v3}\ntype: helm.sh/release.v1\n";
     let names = |extra: &str| -> Vec<String> {
-        let p = run(yaml, extra).unwrap();
+        let p = run(&with_app(yaml), extra).unwrap();
         p.objects()
             .filter(|o| o["kind"] == "Secret")
             .map(|o| {
@@ -125,7 +125,7 @@ apiVersion: v1\nkind: Secret\nmetadata: {name: sh.helm.release.v1.shop.v3}\ntype
         ["tls"]
     );
     assert_eq!(names("secrets: {mode: none}"), Vec::<String>::new());
-    let p = run(yaml, "").unwrap();
+    let p = run(&with_app(yaml), "").unwrap();
     assert_eq!(
         left_out(&p, "Secret", "tls"),
         Some(
@@ -282,7 +282,7 @@ apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: report}\nspec: {jobTemplat
 #[test]
 fn the_env_config_map_holds_the_built_in_variables() {
     let yaml = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web}\nspec: {rules: [{host: shop.example.com}]}\n";
-    let p = run(yaml, "").unwrap();
+    let p = run(&with_app(yaml), "").unwrap();
     let env = find(&p, "ConfigMap", "sandcastle-env");
     assert_eq!(
         env["data"],
@@ -308,7 +308,7 @@ fn source_namespace_names_are_rewritten_in_dns_form_only() {
     let yaml = "\
 apiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec: {selector: {app: db}}\n---
 apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, annotations: {note: 'see db.shop-staging'}}\ndata:\n  DATABASE_URL: postgres://db.shop-staging.svc.cluster.local:5432/app\n  SHORT: db.shop-staging:5432\n  NAMESPACE: shop-staging\n  EXTERNAL: https://db.shop-staging.example.com\n  PROFILE: spring.profiles.shop-staging\n";
-    let p = run(yaml, "").unwrap();
+    let p = run(&with_app(yaml), "").unwrap();
     let cm = find(&p, "ConfigMap", "app");
     assert_eq!(
         cm["data"],

@@ -18,7 +18,7 @@ fn rule(host: &str, service: &str) -> String {
 
 /// Hosts of every rule and TLS block, in plan order, and the URL.
 fn hosts(yaml: &str, extra: &str) -> (Vec<String>, Option<String>) {
-    let p = run(yaml, extra).unwrap();
+    let p = run(&with_app(yaml), extra).unwrap();
     let mut out = Vec::new();
     for o in p.objects().filter(|o| o["kind"] == "Ingress") {
         for r in o["spec"]["rules"].as_array().into_iter().flatten() {
@@ -172,7 +172,7 @@ fn long_labels_are_fitted() {
 
 #[test]
 fn no_ingress_means_no_url() {
-    let p = run("", "").unwrap();
+    let p = run(APP, "").unwrap();
     assert_eq!(p.url, None);
     assert_eq!(
         find(&p, "ConfigMap", "sandcastle-env")["data"]["SANDCASTLE_URL"],

@@ -2,8 +2,10 @@
 
 mod copied;
 mod hosts;
+mod namespaces;
 mod refused;
 mod security;
+mod workloads;
 
 use serde_json::Value;
 
@@ -62,6 +64,17 @@ pub(super) fn left_out<'p>(plan: &'p Plan, kind: &str, name: &str) -> Option<&'p
         .iter()
         .find(|l| l.kind == kind && l.name == name)
         .map(|l| l.reason.as_str())
+}
+
+/// A minimal Deployment, for tests of other objects: a blueprint with nothing to run is refused.
+pub(super) const APP: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app}\nspec:\n  selector: {matchLabels: {app: app}}\n  template:\n    metadata: {labels: {app: app}}\n    spec: {containers: [{name: app, image: app}]}\n";
+
+/// `yaml` and [`APP`].
+pub(super) fn with_app(yaml: &str) -> String {
+    if yaml.is_empty() {
+        return APP.to_owned();
+    }
+    format!("{yaml}\n---\n{APP}")
 }
 
 /// A Deployment `name` whose pod spec is `pod` (YAML, indented for the place it goes).

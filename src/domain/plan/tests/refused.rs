@@ -16,11 +16,6 @@ fn kinds_and_namespaces_are_refused_with_the_object_named() {
             "ClusterRole reader is not allowed: ClusterRole is cluster-scoped and a preview only owns its namespace",
         ),
         (
-            "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop-staging}\n",
-            "",
-            "Namespace shop-staging is not allowed: Namespace is cluster-scoped and a preview only owns its namespace",
-        ),
-        (
             "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: fast}\n",
             "allowKinds: [{apiVersion: storage.k8s.io/v1, kind: StorageClass}]",
             "StorageClass fast is not allowed: StorageClass is cluster-scoped and a preview only owns its namespace",
@@ -38,7 +33,7 @@ fn kinds_and_namespaces_are_refused_with_the_object_named() {
         (
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: billing}\n",
             "",
-            "ConfigMap app: metadata.namespace: names namespace billing; only objects of the blueprint's namespace shop-staging can be cloned",
+            "ConfigMap app: metadata.namespace: names namespace billing; a preview clones one namespace (the source is shop-staging)",
         ),
         (
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n",
@@ -67,14 +62,22 @@ fn kinds_and_namespaces_are_refused_with_the_object_named() {
 }
 
 #[test]
-fn manifests_must_not_name_a_namespace() {
-    let mut c = ctx();
-    c.source_namespace = None;
-    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: default}\n";
-    let err = plan(&objects(yaml), &blueprint(""), &c).unwrap_err();
+fn objects_of_another_namespace_are_refused_as_such_even_when_names_repeat() {
+    let yaml = "\
+apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: shop-staging}\n---
+apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: billing}\n---
+apiVersion: v1\nkind: Secret\nmetadata: {name: app, namespace: billing}\n---
+apiVersion: v1\nkind: Secret\nmetadata: {name: app}\n";
     assert_eq!(
-        err.to_string(),
-        "ConfigMap app: metadata.namespace: names namespace default; manifests must not name a namespace (the preview's is filled in)"
+        refusal(yaml, ""),
+        "ConfigMap app: metadata.namespace: names namespace billing; a preview clones one namespace (the source is shop-staging)\n\
+         Secret app: metadata.namespace: names namespace billing; a preview clones one namespace (the source is shop-staging)"
+    );
+    // The same object with and without the source namespace is still the same object.
+    let twice = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: shop-staging}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n";
+    assert_eq!(
+        refusal(twice, ""),
+        "ConfigMap app: metadata.name: v1 ConfigMap app is defined more than once"
     );
 }
 
@@ -106,7 +109,7 @@ fn role_bindings_stay_inside_the_preview() {
         ),
     ];
     for (body, want) in table {
-        let yaml = format!("{BINDING}{body}");
+        let yaml = with_app(&format!("{BINDING}{body}"));
         match (run(&yaml, ""), want) {
             (Err(e), Some(want)) => assert_eq!(e.to_string(), want),
             (Ok(_), None) => {}
@@ -120,7 +123,7 @@ fn service_account_subjects_of_the_source_move_with_the_copy() {
     let yaml = format!(
         "{BINDING}subjects:\n- {{kind: ServiceAccount, name: api, namespace: shop-staging}}\n- {{kind: ServiceAccount, name: worker}}\n- {{kind: Group, name: devs}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: r}}\n"
     );
-    let p = run(&yaml, "").unwrap();
+    let p = run(&with_app(&yaml), "").unwrap();
     let subjects = &find(&p, "RoleBinding", "b")["subjects"];
     assert_eq!(subjects[0]["namespace"], "shop-pr-42");
     assert_eq!(subjects[1]["namespace"], "shop-pr-42");
@@ -160,7 +163,7 @@ fn pr_variables_without_a_pr_are_refused() {
         "Blueprint shop: spec.host: {{pr}} has no value here: this preview has no pull request"
     );
     // Without an Ingress the host template is never rendered.
-    assert!(plan(&[], &bp, &c).is_ok());
+    assert!(plan(&objects(APP), &bp, &c).is_ok());
 }
 
 #[test]
