@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
+use sandcastle::crd::{Phase, PreviewEnvironment};
 use sandcastle::demo::stage::Stage;
 use sandcastle::domain::{PrNumber, Sha};
 use sandcastle::fake_github::PrSpec;
-use sandcastle::k8s::crd::{Phase, PreviewEnvironment};
 
 const PREVIEWS: u64 = 10;
 

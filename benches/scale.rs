@@ -18,12 +18,12 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
+use sandcastle::crd::{self, Phase, PreviewEnvironment};
 use sandcastle::demo::stage::{ensure_namespace, load};
 use sandcastle::domain::{PrNumber, RepoName, Sha};
 use sandcastle::fake_github::{
     Delivery, FakeConfig, FakeGitHub, PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
 };
-use sandcastle::k8s::crd::{self, Phase, PreviewEnvironment};
 use serde_json::json;
 
 const SECRET: &str = "bench-scale-secret";
@@ -223,7 +223,7 @@ async fn main() {
     let kubeconfig = std::env::var("KUBECONFIG").unwrap();
     let home = support::unique("scale-home");
     let staging = support::unique("scale-staging");
-    crd::install(&client, Duration::from_secs(30))
+    sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30))
         .await
         .unwrap();
     ensure_nodes(&client, total + 10).await;

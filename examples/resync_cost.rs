@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use sandcastle::controller::{Context, Settings, resync};
+use sandcastle::crd::{Blueprint, PreviewEnvironment};
 use sandcastle::domain::Secret;
 use sandcastle::domain::clock::Clock;
 use sandcastle::domain::{PrNumber, RepoName, Sha};
@@ -24,7 +25,6 @@ use sandcastle::fake_github::{FakeConfig, FakeGitHub, PrSpec, TEST_APP_PRIVATE_K
 use sandcastle::github::client::{
     ClientSettings, DeploymentState, GitHubApp, NewDeployment, NewStatus,
 };
-use sandcastle::k8s::crd::{self, Blueprint, PreviewEnvironment};
 use serde_json::json;
 
 fn arg(name: &str, default: usize) -> usize {
@@ -89,7 +89,7 @@ async fn main() -> anyhow::Result<()> {
     let prs = arg("--prs", 500);
     let config = kube::Config::infer().await?;
     let client = Client::try_from(config)?;
-    crd::install(&client, Duration::from_secs(30)).await?;
+    sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30)).await?;
     let home = format!("bench-resync-{:06}", rand::random::<u32>() % 1_000_000);
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": home}}))?;

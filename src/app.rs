@@ -17,10 +17,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{KubeArgs, Secret};
 use crate::controller::{self, Context, Settings};
+use crate::crd::Blueprint;
 use crate::domain::clock::Clock;
 use crate::github::client::GitHubApp;
 use crate::http::{self, AppState, Deliveries};
-use crate::k8s::crd::Blueprint;
 use crate::metrics::Metrics;
 
 /// Everything needed to run Sandcastle.

@@ -23,6 +23,7 @@
 pub mod app;
 pub mod config;
 pub mod controller;
+pub mod crd;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod domain;

@@ -54,7 +54,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
              shipped builds are); from a checkout, run `cargo run -- demo`"
         ),
         Command::Crds(args) => generated(
-            &sandcastle::k8s::crd::definitions_yaml()?,
+            &sandcastle::crd::definitions_yaml()?,
             &args,
             "the CRDs the code generates",
             "crds",

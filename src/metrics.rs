@@ -21,7 +21,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::k8s::crd::{Phase, PreviewEnvironment};
+use crate::crd::{Phase, PreviewEnvironment};
 
 /// The OpenMetrics text format, for scrapers that ask for it.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -500,7 +500,7 @@ mod tests {
             },
         }))
         .unwrap();
-        pe.status = Some(crate::k8s::crd::PreviewStatus {
+        pe.status = Some(crate::crd::PreviewStatus {
             phase,
             ..Default::default()
         });

@@ -10,11 +10,11 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
 use crate::config::{KubeArgs, RenderArgs};
+use crate::crd::{BlueprintSource, BlueprintSpec, ManifestsRef};
 use crate::domain::intent;
 use crate::domain::plan::{self, Manifests, PreviewContext};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha, guardrails, naming};
 use crate::k8s::apply::Resolver;
-use crate::k8s::crd::{BlueprintSource, BlueprintSpec, ManifestsRef};
 use crate::k8s::source;
 
 /// Where the objects to clone come from.

@@ -16,10 +16,10 @@ use super::context::Context;
 use super::reconcile::Error;
 use super::report::{self, Report};
 use super::status::{save, set_phase};
-use crate::domain::lifecycle::{self, Admission};
-use crate::k8s::crd::{
+use crate::crd::{
     Blueprint, OverCapacity, Phase, PreviewEnvironment, PreviewStatus, SlotState, SlotStatus,
 };
+use crate::domain::lifecycle::{self, Admission};
 
 /// Field manager of the Blueprint status counts.
 const COUNTS_MANAGER: &str = "sandcastle-capacity";

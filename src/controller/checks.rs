@@ -13,10 +13,10 @@ use std::time::Duration;
 use jiff::Timestamp;
 use kube::ResourceExt;
 
+use crate::crd::PreviewEnvironment;
+use crate::crd::labels::CHECKS_CHANGED;
 use crate::domain::{RepoName, Sha};
 use crate::github::client::{CheckConclusion, CheckRun, CheckStatus, GitHubError};
-use crate::k8s::crd::PreviewEnvironment;
-use crate::k8s::labels::CHECKS_CHANGED;
 
 use super::context::Context;
 

@@ -10,10 +10,10 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::mpsc;
 
 use super::leader::LeaderElection;
+use crate::crd::PreviewEnvironment;
 use crate::domain::clock::Clock;
 use crate::github::client::GitHubApp;
 use crate::k8s::apply::Resolver;
-use crate::k8s::crd::PreviewEnvironment;
 use crate::metrics::ControllerMetrics;
 
 /// Controller settings, from configuration.

@@ -14,8 +14,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
+use crate::crd::labels::{HOOK, HOOK_PRE_DELETE, HOOK_STARTED, HOOK_TIMEOUT, MANAGED_BY, MANAGER};
 use crate::domain::duration;
-use crate::k8s::labels::{HOOK, HOOK_PRE_DELETE, HOOK_STARTED, HOOK_TIMEOUT, MANAGED_BY, MANAGER};
 use crate::k8s::namespace;
 use crate::k8s::readiness::{self, Health, JobFailure};
 

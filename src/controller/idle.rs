@@ -18,8 +18,8 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::k8s::crd::ServiceStatus;
-use crate::k8s::labels::{LIFECYCLE_FIELD_MANAGER, STOPPED_REPLICAS, STOPPED_SUSPEND};
+use crate::crd::ServiceStatus;
+use crate::crd::labels::{LIFECYCLE_FIELD_MANAGER, STOPPED_REPLICAS, STOPPED_SUSPEND};
 
 fn params() -> PatchParams {
     PatchParams {

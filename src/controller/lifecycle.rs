@@ -24,10 +24,10 @@ use super::idle;
 use super::reconcile::Error;
 use super::report::{self, Report};
 use super::status::set_phase;
+use crate::crd::labels::LAST_ACTIVITY;
+use crate::crd::{Blueprint, DEFAULT_TTL, Phase, PreviewEnvironment};
 use crate::domain::duration;
 use crate::domain::lifecycle;
-use crate::k8s::crd::{Blueprint, DEFAULT_TTL, Phase, PreviewEnvironment};
-use crate::k8s::labels::LAST_ACTIVITY;
 
 /// Requeues land this long after a deadline, so the deadline has surely passed.
 const SLACK: Duration = Duration::from_millis(500);

@@ -40,8 +40,8 @@ use kube::{Resource, ResourceExt};
 pub use context::{Context, Settings};
 pub use reconcile::Error;
 
-use crate::k8s::crd::{Blueprint, PreviewEnvironment};
-use crate::k8s::labels::{MANAGED_BY, MANAGER, PREVIEW};
+use crate::crd::labels::{MANAGED_BY, MANAGER, PREVIEW};
+use crate::crd::{Blueprint, PreviewEnvironment};
 
 /// Map an object Sandcastle created (labelled with its preview) back to the preview.
 fn owner_of<K: Resource>(obj: &K, home: &str) -> Option<ObjectRef<PreviewEnvironment>> {

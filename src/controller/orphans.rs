@@ -16,9 +16,9 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use super::context::Context;
+use crate::crd::PreviewEnvironment;
+use crate::crd::labels::{HOME, MANAGED_BY, MANAGER, ORPHANED_SINCE, PREVIEW};
 use crate::domain::lifecycle;
-use crate::k8s::crd::PreviewEnvironment;
-use crate::k8s::labels::{HOME, MANAGED_BY, MANAGER, ORPHANED_SINCE, PREVIEW};
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

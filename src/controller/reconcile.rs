@@ -15,9 +15,9 @@ use super::context::Context;
 use super::lifecycle::{self, Guard};
 use super::status::{save, set_phase};
 use super::{capacity, rollout, sticky, teardown};
+use crate::crd::labels::FINALIZER;
+use crate::crd::{Phase, PreviewEnvironment};
 use crate::domain::Sha;
-use crate::k8s::crd::{Phase, PreviewEnvironment};
-use crate::k8s::labels::FINALIZER;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

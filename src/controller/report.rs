@@ -9,10 +9,10 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::context::Context;
+use crate::crd::{PreviewEnvironment, PreviewStatus, Reported};
 use crate::domain::RepoName;
 use crate::github::client::{DeploymentState, GitHubError, Installation, NewDeployment, NewStatus};
 use crate::github::render::status::fit_description;
-use crate::k8s::crd::{PreviewEnvironment, PreviewStatus, Reported};
 
 /// What GitHub should show for the preview's current commit.
 #[derive(Debug, Clone, Copy)]

@@ -25,15 +25,15 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use super::context::Context;
+use crate::crd::{
+    Blueprint, BlueprintSpec, DEFAULT_TTL, Phase, PreviewEnvironment, Reported, SlotState,
+    TeardownReason,
+};
 use crate::domain::intent::{self, Change, Intent};
 use crate::domain::{PrNumber, RepoName, Sha, lifecycle};
 use crate::github::client::{DeploymentState, GitHubError, Installation, PullRequest, PullState};
 use crate::github::event::{BaseInfo, HeadInfo, PrAction, PrState, PullRequestEvent};
 use crate::github::repo_config::{self, RepoConfig};
-use crate::k8s::crd::{
-    Blueprint, BlueprintSpec, DEFAULT_TTL, Phase, PreviewEnvironment, Reported, SlotState,
-    TeardownReason,
-};
 use crate::k8s::events::Request;
 use crate::k8s::previews::{self, Outcome};
 

@@ -20,14 +20,14 @@ use super::hooks;
 use super::reconcile::Error;
 use super::report::{self, Report};
 use super::status::{save, set_phase};
+use crate::crd::labels::REDEPLOY;
+use crate::crd::{Blueprint, Phase, PreviewEnvironment, PreviewStatus, Reported, Rollout};
 use crate::domain::guardrails;
 use crate::domain::naming;
 use crate::domain::plan::{self, Plan, PreviewContext};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
 use crate::github::render::status::{Failure, fit_description};
 use crate::k8s::apply::ApplyError;
-use crate::k8s::crd::{Blueprint, Phase, PreviewEnvironment, PreviewStatus, Reported, Rollout};
-use crate::k8s::labels::REDEPLOY;
 use crate::k8s::namespace::{self, NamespaceError};
 use crate::k8s::readiness::{self, Health};
 use crate::k8s::source;
@@ -238,7 +238,7 @@ pub(super) async fn run(
     );
     // Which Sandcastle made the namespace: the orphan sweep only ever looks at its own.
     labels.insert(
-        crate::k8s::labels::HOME.to_owned(),
+        crate::crd::labels::HOME.to_owned(),
         ctx.settings.home.clone(),
     );
     let namespace_uid = match namespace::ensure(

@@ -7,8 +7,8 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
-use crate::k8s::crd::{HISTORY_LIMIT, HistoryEntry, Phase, PreviewEnvironment, PreviewStatus};
-use crate::k8s::labels::FIELD_MANAGER;
+use crate::crd::labels::FIELD_MANAGER;
+use crate::crd::{HISTORY_LIMIT, HistoryEntry, Phase, PreviewEnvironment, PreviewStatus};
 
 /// Write `new` as the status of `pe` unless it equals the current one.
 pub(super) async fn save(

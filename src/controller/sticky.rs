@@ -19,12 +19,12 @@ use super::context::Context;
 use super::reconcile::Error;
 use super::report::log_url;
 use super::status::save;
+use crate::crd::labels::STICKY_REFRESH;
+use crate::crd::{Blueprint, PreviewEnvironment, StickyComment};
 use crate::domain::{PrNumber, RepoName};
 use crate::github::client::{Comment, GitHubError, Installation};
 use crate::github::render::view::{shown_key, sticky_view};
 use crate::github::render::{parse_marker, sticky_comment};
-use crate::k8s::crd::{Blueprint, PreviewEnvironment, StickyComment};
-use crate::k8s::labels::STICKY_REFRESH;
 
 /// Pause after a failed attempt when GitHub gives no time to wait for.
 const RETRY_AFTER: Duration = Duration::from_secs(30);

@@ -16,8 +16,8 @@ use super::hooks;
 use super::reconcile::{Error, remove_finalizer};
 use super::report::{self, Report};
 use super::status::{record, save, set_phase};
+use crate::crd::{Phase, PreviewEnvironment, PreviewStatus, TeardownReason};
 use crate::domain::{NamespaceName, naming};
-use crate::k8s::crd::{Phase, PreviewEnvironment, PreviewStatus, TeardownReason};
 use crate::k8s::namespace;
 
 fn namespace_of(pe: &PreviewEnvironment, ctx: &Context) -> Option<String> {

@@ -17,9 +17,9 @@ use tokio::io::AsyncBufReadExt;
 
 use crate::app;
 use crate::config::{DemoArgs, KubeArgs};
+use crate::crd::{Phase, PreviewEnvironment};
 use crate::domain::{PrNumber, Sha};
 use crate::fake_github::{FakeGitHub, PrSpec};
-use crate::k8s::crd::{self, Phase, PreviewEnvironment};
 
 const HOME: &str = "sandcastle";
 const STAGING: &str = "guestbook-staging";
@@ -161,7 +161,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         namespace: HOME.into(),
     })
     .await?;
-    crd::install(&client, Duration::from_secs(30)).await?;
+    crate::k8s::crd_install::install(&client, Duration::from_secs(30)).await?;
     say(format!(
         "Control plane ready (KUBECONFIG={}). Installed the Blueprint and PreviewEnvironment CRDs.",
         cp.kubeconfig.display()

@@ -18,13 +18,13 @@ use serde_json::{Value, json};
 
 use crate::app::{self, Parts, Running};
 use crate::controller::Settings;
+use crate::crd;
 use crate::domain::RepoName;
 use crate::domain::Secret;
 use crate::domain::clock::Clock;
 use crate::fake_github::{Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
 use crate::github::client::{ClientSettings, GitHubApp};
 use crate::k8s::apply::Resolver;
-use crate::k8s::crd;
 
 /// The webhook secret of the stage.
 pub const SECRET: &str = "sandcastle-demo-webhook-secret";
@@ -110,7 +110,7 @@ impl Stage {
         port: u16,
         controller: bool,
     ) -> anyhow::Result<Self> {
-        crd::install(&client, Duration::from_secs(30)).await?;
+        crate::k8s::crd_install::install(&client, Duration::from_secs(30)).await?;
         ensure_namespace(&client, home).await?;
         ensure_namespace(&client, staging).await?;
         let objects = load(&client, staging, &guestbook_yaml()?).await?;

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::time::Duration;
 
-pub use crate::k8s::crd::duration::{DurationError, SCHEMA_PATTERN, go_style, parse};
+pub use crate::crd::duration::{DurationError, SCHEMA_PATTERN, go_style, parse};
 
 /// Print a duration compactly in the largest fitting units, e.g. `1d 2h`, `45m`, `30s`.
 pub fn human(d: Duration) -> Human {

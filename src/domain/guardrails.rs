@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::plan::{ENV_CONFIG_MAP, PreviewContext, preview_labels};
-use crate::k8s::crd::{Isolation, NetworkIsolation, PodSecurityLevel};
-use crate::k8s::labels;
+use crate::crd::labels;
+use crate::crd::{Isolation, NetworkIsolation, PodSecurityLevel};
 
 /// Name of the NetworkPolicy isolating a preview.
 pub const NETWORK_POLICY: &str = "sandcastle-isolation";

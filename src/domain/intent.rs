@@ -8,7 +8,7 @@ use jiff::Timestamp;
 
 use super::naming::{self, PreviewIdentity};
 use super::{NamespaceName, PrNumber, RepoName, Sha};
-use crate::k8s::crd::{BlueprintSpec, TeardownReason};
+use crate::crd::{BlueprintSpec, TeardownReason};
 
 /// A change of desired state for one preview.
 #[derive(Debug, Clone, PartialEq)]

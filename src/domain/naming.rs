@@ -94,6 +94,11 @@ pub fn github_environment(preview: &str) -> String {
     format!("preview/{preview}")
 }
 
+/// The repository as a label value (`sandcastle.dev/repo`): `owner/name` becomes `owner.name`.
+pub fn repo_label_value(repo: &RepoName) -> String {
+    format!("{}.{}", repo.owner(), repo.name())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,10 +11,10 @@ use kube::ResourceExt;
 
 use super::intent::{Change, Intent};
 use super::lifecycle;
-use crate::k8s::crd::{
+use crate::crd::labels::{LAST_ACTIVITY, MANAGED_BY, MANAGER, PR, PREVIEW, REDEPLOY, REPO};
+use crate::crd::{
     PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind, Teardown, TeardownReason,
 };
-use crate::k8s::labels::{self, LAST_ACTIVITY, MANAGED_BY, MANAGER, PR, PREVIEW, REDEPLOY, REPO};
 
 /// What applying an intent did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +128,10 @@ pub fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
     pe.labels_mut().extend([
         (MANAGED_BY.to_owned(), MANAGER.to_owned()),
         (PREVIEW.to_owned(), intent.preview.to_string()),
-        (REPO.to_owned(), labels::repo_label_value(&intent.repo)),
+        (
+            REPO.to_owned(),
+            crate::domain::naming::repo_label_value(&intent.repo),
+        ),
         (PR.to_owned(), intent.pr.to_string()),
     ]);
     pe

@@ -14,9 +14,9 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
+use crate::crd::{Phase, ServiceStatus, TeardownReason};
 use crate::domain::Sha;
 use crate::github::commands::Command;
-use crate::k8s::crd::{Phase, ServiceStatus, TeardownReason};
 
 /// Every sticky comment carries one line `<!-- sandcastle {json} -->`; this is how it starts.
 pub const MARKER_PREFIX: &str = "<!-- sandcastle ";

@@ -16,8 +16,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use crate::crd::{BlueprintSpec, Trigger};
 use crate::domain::duration;
-use crate::k8s::crd::{BlueprintSpec, Trigger};
 
 /// Where the file lives in the repository.
 pub const PATH: &str = ".github/sandcastle.yml";

@@ -15,8 +15,8 @@
 
 use super::event::{PrAction, PullRequestEvent};
 use super::repo_config::RepoConfig;
+use crate::crd::{BlueprintSpec, TeardownReason, Trigger};
 use crate::domain::intent::{Change, Intent, NO_PREVIEW_LABEL, Skipped, admits, preview_name};
-use crate::k8s::crd::{BlueprintSpec, TeardownReason, Trigger};
 
 /// The intents of a pull request event, and why Blueprints that cover the repository were
 /// passed over. `config` is the repository's `.github/sandcastle.yml` from the base branch.

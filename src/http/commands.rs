@@ -16,6 +16,8 @@ use super::AppState;
 use super::error::ApiError;
 use super::repo_config::{self, GITHUB_TIMEOUT, limits_of};
 use super::webhook::{WRITE_TIMEOUT, blueprints_for, reply};
+use crate::crd::labels::STICKY_REFRESH;
+use crate::crd::{BlueprintSpec, DEFAULT_MAX_TTL, PreviewEnvironment, Teardown, TeardownReason};
 use crate::domain::intent::{self, Change, Intent};
 use crate::domain::lifecycle;
 use crate::domain::{PrNumber, RepoName};
@@ -25,11 +27,7 @@ use crate::github::event::{CommentAction, CommentEvent};
 use crate::github::render::replies::{Reply, reply_text};
 use crate::github::render::view::sticky_view;
 use crate::github::render::{StickyState, StickyView};
-use crate::k8s::crd::{
-    BlueprintSpec, DEFAULT_MAX_TTL, PreviewEnvironment, Teardown, TeardownReason,
-};
 use crate::k8s::events::Request;
-use crate::k8s::labels::STICKY_REFRESH;
 use crate::k8s::previews::{self, Outcome};
 
 /// The pull request conversation a command came from.

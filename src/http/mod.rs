@@ -21,11 +21,11 @@ use tower_http::trace::TraceLayer;
 
 pub use deliveries::Deliveries;
 
+use crate::crd::Blueprint;
 use crate::domain::Secret;
 use crate::domain::clock::Clock;
 use crate::github::client::GitHubApp;
 use crate::github::permissions::PermissionCache;
-use crate::k8s::crd::Blueprint;
 use crate::metrics::Metrics;
 
 /// What every handler shares.

@@ -8,7 +8,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
 use super::AppState;
-use crate::k8s::crd::PreviewEnvironment;
+use crate::crd::PreviewEnvironment;
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")

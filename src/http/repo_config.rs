@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use super::AppState;
 use super::error::ApiError;
+use crate::crd::BlueprintSpec;
 use crate::domain::{PrNumber, RepoName};
 use crate::github::client::{Comment, Installation};
 use crate::github::commands::HelpLimits;
 use crate::github::render::replies::{Reply, reply_text};
 use crate::github::repo_config::{self, PATH, RepoConfig};
-use crate::k8s::crd::BlueprintSpec;
 
 /// Limit on one GitHub call made while a delivery waits for its answer (GitHub gives up on a
 /// delivery after 10 s).
@@ -107,9 +107,7 @@ async fn tell_once(
 
 /// The limits the help text quotes, from a Blueprint (or the defaults).
 pub(super) fn limits_of(spec: Option<&BlueprintSpec>) -> HelpLimits {
-    use crate::k8s::crd::{
-        DEFAULT_MAX_PREVIEWS, DEFAULT_MAX_TTL, DEFAULT_STOP_AFTER_IDLE, DEFAULT_TTL,
-    };
+    use crate::crd::{DEFAULT_MAX_PREVIEWS, DEFAULT_MAX_TTL, DEFAULT_STOP_AFTER_IDLE, DEFAULT_TTL};
     HelpLimits {
         ttl: spec.map_or(DEFAULT_TTL, |s| s.ttl).get(),
         max_ttl: spec.map_or(DEFAULT_MAX_TTL, |s| s.max_ttl).get(),

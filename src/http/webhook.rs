@@ -24,15 +24,15 @@ use serde_json::json;
 use super::AppState;
 use super::error::ApiError;
 use super::{commands, repo_config};
+use crate::crd::labels::{CHECKS_CHANGED, REPO};
+use crate::crd::{Blueprint, BlueprintSpec, PreviewEnvironment};
 use crate::domain::RepoName;
 use crate::domain::intent;
 use crate::github::event::{
     self, CheckRunAction, CheckRunEvent, Event, PrAction, PullRequestEvent,
 };
 use crate::github::verify::verify_signature;
-use crate::k8s::crd::{Blueprint, BlueprintSpec, PreviewEnvironment};
 use crate::k8s::events::Request;
-use crate::k8s::labels::{self, CHECKS_CHANGED, REPO};
 use crate::k8s::previews::{self, Outcome};
 
 /// GitHub caps payloads at 25 MB; Sandcastle accepts up to 25 MiB.
@@ -290,7 +290,10 @@ async fn check_run(
         ));
     }
     let api: Api<PreviewEnvironment> = Api::namespaced(state.client.clone(), &state.home);
-    let selector = format!("{REPO}={}", labels::repo_label_value(&ev.repo));
+    let selector = format!(
+        "{REPO}={}",
+        crate::domain::naming::repo_label_value(&ev.repo)
+    );
     let list = tokio::time::timeout(
         WRITE_TIMEOUT,
         api.list(&ListParams::default().labels(&selector)),

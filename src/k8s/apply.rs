@@ -24,7 +24,7 @@ use tokio::sync::RwLock;
 
 use sha2::{Digest, Sha256};
 
-use super::labels::{FIELD_MANAGER, HOOK, SPEC_HASH};
+use crate::crd::labels::{FIELD_MANAGER, HOOK, SPEC_HASH};
 
 /// Why an object could not be applied, naming it.
 #[derive(Debug, thiserror::Error)]

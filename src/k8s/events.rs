@@ -15,8 +15,8 @@ use kube::{Client, Resource, ResourceExt};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use super::crd::{HistoryEntry, PreviewEnvironment};
-use super::labels::LAST_REQUEST;
+use crate::crd::labels::LAST_REQUEST;
+use crate::crd::{HistoryEntry, PreviewEnvironment};
 
 /// Longest note Kubernetes accepts on an Event.
 const NOTE_LIMIT: usize = 1024;

@@ -3,9 +3,8 @@
 //! and the access Sandcastle itself needs (RBAC).
 
 pub mod apply;
-pub mod crd;
+pub mod crd_install;
 pub mod events;
-pub mod labels;
 pub mod namespace;
 pub mod previews;
 pub mod rbac;

@@ -8,7 +8,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use super::labels::{FIELD_MANAGER, MANAGED_BY, MANAGER, PREVIEW};
+use crate::crd::labels::{FIELD_MANAGER, MANAGED_BY, MANAGER, PREVIEW};
 
 #[derive(Debug, thiserror::Error)]
 pub enum NamespaceError {

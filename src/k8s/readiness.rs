@@ -9,7 +9,7 @@ use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
-use super::crd::ServiceStatus;
+use crate::crd::ServiceStatus;
 
 /// The readiness of one workload.
 #[derive(Debug, Clone, PartialEq, Eq)]

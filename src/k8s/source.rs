@@ -8,7 +8,7 @@ use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::Value;
 
 use super::apply::{ApplyError, Resolver};
-use super::crd::{BlueprintSpec, KindRef};
+use crate::crd::{BlueprintSpec, KindRef};
 use std::collections::BTreeMap;
 
 use crate::domain::plan::Manifests;

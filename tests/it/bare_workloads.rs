@@ -10,11 +10,11 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
+use sandcastle::crd::Phase;
+use sandcastle::crd::labels::STOPPED_REPLICAS;
 use sandcastle::domain::Sha;
 use sandcastle::domain::clock::Clock;
 use sandcastle::fake_github::PrSpec;
-use sandcastle::k8s::crd::Phase;
-use sandcastle::k8s::labels::STOPPED_REPLICAS;
 use sandcastle::k8s::previews;
 use serde_json::json;
 

@@ -8,9 +8,9 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
+use sandcastle::crd::{Phase, TeardownReason};
 use sandcastle::domain::Sha;
 use sandcastle::fake_github::{Delivery, PrSpec};
-use sandcastle::k8s::crd::{Phase, TeardownReason};
 use serde_json::json;
 
 use crate::support::eventually;

@@ -9,10 +9,10 @@ use std::time::Duration;
 use futures::future::join_all;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
+use sandcastle::crd::{Blueprint, Phase, PreviewEnvironment, TeardownReason};
 use sandcastle::domain::{RepoName, Sha};
 use sandcastle::fake_github::{CommentRecord, Fault, PrSpec, Role};
 use sandcastle::github::render::parse_marker;
-use sandcastle::k8s::crd::{Blueprint, Phase, PreviewEnvironment, TeardownReason};
 use serde_json::{Value, json};
 
 use crate::support::eventually;

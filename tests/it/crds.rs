@@ -6,14 +6,14 @@ use std::time::Duration;
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use sandcastle::k8s::crd::{self, Blueprint, PreviewEnvironment};
+use sandcastle::crd::{self, Blueprint, PreviewEnvironment};
 use serde_json::{Value, json};
 
 use crate::support::{TestNamespace, client};
 
 async fn ready_client() -> Client {
     let client = client().await;
-    crd::install(&client, Duration::from_secs(30))
+    sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30))
         .await
         .expect("installing CRDs");
     client

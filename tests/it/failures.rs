@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use sandcastle::crd::{Phase, PreviewEnvironment};
 use sandcastle::fake_github::PrSpec;
-use sandcastle::k8s::crd::{Phase, PreviewEnvironment};
 use serde_json::json;
 
 use crate::support::world::{World, pr, sha};

@@ -24,13 +24,14 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::discovery::{Discovery, Scope, verbs};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
+use sandcastle::crd::labels;
+use sandcastle::crd::{Blueprint, Phase, PreviewEnvironment};
 use sandcastle::domain::plan::{self, Plan, PreviewContext};
 use sandcastle::domain::{NamespaceName, RepoName, Sha};
 use sandcastle::fake_github::PrSpec;
 use sandcastle::k8s::apply::Resolver;
-use sandcastle::k8s::crd::{Blueprint, Phase, PreviewEnvironment};
 use sandcastle::k8s::readiness::{self, Health};
-use sandcastle::k8s::{labels, source};
+use sandcastle::k8s::source;
 use serde_json::{Value, json};
 
 use crate::support::fixtures::{self, Fixture};

@@ -16,11 +16,11 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use sandcastle::app::{self, Parts};
 use sandcastle::controller::leader::LeaderElection;
+use sandcastle::crd::labels::{ORPHANED_SINCE, STOPPED_REPLICAS};
+use sandcastle::crd::{Blueprint, Phase, PreviewEnvironment, SlotState, TeardownReason};
 use sandcastle::domain::Sha;
 use sandcastle::domain::clock::Clock;
 use sandcastle::fake_github::{PrSpec, StatusRecord};
-use sandcastle::k8s::crd::{Blueprint, Phase, PreviewEnvironment, SlotState, TeardownReason};
-use sandcastle::k8s::labels::{ORPHANED_SINCE, STOPPED_REPLICAS};
 use sandcastle::k8s::previews;
 use serde_json::json;
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, ListParams};
+use sandcastle::crd::Phase;
 use sandcastle::fake_github::{Fault, PrSpec};
-use sandcastle::k8s::crd::Phase;
 use serde_json::json;
 
 use crate::support::eventually;

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use sandcastle::crd::Phase;
 use sandcastle::fake_github::PrSpec;
-use sandcastle::k8s::crd::Phase;
 use serde_json::json;
 
 use crate::support::eventually;

@@ -4,8 +4,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use sandcastle::crd::Phase;
 use sandcastle::fake_github::{PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
-use sandcastle::k8s::crd::Phase;
 use tokio::io::AsyncReadExt;
 
 use crate::support::cluster;

@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{Obj, PreviewContext, Problem};
+use crate::crd::BlueprintSpec;
 use crate::domain::naming::{fit_label, slug};
 use crate::domain::template::{self, Value as Var};
-use crate::k8s::crd::BlueprintSpec;
 
 const VARIABLES: [&str; 8] = [
     "pr", "repo", "owner", "branch", "sha", "shortSha", "preview", "host",

@@ -8,8 +8,8 @@
 use serde_json::Value;
 
 use super::{PreviewContext, Problem};
+use crate::crd::{BlueprintSpec, ImageRule};
 use crate::domain::template::{self, Value as Var};
-use crate::k8s::crd::{BlueprintSpec, ImageRule};
 
 /// A parsed image reference. All parts borrow from the reference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

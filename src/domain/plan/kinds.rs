@@ -3,7 +3,7 @@
 //! and kind, never by kind alone: Knative's `serving.knative.dev` `Service` is not a `Service`.
 
 use super::Phase;
-use crate::k8s::crd::KindRef;
+use crate::crd::KindRef;
 
 /// The kinds Sandcastle copies and understands, in their apply order within a phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

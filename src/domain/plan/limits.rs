@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::k8s::crd::LimitRange;
+use crate::crd::LimitRange;
 
 /// Give `container` a limit equal to its request for each resource (cpu, memory) where it
 /// requests more than the LimitRange's default limit and sets no limit of its own.

@@ -37,7 +37,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::ids::{NamespaceName, PrNumber, RepoName, Sha};
-use crate::k8s::crd::BlueprintSpec;
+use crate::crd::BlueprintSpec;
 
 pub use env::ENV_CONFIG_MAP;
 pub use images::ImageRef;

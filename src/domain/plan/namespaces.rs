@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::kinds::group_of;
-use crate::k8s::crd::PodSecurityLevel;
+use crate::crd::PodSecurityLevel;
 
 /// Why the source's Namespace object is not copied.
 pub(crate) const OWN: &str = "the preview's own namespace; Sandcastle creates it";

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::kinds::{Builtin, Class};
 use super::{LeftOut, Obj, Phase, Plan, Step};
-use crate::k8s::labels;
+use crate::crd::labels;
 
 /// Where an object goes: a phase, or the pre-delete hooks.
 fn destination(obj: &Obj, class: Class) -> Option<Phase> {

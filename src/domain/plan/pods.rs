@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::kinds::{Builtin, Class};
 use super::{Obj, env, images, limits};
-use crate::k8s::crd::{ImageRule, LimitRange};
+use crate::crd::{ImageRule, LimitRange};
 
 const TEMPLATE: &[&str] = &["spec", "template"];
 const JOB_TEMPLATE: &[&str] = &["spec", "jobTemplate", "spec", "template"];

@@ -10,8 +10,8 @@
 use super::kinds::{Builtin, Class};
 use super::namespaces::{Source, named};
 use super::{Obj, Problem};
+use crate::crd::labels;
 use crate::domain::guardrails;
-use crate::k8s::labels;
 
 /// ClusterRoles a RoleBinding of a preview may refer to.
 pub(crate) const BINDABLE_CLUSTER_ROLES: [&str; 3] = ["view", "edit", "admin"];

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use super::kinds::{Builtin, Class};
 use super::pods::{get_mut, template_paths};
 use super::{Obj, PreviewContext};
-use crate::k8s::labels;
+use crate::crd::labels;
 
 /// Rewrites names of the source namespace into the target namespace.
 #[derive(Debug)]
@@ -211,7 +211,10 @@ fn preview_labels(ctx: &PreviewContext, with_sha: bool) -> Vec<(&'static str, St
     let mut out = vec![
         (labels::MANAGED_BY, labels::MANAGER.to_owned()),
         (labels::PREVIEW, ctx.preview.to_string()),
-        (labels::REPO, labels::repo_label_value(&ctx.repo)),
+        (
+            labels::REPO,
+            crate::domain::naming::repo_label_value(&ctx.repo),
+        ),
     ];
     if let Some(pr) = ctx.pr {
         out.push((labels::PR, pr.to_string()));

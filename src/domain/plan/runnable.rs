@@ -6,8 +6,8 @@
 
 use super::kinds::{Builtin, Class};
 use super::{LeftOut, Obj, PreviewContext, Problem};
-use crate::k8s::crd::BlueprintSpec;
-use crate::k8s::labels;
+use crate::crd::BlueprintSpec;
+use crate::crd::labels;
 
 /// Kinds that run pods; `LeftOut` entries of these kinds are named in the refusal.
 const WORKLOAD_KINDS: [&str; 6] = [

@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::kinds::Class;
 use super::pods::{CONTAINER_LISTS, dotted, get, template_paths};
 use super::{Obj, Problem};
-use crate::k8s::crd::PodSecurityLevel;
-use crate::k8s::labels;
+use crate::crd::PodSecurityLevel;
+use crate::crd::labels;
 
 /// Capabilities `baseline` lets a container add (Docker's default set).
 const BASELINE_CAPABILITIES: [&str; 13] = [

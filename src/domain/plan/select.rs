@@ -13,9 +13,9 @@ use serde_json::Value;
 
 use super::Obj;
 use super::kinds::{self, Builtin, Class, KindRule};
+use crate::crd::labels;
+use crate::crd::{BlueprintSpec, SecretsMode};
 use crate::domain::guardrails;
-use crate::k8s::crd::{BlueprintSpec, SecretsMode};
-use crate::k8s::labels;
 
 /// What happens to one object.
 #[derive(Debug, Clone, PartialEq, Eq)]

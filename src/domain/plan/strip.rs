@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::Obj;
 use super::kinds::{Builtin, Class};
 use super::pods::{get_mut, template_paths};
-use crate::k8s::labels;
+use crate::crd::labels;
 
 /// Metadata fields the API server sets.
 const SERVER_METADATA: [&str; 12] = [

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
+use crate::crd::Phase;
 use crate::domain::duration;
 use crate::domain::{RepoName, Sha};
 use crate::github::commands::{CommandError, HelpLimits, help_text};
-use crate::k8s::crd::Phase;
 
 use super::{StickyView, clock, code, expiry, plain};
 

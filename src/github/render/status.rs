@@ -4,8 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::crd::{ServiceStatus, TeardownReason};
 use crate::domain::duration;
-use crate::k8s::crd::{ServiceStatus, TeardownReason};
 
 use super::ordinal;
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 use kube::ResourceExt;
 
 use super::{StickyState, StickyView};
+use crate::crd::{BlueprintSpec, Phase, PreviewEnvironment};
 use crate::domain::Sha;
-use crate::k8s::crd::{BlueprintSpec, Phase, PreviewEnvironment};
 
 /// The view of `pe`, or `None` while there is nothing to say yet (the controller has not looked
 /// at it, or it is on its way down). `blueprint` fills in what it is cloned from and the idle
@@ -124,7 +124,7 @@ pub fn shown_key(view: &StickyView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k8s::crd::{HistoryEntry, PreviewStatus, Teardown, TeardownReason};
+    use crate::crd::{HistoryEntry, PreviewStatus, Teardown, TeardownReason};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     const SHA: &str = "abc1234def5678abc1234def5678abc1234def56";

@@ -13,9 +13,9 @@ use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
 use super::{Outcome, Write, touch, write};
+use crate::crd::PreviewEnvironment;
 use crate::domain::intent::{Change, Intent};
 use crate::domain::{lifecycle, transitions};
-use crate::k8s::crd::PreviewEnvironment;
 use crate::k8s::events::Request;
 
 /// `/preview`: run `intent.preview` at `intent.sha` now, creating it or bringing it back from a

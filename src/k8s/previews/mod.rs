@@ -16,9 +16,9 @@ use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, PostParams};
 
-use super::crd::PreviewEnvironment;
 use super::events::{Request, note_request};
-use super::labels::{self, PR, REPO};
+use crate::crd::PreviewEnvironment;
+use crate::crd::labels::{PR, REPO};
 use crate::domain::intent::{Change, Intent};
 use crate::domain::transitions::{change, new_preview};
 use crate::domain::{PrNumber, RepoName};
@@ -153,7 +153,10 @@ pub async fn of_pull_request(
     repo: &RepoName,
     pr: PrNumber,
 ) -> Result<Vec<PreviewEnvironment>, kube::Error> {
-    let selector = format!("{REPO}={},{PR}={pr}", labels::repo_label_value(repo));
+    let selector = format!(
+        "{REPO}={},{PR}={pr}",
+        crate::domain::naming::repo_label_value(repo)
+    );
     let mut list = api
         .list(&ListParams::default().labels(&selector))
         .await?

@@ -225,7 +225,7 @@ fn user_written(o: &mut Value) {
             for path in ["/metadata/labels", "/spec/template/metadata/labels"] {
                 if let Some(l) = o.pointer_mut(path).and_then(Value::as_object_mut) {
                     l.retain(|k, _| {
-                        !sandcastle::k8s::labels::JOB_CONTROLLER_LABELS.contains(&k.as_str())
+                        !sandcastle::crd::labels::JOB_CONTROLLER_LABELS.contains(&k.as_str())
                     });
                 }
             }

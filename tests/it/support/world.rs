@@ -15,6 +15,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use sandcastle::app::{self, Parts, Running};
 use sandcastle::controller::Settings;
+use sandcastle::crd::{self, Phase, PreviewEnvironment};
 use sandcastle::domain::Secret;
 use sandcastle::domain::clock::Clock;
 use sandcastle::domain::{PrNumber, RepoName, Sha};
@@ -22,7 +23,6 @@ use sandcastle::fake_github::{
     Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
 };
 use sandcastle::github::client::{ClientSettings, GitHubApp};
-use sandcastle::k8s::crd::{self, Phase, PreviewEnvironment};
 use serde_json::{Value, json};
 
 use super::cluster::{self, TestNamespace, unique};
@@ -117,7 +117,7 @@ impl World {
             .with_test_writer()
             .try_init();
         let client = cluster::client().await;
-        crd::install(&client, Duration::from_secs(30))
+        sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30))
             .await
             .expect("CRDs install");
         let home = TestNamespace::new(&client, "it-home").await;

@@ -98,8 +98,3 @@ pub const JOB_CONTROLLER_LABELS: [&str; 4] = [
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 /// Prefix of the legacy per-container AppArmor annotations on pods.
 pub const APPARMOR_CONTAINER_PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
-
-/// The repository as a label value: `owner/name` becomes `owner.name`.
-pub fn repo_label_value(repo: &crate::domain::RepoName) -> String {
-    format!("{}.{}", repo.owner(), repo.name())
-}

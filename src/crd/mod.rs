@@ -2,21 +2,15 @@
 
 mod blueprint;
 pub mod duration;
+pub mod labels;
 mod preview;
 
 pub use blueprint::*;
 pub use duration::GoDuration;
 pub use preview::*;
 
-use std::time::Duration;
-
-use anyhow::Context;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::wait::{await_condition, conditions};
-use kube::{Client, CustomResourceExt, ResourceExt};
-
-use super::labels::FIELD_MANAGER;
+use kube::CustomResourceExt;
 
 /// Both custom resource definitions, in a stable order.
 pub fn definitions() -> Vec<CustomResourceDefinition> {
@@ -104,28 +98,6 @@ pub fn definitions_yaml() -> anyhow::Result<String> {
         out.push_str(&serde_saphyr::to_string(&crd)?);
     }
     Ok(out)
-}
-
-/// Install (or update) both definitions with server-side apply and wait until the API server
-/// serves them.
-pub async fn install(client: &Client, timeout: Duration) -> anyhow::Result<()> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    for crd in definitions() {
-        let name = crd.name_any();
-        api.patch(&name, &params, &Patch::Apply(&crd))
-            .await
-            .with_context(|| format!("applying CustomResourceDefinition {name}"))?;
-        tokio::time::timeout(
-            timeout,
-            await_condition(api.clone(), &name, conditions::is_crd_established()),
-        )
-        .await
-        .with_context(|| {
-            format!("CustomResourceDefinition {name} not established after {timeout:?}")
-        })??;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
