@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
+use sandcastle::cli::demo::stage::Stage;
 use sandcastle::crd::{Phase, PreviewEnvironment};
-use sandcastle::demo::stage::Stage;
 use sandcastle::domain::{PrNumber, Sha};
 use sandcastle::fake_github::PrSpec;
 

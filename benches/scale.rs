@@ -18,8 +18,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
+use sandcastle::cli::demo::stage::{ensure_namespace, load};
 use sandcastle::crd::{self, Phase, PreviewEnvironment};
-use sandcastle::demo::stage::{ensure_namespace, load};
 use sandcastle::domain::{PrNumber, RepoName, Sha};
 use sandcastle::fake_github::{
     Delivery, FakeConfig, FakeGitHub, PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,

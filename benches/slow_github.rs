@@ -8,7 +8,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use sandcastle::demo::stage::Stage;
+use sandcastle::cli::demo::stage::Stage;
 use sandcastle::domain::{PrNumber, Sha};
 use sandcastle::fake_github::{Fault, PrSpec, Role};
 

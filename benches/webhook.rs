@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sandcastle::demo::stage::{SECRET, Stage};
+use sandcastle::cli::demo::stage::{SECRET, Stage};
 use sandcastle::domain::Secret;
 use sandcastle::domain::{PrNumber, Sha};
 use sandcastle::fake_github::PrSpec;

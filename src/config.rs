@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use crate::domain::Secret;
+use crate::domain::Secret;
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     crate::domain::duration::parse(s, true).map_err(|e| e.to_string())

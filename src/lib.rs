@@ -20,12 +20,10 @@
 //!
 //! Every entry point writes desired state (a `PreviewEnvironment`); one controller makes it true.
 
-pub mod app;
+pub mod cli;
 pub mod config;
 pub mod controller;
 pub mod crd;
-#[cfg(feature = "demo")]
-pub mod demo;
 pub mod domain;
 #[cfg(feature = "demo")]
 pub mod fake_github;
@@ -33,4 +31,4 @@ pub mod github;
 pub mod http;
 pub mod k8s;
 pub mod metrics;
-pub mod render;
+pub mod serve;

@@ -4,8 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use sandcastle::config::{Cli, Command, GeneratedArgs, LogFormat, Secret, ServeArgs};
+use sandcastle::config::{Cli, Command, GeneratedArgs, LogFormat, ServeArgs};
 use sandcastle::controller::Settings;
+use sandcastle::domain::Secret;
 use sandcastle::domain::clock::Clock;
 use sandcastle::github::client::{ClientSettings, GitHubApp};
 
@@ -47,7 +48,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => serve(*args).await,
         #[cfg(feature = "demo")]
-        Command::Demo(args) => sandcastle::demo::run(args).await,
+        Command::Demo(args) => sandcastle::cli::demo::run(args).await,
         #[cfg(not(feature = "demo"))]
         Command::Demo(_) => anyhow::bail!(
             "this build of Sandcastle has no demo (it was built without the `demo` feature, as \
@@ -65,12 +66,12 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             "the RBAC rules the code needs",
             "rbac",
         ),
-        Command::Render(args) => sandcastle::render::run(&args).await,
+        Command::Render(args) => sandcastle::cli::render::run(&args).await,
     }
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let client = sandcastle::app::kube_client(&args.kube).await?;
+    let client = sandcastle::serve::kube_client(&args.kube).await?;
     let key = std::fs::read_to_string(&args.github.private_key_file).with_context(|| {
         format!(
             "reading the GitHub App key {}",
@@ -103,7 +104,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 identity: lifecycle.identity(),
                 lease_duration: lifecycle.lease_duration,
             });
-    let running = sandcastle::app::start(sandcastle::app::Parts {
+    let running = sandcastle::serve::start(sandcastle::serve::Parts {
         client,
         github,
         settings,

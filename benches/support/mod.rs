@@ -15,7 +15,7 @@ pub async fn client() -> Client {
         );
         std::process::exit(2);
     };
-    sandcastle::app::kube_client(&sandcastle::config::KubeArgs {
+    sandcastle::serve::kube_client(&sandcastle::config::KubeArgs {
         kubeconfig: Some(path.into()),
         namespace: String::new(),
     })

@@ -377,6 +377,7 @@ pub(super) async fn run(
             // said as soon as the cluster says it, not only when the readiness timeout ends.
             let blocker = readiness::blocker(&ctx.client, ns, waiting).await;
             let message = progress_message(phase, waiting, blocker.as_deref());
+            st.stuck_on = blocker;
             set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
             st.services = services;
             save(api, pe, &st).await?;

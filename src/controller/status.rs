@@ -50,6 +50,9 @@ pub(super) fn set_phase(
     let message = message.into();
     let changed = st.phase != Some(phase);
     st.phase = Some(phase);
+    if phase != Phase::Deploying {
+        st.stuck_on = None;
+    }
     st.message = Some(message.clone()).filter(|m| !m.is_empty());
     let ready = phase == Phase::Ready;
     let cond = Condition {

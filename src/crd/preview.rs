@@ -176,6 +176,10 @@ pub struct PreviewStatus {
     /// One sentence for people: what is happening or what went wrong.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// While deploying: what the rollout is stuck on that will not pass by itself, in the
+    /// cluster's words (a pod the scheduler cannot place, an image that cannot be pulled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_on: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -50,9 +50,11 @@ pub struct StickyView {
 /// Where the preview stands, with what the reader needs to know about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StickyState {
-    /// Being created or updated; `step` is a short phrase like `seeding: db-seed running`.
+    /// Being created or updated; `step` is a short phrase like `seeding: db-seed running`,
+    /// `stuck_on` what the cluster says holds it up (shown as soon as it is known).
     Deploying {
         step: String,
+        stuck_on: Option<String>,
     },
     Ready,
     Stopped,
@@ -279,7 +281,7 @@ pub fn parse_marker(body: &str) -> Option<MarkerData> {
 fn status_line(view: &StickyView) -> Option<String> {
     Some(match &view.state {
         StickyState::Ready => return None,
-        StickyState::Deploying { step } => plain(step),
+        StickyState::Deploying { step, .. } => plain(step),
         StickyState::Stopped => {
             "scaled to zero, data kept; `/preview wake` or push to restart".to_owned()
         }
@@ -557,6 +559,7 @@ mod tests {
     fn sticky_deploying() {
         let mut view = with(StickyState::Deploying {
             step: "seeding: db-seed running".to_owned(),
+            stuck_on: None,
         });
         view.deployed_at = None;
         view.services = vec![svc("web", 1, 1), svc("api", 0, 2)];

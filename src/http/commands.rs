@@ -469,7 +469,10 @@ fn status_view(
         };
         StickyView {
             preview: pe.name_any(),
-            state: StickyState::Deploying { step },
+            state: StickyState::Deploying {
+                step,
+                stuck_on: st.stuck_on,
+            },
             url: None,
             sha: crate::domain::Sha::new(&pe.spec.sha).ok(),
             deployed_at: None,

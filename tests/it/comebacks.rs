@@ -20,7 +20,7 @@ const T: Duration = Duration::from_secs(90);
 const HOUR: Duration = Duration::from_secs(3600);
 
 fn guestbook() -> String {
-    sandcastle::demo::stage::guestbook_yaml().unwrap()
+    sandcastle::cli::demo::stage::guestbook_yaml().unwrap()
 }
 
 fn images() -> serde_json::Value {

@@ -14,7 +14,6 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
-use sandcastle::app::{self, Parts};
 use sandcastle::controller::leader::LeaderElection;
 use sandcastle::crd::labels::{ORPHANED_SINCE, STOPPED_REPLICAS};
 use sandcastle::crd::{Blueprint, Phase, PreviewEnvironment, SlotState, TeardownReason};
@@ -22,6 +21,7 @@ use sandcastle::domain::Sha;
 use sandcastle::domain::clock::Clock;
 use sandcastle::fake_github::{PrSpec, StatusRecord};
 use sandcastle::k8s::previews;
+use sandcastle::serve::{self, Parts};
 use serde_json::json;
 
 use crate::support::eventually;
@@ -670,7 +670,7 @@ async fn only_the_leader_reconciles_and_another_takes_over_mid_deploy() {
         });
         parts
     };
-    let a = app::start(replica("a")).await.unwrap();
+    let a = serve::start(replica("a")).await.unwrap();
     eventually("a leads", T, || async {
         if a.is_leader() {
             Ok(())
@@ -679,7 +679,7 @@ async fn only_the_leader_reconciles_and_another_takes_over_mid_deploy() {
         }
     })
     .await;
-    let b = app::start(replica("b")).await.unwrap();
+    let b = serve::start(replica("b")).await.unwrap();
     let leases: Api<Lease> = Api::namespaced(world.client.clone(), &world.home.name);
     let holder = leases
         .get("sandcastle-leader")

@@ -19,7 +19,7 @@ const T: Duration = Duration::from_secs(60);
 
 /// The guestbook from kubernetes/examples, plus an Ingress so the preview has a URL.
 fn guestbook() -> String {
-    sandcastle::demo::stage::guestbook_yaml().unwrap()
+    sandcastle::cli::demo::stage::guestbook_yaml().unwrap()
 }
 
 fn images() -> serde_json::Value {

@@ -6,9 +6,9 @@ use std::time::Duration;
 use base64::Engine;
 use kube::Client;
 use kube::api::ListParams;
-use sandcastle::app;
 use sandcastle::domain::Secret;
 use sandcastle::fake_github::{PrSpec, sign};
+use sandcastle::serve;
 use serde_json::{Value, json};
 
 use crate::support::cluster;
@@ -192,7 +192,7 @@ async fn real_github_deliveries_verify_with_a_rotated_secret() {
         Secret::new(SECRET),
         Secret::new("402786017574bd28f9d8f7a18648939751c47fe09077d56e10f0444f14fbb73b"),
     ];
-    let running = app::start(parts).await.unwrap();
+    let running = serve::start(parts).await.unwrap();
     for name in [
         "pull_request.opened",
         "pull_request.synchronize",
@@ -240,7 +240,7 @@ async fn kubernetes_unreachable_means_503_and_nothing_written() {
     proxied.cluster_url = format!("https://{}", proxy.addr).parse().unwrap();
     proxied.read_timeout = Some(Duration::from_secs(2));
     proxied.connect_timeout = Some(Duration::from_secs(2));
-    let running = app::start(world.parts(Client::try_from(proxied).unwrap()))
+    let running = serve::start(world.parts(Client::try_from(proxied).unwrap()))
         .await
         .unwrap();
     eventually("Sandcastle ready", Duration::from_secs(30), || async {

@@ -38,7 +38,10 @@ pub fn sticky_view(
             Phase::Pending if !st.waiting_for_checks.is_empty() => StickyState::WaitingForChecks {
                 checks: st.waiting_for_checks.clone(),
             },
-            Phase::Pending | Phase::Deploying => StickyState::Deploying { step: message },
+            Phase::Pending | Phase::Deploying => StickyState::Deploying {
+                step: message,
+                stuck_on: st.stuck_on.clone(),
+            },
             Phase::Ready => StickyState::Ready,
             Phase::Stopped => StickyState::Stopped,
             Phase::Failed => StickyState::Failed { reason: message },
@@ -109,7 +112,9 @@ pub fn shown_key(view: &StickyView) -> String {
             format!("{reason:?}:{}", actor.as_deref().unwrap_or_default())
         }
         StickyState::Queued { position, .. } => position.to_string(),
-        StickyState::Deploying { .. } | StickyState::Ready | StickyState::Stopped => String::new(),
+        // Progress alone is not worth an edit; what the rollout is stuck on is.
+        StickyState::Deploying { stuck_on, .. } => stuck_on.clone().unwrap_or_default(),
+        StickyState::Ready | StickyState::Stopped => String::new(),
     };
     format!(
         "{}|{detail}|{}|{}|{}|{}",
@@ -154,6 +159,22 @@ mod tests {
             deployed_sha: Some(SHA.to_owned()),
             ..PreviewStatus::default()
         }
+    }
+
+    #[test]
+    fn the_comment_is_edited_for_what_holds_a_rollout_up_not_for_progress() {
+        let key = |message: &str, stuck_on: Option<&str>| {
+            let mut st = status(Phase::Deploying, message);
+            st.stuck_on = stuck_on.map(str::to_owned);
+            shown_key(&sticky_view(&pe(st), None, None).unwrap())
+        };
+        let starting = key("starting apps: web 0/2 ready", None);
+        assert_eq!(starting, key("starting apps: web 1/2 ready", None));
+        let stuck = key(
+            "starting apps: web 0/2 ready: 0/1 nodes are available",
+            Some("0/1 nodes are available"),
+        );
+        assert_ne!(starting, stuck);
     }
 
     #[test]

@@ -13,7 +13,6 @@ use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
-use sandcastle::app::{self, Parts, Running};
 use sandcastle::controller::Settings;
 use sandcastle::crd::{self, Phase, PreviewEnvironment};
 use sandcastle::domain::Secret;
@@ -23,6 +22,7 @@ use sandcastle::fake_github::{
     Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
 };
 use sandcastle::github::client::{ClientSettings, GitHubApp};
+use sandcastle::serve::{self, Parts, Running};
 use serde_json::{Value, json};
 
 use super::cluster::{self, TestNamespace, unique};
@@ -229,7 +229,7 @@ impl World {
 
     /// Start Sandcastle talking to Kubernetes through `client` (e.g. as a ServiceAccount).
     pub async fn start_as(&mut self, client: Client) {
-        let running = app::start(self.parts(client))
+        let running = serve::start(self.parts(client))
             .await
             .expect("Sandcastle starts");
         self.sandcastle = Some(running);

@@ -223,7 +223,7 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
                 kubeconfig: args.kubeconfig.clone(),
                 namespace: String::new(),
             };
-            let client = crate::app::kube_client(&kube).await?;
+            let client = crate::serve::kube_client(&kube).await?;
             source::read(&Resolver::new(client), "", &spec)
                 .await
                 .context("reading the namespace")?

@@ -16,7 +16,6 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use crate::app::{self, Parts, Running};
 use crate::controller::Settings;
 use crate::crd;
 use crate::domain::RepoName;
@@ -25,6 +24,7 @@ use crate::domain::clock::Clock;
 use crate::fake_github::{Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
 use crate::github::client::{ClientSettings, GitHubApp};
 use crate::k8s::apply::Resolver;
+use crate::serve::{self, Parts, Running};
 
 /// The webhook secret of the stage.
 pub const SECRET: &str = "sandcastle-demo-webhook-secret";
@@ -146,7 +146,7 @@ impl Stage {
         )?;
         let mut settings = Settings::for_namespace(home);
         settings.progress_interval = Duration::from_millis(500);
-        let running = app::start(Parts {
+        let running = serve::start(Parts {
             client,
             github,
             settings,

@@ -15,9 +15,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{KubeArgs, Secret};
+use crate::config::KubeArgs;
 use crate::controller::{self, Context, Settings};
 use crate::crd::Blueprint;
+use crate::domain::Secret;
 use crate::domain::clock::Clock;
 use crate::github::client::GitHubApp;
 use crate::http::{self, AppState, Deliveries};

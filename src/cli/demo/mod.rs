@@ -15,11 +15,11 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use tokio::io::AsyncBufReadExt;
 
-use crate::app;
 use crate::config::{DemoArgs, KubeArgs};
 use crate::crd::{Phase, PreviewEnvironment};
 use crate::domain::{PrNumber, Sha};
 use crate::fake_github::{FakeGitHub, PrSpec};
+use crate::serve;
 
 const HOME: &str = "sandcastle";
 const STAGING: &str = "guestbook-staging";
@@ -156,7 +156,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "Starting the local control plane (built from source on first use; this can take several minutes)…",
     );
     let cp = ControlPlane::start(&root)?;
-    let client = app::kube_client(&KubeArgs {
+    let client = serve::kube_client(&KubeArgs {
         kubeconfig: Some(cp.kubeconfig.clone()),
         namespace: HOME.into(),
     })
