@@ -12,7 +12,7 @@ use super::context::Context;
 use crate::crd::{PreviewEnvironment, PreviewStatus, Reported};
 use crate::domain::RepoName;
 use crate::github::client::{DeploymentState, GitHubError, Installation, NewDeployment, NewStatus};
-use crate::github::render::status::fit_description;
+use crate::github::text::statuses::fit_description;
 
 /// What GitHub should show for the preview's current commit.
 #[derive(Debug, Clone, Copy)]
@@ -117,7 +117,7 @@ async fn post(
             let mut inactive = NewStatus::new(DeploymentState::Inactive);
             inactive.description = Some(pe.spec.teardown.as_ref().map_or_else(
                 || "Replaced: the preview came back and is deployed again".to_owned(),
-                |t| crate::github::render::status::inactive_description(t.reason),
+                |t| crate::github::text::statuses::inactive_description(t.reason),
             ));
             gh.create_deployment_status(repo, id, &inactive).await?;
             st.github_reported = Some(Reported::Inactive);

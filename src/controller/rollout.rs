@@ -26,7 +26,7 @@ use crate::domain::guardrails;
 use crate::domain::naming;
 use crate::domain::plan::{self, Plan, PreviewContext};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
-use crate::github::render::status::{Failure, fit_description};
+use crate::github::text::statuses::{Failure, fit_description};
 use crate::k8s::apply::ApplyError;
 use crate::k8s::namespace::{self, NamespaceError};
 use crate::k8s::readiness::{self, Health};
@@ -438,12 +438,12 @@ fn rollout_steps(plan: &Plan, guard: Vec<Value>, hook_wait: Duration) -> Vec<(St
         )
     });
     for step in &plan.steps {
-        if step.phase > plan::Phase::Config
+        if step.stage > plan::Stage::Config
             && let Some(h) = hooks_step.take()
         {
             steps.push(h);
         }
-        steps.push((step.phase.as_str().to_owned(), step.objects.clone()));
+        steps.push((step.stage.as_str().to_owned(), step.objects.clone()));
     }
     steps.extend(hooks_step);
     steps
@@ -496,15 +496,15 @@ mod tests {
 
     #[test]
     fn hooks_are_applied_right_after_the_config_phase() {
-        let step = |phase, name: &str| plan::Step {
-            phase,
+        let step = |stage, name: &str| plan::Step {
+            stage,
             objects: vec![job(name)],
         };
         let mut p = Plan {
             steps: vec![
-                step(plan::Phase::Config, "c"),
-                step(plan::Phase::Seed, "s"),
-                step(plan::Phase::Apps, "a"),
+                step(plan::Stage::Config, "c"),
+                step(plan::Stage::Seed, "s"),
+                step(plan::Stage::Apps, "a"),
             ],
             pre_delete: vec![job("dump")],
             url: None,

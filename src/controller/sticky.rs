@@ -23,8 +23,8 @@ use crate::crd::labels::STICKY_REFRESH;
 use crate::crd::{Blueprint, PreviewEnvironment, StickyComment};
 use crate::domain::{PrNumber, RepoName};
 use crate::github::client::{Comment, GitHubError, Installation};
-use crate::github::render::view::{shown_key, sticky_view};
-use crate::github::render::{parse_marker, sticky_comment};
+use crate::github::text::view::{shown_key, sticky_view};
+use crate::github::text::{parse_marker, sticky_comment};
 
 /// Pause after a failed attempt when GitHub gives no time to wait for.
 const RETRY_AFTER: Duration = Duration::from_secs(30);

@@ -4,10 +4,10 @@
 //! deployment statuses, replies) and the App client.
 
 pub mod client;
-pub mod commands;
+pub mod command_parser;
 pub mod event;
 pub mod permissions;
-pub mod render;
 pub mod repo_config;
+pub mod text;
 pub mod triggers;
 pub mod verify;

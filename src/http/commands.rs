@@ -22,11 +22,11 @@ use crate::domain::intent::{self, Change, Intent};
 use crate::domain::lifecycle;
 use crate::domain::{PrNumber, RepoName};
 use crate::github::client::{Installation, Permission, PullState, Reaction};
-use crate::github::commands::{self, Command};
+use crate::github::command_parser::{self, Command};
 use crate::github::event::{CommentAction, CommentEvent};
-use crate::github::render::replies::{Reply, reply_text};
-use crate::github::render::view::sticky_view;
-use crate::github::render::{StickyState, StickyView};
+use crate::github::text::replies::{Reply, reply_text};
+use crate::github::text::view::sticky_view;
+use crate::github::text::{StickyState, StickyView};
 use crate::k8s::events::Request;
 use crate::k8s::previews::{self, Outcome};
 
@@ -156,7 +156,7 @@ pub(super) async fn issue_comment(
     if ev.via_app == Some(state.github.app_id()) {
         return Ok(ignored("Sandcastle's own comment"));
     }
-    let Some(parsed) = commands::parse(&ev.body) else {
+    let Some(parsed) = command_parser::parse(&ev.body) else {
         return Ok(ignored("no /preview command in the comment"));
     };
     let Some(installation) = ev.installation_id else {

@@ -10,9 +10,9 @@ use super::error::ApiError;
 use crate::crd::BlueprintSpec;
 use crate::domain::{PrNumber, RepoName};
 use crate::github::client::{Comment, Installation};
-use crate::github::commands::HelpLimits;
-use crate::github::render::replies::{Reply, reply_text};
+use crate::github::command_parser::HelpLimits;
 use crate::github::repo_config::{self, PATH, RepoConfig};
+use crate::github::text::replies::{Reply, reply_text};
 
 /// Limit on one GitHub call made while a delivery waits for its answer (GitHub gives up on a
 /// delivery after 10 s).

@@ -12,7 +12,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use sandcastle::crd::{Blueprint, Phase, PreviewEnvironment, TeardownReason};
 use sandcastle::domain::{RepoName, Sha};
 use sandcastle::fake_github::{CommentRecord, Fault, PrSpec, Role};
-use sandcastle::github::render::parse_marker;
+use sandcastle::github::text::parse_marker;
 use serde_json::{Value, json};
 
 use crate::support::eventually;

@@ -319,7 +319,7 @@ impl Previewed {
             .plan
             .steps
             .iter()
-            .filter(|s| s.phase >= plan::Phase::Apps)
+            .filter(|s| s.stage >= plan::Stage::Apps)
             .flat_map(|s| &s.objects);
         for obj in apps {
             let name = obj["metadata"]["name"].as_str().unwrap();

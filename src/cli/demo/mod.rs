@@ -213,7 +213,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     if let Some(sticky) = gh
         .comments(&repo, number)
         .into_iter()
-        .find(|c| crate::github::render::parse_marker(&c.body).is_some())
+        .find(|c| crate::github::text::parse_marker(&c.body).is_some())
     {
         say("   The pull request's Sandcastle comment now reads:");
         for line in sticky.body.lines().filter(|l| !l.starts_with("<!--")) {

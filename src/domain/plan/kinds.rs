@@ -2,7 +2,7 @@
 //! controller, replaced by the preview's guardrails, or refused. Kinds are matched by API group
 //! and kind, never by kind alone: Knative's `serving.knative.dev` `Service` is not a `Service`.
 
-use super::Phase;
+use super::Stage;
 use crate::crd::KindRef;
 
 /// The kinds Sandcastle copies and understands, in their apply order within a phase.
@@ -66,7 +66,7 @@ impl Builtin {
     }
 
     /// The phase this kind is applied in (Jobs: see [`super::order`] for hooks).
-    pub(crate) fn phase(self) -> Phase {
+    pub(crate) fn stage(self) -> Stage {
         match self {
             Builtin::ConfigMap
             | Builtin::Secret
@@ -75,15 +75,15 @@ impl Builtin {
             | Builtin::RoleBinding
             | Builtin::PersistentVolumeClaim
             | Builtin::NetworkPolicy
-            | Builtin::Service => Phase::Config,
-            Builtin::StatefulSet => Phase::Data,
+            | Builtin::Service => Stage::Config,
+            Builtin::StatefulSet => Stage::Data,
             Builtin::Deployment
             | Builtin::ReplicaSet
             | Builtin::CronJob
             | Builtin::Job
             | Builtin::HorizontalPodAutoscaler
-            | Builtin::PodDisruptionBudget => Phase::Apps,
-            Builtin::Ingress => Phase::Ingress,
+            | Builtin::PodDisruptionBudget => Stage::Apps,
+            Builtin::Ingress => Stage::Ingress,
         }
     }
 

@@ -65,9 +65,11 @@ pub struct PreviewContext {
     pub default_host: String,
 }
 
-/// The stages a preview is applied in. Each waits for the previous one to be ready.
+/// The stages a preview is applied in (the "phases" of docs/cloning.md; `Stage` in the code, so
+/// that it is never confused with a preview's `crd::Phase`). Each waits for the previous one to
+/// be ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Phase {
+pub enum Stage {
     /// ConfigMaps (with `sandcastle-env`), Secrets, ServiceAccounts, Roles, RoleBindings,
     /// PersistentVolumeClaims, NetworkPolicies and Services. Services come this early so that
     /// their DNS names exist before the data tier starts: a database or a seed job that resolves
@@ -84,27 +86,27 @@ pub enum Phase {
     Ingress,
 }
 
-impl Phase {
-    pub const ALL: [Phase; 5] = [
-        Phase::Config,
-        Phase::Data,
-        Phase::Seed,
-        Phase::Apps,
-        Phase::Ingress,
+impl Stage {
+    pub const ALL: [Stage; 5] = [
+        Stage::Config,
+        Stage::Data,
+        Stage::Seed,
+        Stage::Apps,
+        Stage::Ingress,
     ];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Phase::Config => "config",
-            Phase::Data => "data",
-            Phase::Seed => "seed",
-            Phase::Apps => "apps",
-            Phase::Ingress => "ingress",
+            Stage::Config => "config",
+            Stage::Data => "data",
+            Stage::Seed => "seed",
+            Stage::Apps => "apps",
+            Stage::Ingress => "ingress",
         }
     }
 }
 
-impl fmt::Display for Phase {
+impl fmt::Display for Stage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -113,7 +115,7 @@ impl fmt::Display for Phase {
 /// The objects of one phase, in apply order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
-    pub phase: Phase,
+    pub stage: Stage,
     pub objects: Vec<Value>,
 }
 

@@ -7,21 +7,21 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::kinds::{Builtin, Class};
-use super::{LeftOut, Obj, Phase, Plan, Step};
+use super::{LeftOut, Obj, Plan, Stage, Step};
 use crate::crd::labels;
 
 /// Where an object goes: a phase, or the pre-delete hooks.
-fn destination(obj: &Obj, class: Class) -> Option<Phase> {
+fn destination(obj: &Obj, class: Class) -> Option<Stage> {
     match class {
         Class::Builtin(Builtin::Job) => {
             match obj.value["metadata"]["annotations"][labels::HOOK].as_str() {
-                Some(labels::HOOK_SEED) => Some(Phase::Seed),
+                Some(labels::HOOK_SEED) => Some(Stage::Seed),
                 Some(labels::HOOK_PRE_DELETE) => None,
-                _ => Some(Phase::Apps),
+                _ => Some(Stage::Apps),
             }
         }
-        Class::Builtin(b) => Some(b.phase()),
-        Class::Extra => Some(Phase::Apps),
+        Class::Builtin(b) => Some(b.stage()),
+        Class::Extra => Some(Stage::Apps),
     }
 }
 
@@ -30,7 +30,7 @@ pub(crate) fn assemble(
     url: Option<String>,
     left_out: Vec<LeftOut>,
 ) -> Plan {
-    let mut placed: Vec<(Option<Phase>, Class, String, String, String, Value)> = objects
+    let mut placed: Vec<(Option<Stage>, Class, String, String, String, Value)> = objects
         .into_iter()
         .map(|(class, obj)| {
             (
@@ -52,9 +52,9 @@ pub(crate) fn assemble(
             continue;
         };
         match steps.last_mut() {
-            Some(step) if step.phase == phase => step.objects.push(value),
+            Some(step) if step.stage == phase => step.objects.push(value),
             _ => steps.push(Step {
-                phase,
+                stage: phase,
                 objects: vec![value],
             }),
         }
@@ -83,7 +83,7 @@ pub(crate) fn to_yaml(plan: &Plan) -> Result<String, serde_saphyr::SerializeErro
         for (i, object) in step.objects.iter().enumerate() {
             out.push_str("---\n");
             if i == 0 {
-                let _ = writeln!(out, "# phase: {}", step.phase);
+                let _ = writeln!(out, "# phase: {}", step.stage);
             }
             out.push_str(&serde_saphyr::to_string(object)?);
         }

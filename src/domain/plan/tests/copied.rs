@@ -300,7 +300,7 @@ fn the_env_config_map_holds_the_built_in_variables() {
         env["metadata"]["labels"]["sandcastle.dev/preview"],
         "shop-pr-42"
     );
-    assert_eq!(p.steps[0].phase, Phase::Config);
+    assert_eq!(p.steps[0].stage, Stage::Config);
 }
 
 #[test]
@@ -349,7 +349,7 @@ apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n";
         "allowKinds: [{apiVersion: cert-manager.io/v1, kind: Certificate}]",
     )
     .unwrap();
-    let steps: Vec<(Phase, Vec<String>)> = p
+    let steps: Vec<(Stage, Vec<String>)> = p
         .steps
         .iter()
         .map(|s| {
@@ -364,7 +364,7 @@ apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n";
                     )
                 })
                 .collect();
-            (s.phase, objects)
+            (s.stage, objects)
         })
         .collect();
     let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
@@ -372,7 +372,7 @@ apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n";
         steps,
         [
             (
-                Phase::Config,
+                Stage::Config,
                 strings(&[
                     "ConfigMap app",
                     "ConfigMap sandcastle-env",
@@ -385,10 +385,10 @@ apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n";
                     "Service web",
                 ])
             ),
-            (Phase::Data, strings(&["StatefulSet db"])),
-            (Phase::Seed, strings(&["Job seed"])),
+            (Stage::Data, strings(&["StatefulSet db"])),
+            (Stage::Seed, strings(&["Job seed"])),
             (
-                Phase::Apps,
+                Stage::Apps,
                 strings(&[
                     "Deployment web",
                     "CronJob nightly",
@@ -398,13 +398,13 @@ apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n";
                     "Certificate tls",
                 ])
             ),
-            (Phase::Ingress, strings(&["Ingress web"])),
+            (Stage::Ingress, strings(&["Ingress web"])),
         ]
     );
     assert_eq!(p.pre_delete.len(), 1);
     assert_eq!(p.pre_delete[0]["metadata"]["name"], "cleanup");
     assert_eq!(p.url, None);
-    let phases: Vec<&str> = Phase::ALL.iter().map(|p| p.as_str()).collect();
+    let phases: Vec<&str> = Stage::ALL.iter().map(|p| p.as_str()).collect();
     assert_eq!(phases, ["config", "data", "seed", "apps", "ingress"]);
 }
 

@@ -43,7 +43,7 @@ const IMAGES: &str = "images: [{repository: ghcr.io/acme/legacy, tag: \"{{shortS
 #[test]
 fn an_ownerless_replicaset_is_copied_like_a_deployment() {
     let p = run(BARE_REPLICASET, IMAGES).unwrap();
-    let apps = p.steps.iter().find(|s| s.phase == Phase::Apps).unwrap();
+    let apps = p.steps.iter().find(|s| s.stage == Stage::Apps).unwrap();
     let rs = apps
         .objects
         .iter()

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::crd::{ServiceStatus, TeardownReason};
 use crate::domain::duration;
 
-use super::ordinal;
+use super::sticky::ordinal;
 
 /// GitHub's limit on a deployment status description, in characters.
 pub const DESCRIPTION_MAX: usize = 140;

@@ -4,10 +4,6 @@
 //! ([`replies`]), and the view of a preview resource ([`view`]). Time is passed in; nothing here
 //! reads a clock.
 
-pub mod replies;
-pub mod status;
-pub mod view;
-
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -16,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::crd::{Phase, ServiceStatus, TeardownReason};
 use crate::domain::Sha;
-use crate::github::commands::Command;
+use crate::github::command_parser::Command;
 
 /// Every sticky comment carries one line `<!-- sandcastle {json} -->`; this is how it starts.
 pub const MARKER_PREFIX: &str = "<!-- sandcastle ";
@@ -116,7 +112,7 @@ impl StickyState {
         }
     }
 
-    fn title(&self) -> &'static str {
+    pub(super) fn title(&self) -> &'static str {
         match self {
             Self::Deploying { .. } => "⏳ Deploying",
             Self::Ready => "✅ Ready",
@@ -278,7 +274,7 @@ pub fn parse_marker(body: &str) -> Option<MarkerData> {
     found
 }
 
-fn status_line(view: &StickyView) -> Option<String> {
+pub(super) fn status_line(view: &StickyView) -> Option<String> {
     Some(match &view.state {
         StickyState::Ready => return None,
         StickyState::Deploying { step, .. } => plain(step),
@@ -422,7 +418,7 @@ fn commands_line(state: &StickyState) -> String {
 
 /// Inline code for any text: backticks become quotes and line breaks spaces, so the span cannot
 /// be broken out of.
-fn code(s: &str) -> String {
+pub(super) fn code(s: &str) -> String {
     let clean: String = s
         .chars()
         .map(|c| match c {
@@ -436,7 +432,7 @@ fn code(s: &str) -> String {
 
 /// Text from elsewhere (the cluster, a check name) shown as text: `<` is escaped so that it can
 /// open no HTML, in particular no comment that would hide the rest or fake a marker.
-fn plain(s: &str) -> String {
+pub(super) fn plain(s: &str) -> String {
     s.replace('<', "&lt;")
 }
 
@@ -449,7 +445,7 @@ fn cell(s: &str) -> String {
 }
 
 /// `1st`, `2nd`, `3rd`, `11th`, `22nd`.
-fn ordinal(n: u64) -> String {
+pub(super) fn ordinal(n: u64) -> String {
     let suffix = match (n % 10, n % 100) {
         (_, 11..=13) => "th",
         (1, _) => "st",
@@ -479,14 +475,14 @@ fn ago(now: Timestamp, at: Timestamp) -> String {
 }
 
 /// `Mon 30 Nov 16:00 UTC`.
-fn clock(at: Timestamp) -> String {
+pub(super) fn clock(at: Timestamp) -> String {
     at.to_zoned(TimeZone::UTC)
         .strftime("%a %-d %b %H:%M UTC")
         .to_string()
 }
 
 /// `in 23 h (Mon 30 Nov 16:00 UTC)`, or `expired 5 min ago (…)`.
-fn expiry(now: Timestamp, at: Timestamp) -> String {
+pub(super) fn expiry(now: Timestamp, at: Timestamp) -> String {
     let left = at.as_second().saturating_sub(now.as_second());
     if left > 0 {
         format!("in {} ({})", span(left.unsigned_abs()), clock(at))

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 
-use super::{StickyState, StickyView};
+use super::sticky::{StickyState, StickyView};
 use crate::crd::{BlueprintSpec, Phase, PreviewEnvironment};
 use crate::domain::Sha;
 

@@ -10,9 +10,9 @@ use jiff::Timestamp;
 use crate::crd::Phase;
 use crate::domain::duration;
 use crate::domain::{RepoName, Sha};
-use crate::github::commands::{CommandError, HelpLimits, help_text};
+use crate::github::command_parser::{CommandError, HelpLimits, help_text};
 
-use super::{StickyView, clock, code, expiry, plain};
+use super::sticky::{self, StickyView, clock, code, expiry, plain};
 
 /// Why Sandcastle answers a command with words instead of (only) a reaction.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,7 +144,7 @@ fn status_line(view: &StickyView, now: Timestamp) -> String {
     if let Some(sha) = &view.sha {
         parts[0].push_str(&format!(" at {}", code(sha.short())));
     }
-    if let Some(step) = super::status_line(view) {
+    if let Some(step) = sticky::status_line(view) {
         parts.push(step.replace('\n', " "));
     }
     if let Some(url) = view
@@ -295,10 +295,10 @@ mod tests {
         };
         let reply = Reply::Status {
             previews: vec![
-                view("shop-pr-42", super::super::StickyState::Ready),
+                view("shop-pr-42", super::super::sticky::StickyState::Ready),
                 view(
                     "web-shop-pr-42",
-                    super::super::StickyState::WaitingForChecks {
+                    super::super::sticky::StickyState::WaitingForChecks {
                         checks: vec!["build".into()],
                     },
                 ),
