@@ -140,7 +140,6 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         blueprints: store,
         clock: parts.clock.clone(),
         github: github.clone(),
-        permissions: Arc::default(),
         public_url: parts.settings.public_url.clone(),
         metrics: metrics.clone(),
     };

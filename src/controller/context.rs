@@ -98,6 +98,8 @@ pub struct Context {
     pub(crate) checks_asked: super::checks::Asked,
     /// Kubernetes Events for each preview's history (`kubectl describe`).
     pub events: crate::k8s::events::Events,
+    /// Who may run `/preview` commands, briefly remembered.
+    pub permissions: Arc<crate::github::permissions::PermissionCache>,
 }
 
 type Wakeups = mpsc::UnboundedReceiver<ObjectRef<PreviewEnvironment>>;
@@ -184,6 +186,7 @@ impl Context {
             admission: std::sync::Arc::default(),
             checks_asked: super::checks::Asked::default(),
             events,
+            permissions: Arc::default(),
         }
     }
 }

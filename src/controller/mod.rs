@@ -1,5 +1,5 @@
 //! The controller: the only writer of preview namespaces, GitHub deployment statuses and sticky
-//! comments. It watches PreviewEnvironments (and the workloads and namespaces it creates, and
+//! comments, and the one that carries out `/preview` commands (`commands`). It watches PreviewEnvironments (and the workloads and namespaces it creates, and
 //! Blueprints) and reconciles each preview towards its spec, level-triggered and idempotent;
 //! previews whose GitHub reporting failed are looked at again after a pause. Beside it run the
 //! housekeeping jobs (catch-up resync, orphan sweep); with leader election, only in the replica
@@ -7,6 +7,7 @@
 
 mod capacity;
 mod checks;
+pub mod commands;
 pub mod context;
 mod hooks;
 pub mod housekeeping;
@@ -41,7 +42,7 @@ pub use context::{Context, Settings};
 pub use reconcile::Error;
 
 use crate::crd::labels::{MANAGED_BY, MANAGER, PREVIEW};
-use crate::crd::{Blueprint, PreviewEnvironment};
+use crate::crd::{Blueprint, PreviewCommand, PreviewEnvironment};
 
 /// Map an object Sandcastle created (labelled with its preview) back to the preview.
 fn owner_of<K: Resource>(obj: &K, home: &str) -> Option<ObjectRef<PreviewEnvironment>> {
@@ -106,6 +107,23 @@ pub async fn run(
         Some((next, Some(rx)))
     });
     let housekeeping = housekeeping::run(ctx.clone(), shutdown.clone());
+    // `/preview` commands the webhook recorded, carried out beside the previews.
+    let commands = Controller::new(
+        Api::<PreviewCommand>::namespaced(client.clone(), &home),
+        watcher::Config::default(),
+    )
+    .reconcile_all_on(ctx.clock.ticks())
+    .graceful_shutdown_on(shutdown.clone())
+    .run(
+        commands::reconcile,
+        commands::error_policy,
+        Arc::new(ctx.clone()),
+    )
+    .for_each(|res| async move {
+        if let Err(e) = res {
+            tracing::debug!(error = %e, "command loop");
+        }
+    });
     let controller = controller
         .watches(
             Api::<Deployment>::all(client.clone()),
@@ -157,7 +175,7 @@ pub async fn run(
         started
     });
     tokio::select! {
-        _ = async { futures::join!(controller, housekeeping) } => {}
+        _ = async { futures::join!(controller, commands, housekeeping) } => {}
         waited = deadline => if waited {
             tracing::warn!("reconciles still running {SHUTDOWN_GRACE:?} after shutdown; dropping them");
         },

@@ -1,23 +1,29 @@
 //! Sandcastle's custom resources (`sandcastle.dev/v1alpha1`) and their generated definitions.
 
 mod blueprint;
+mod command;
 pub mod duration;
 pub mod labels;
 mod preview;
 
 pub use blueprint::*;
+pub use command::*;
 pub use duration::GoDuration;
 pub use preview::*;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-/// Both custom resource definitions, in a stable order.
+/// Every custom resource definition, in a stable order.
 pub fn definitions() -> Vec<CustomResourceDefinition> {
-    vec![Blueprint::crd(), PreviewEnvironment::crd()]
-        .into_iter()
-        .map(with_known_formats)
-        .collect()
+    vec![
+        Blueprint::crd(),
+        PreviewEnvironment::crd(),
+        PreviewCommand::crd(),
+    ]
+    .into_iter()
+    .map(with_known_formats)
+    .collect()
 }
 
 /// The string `format`s the API server knows for structural schemas (kube-openapi's strfmt

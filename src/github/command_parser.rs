@@ -15,6 +15,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::crd::BlueprintSpec;
 use crate::domain::duration;
 
 /// The keyword every command starts with.
@@ -84,6 +85,20 @@ pub enum CommandError {
 /// deserves no reaction at all.
 pub fn parse(body: &str) -> Option<Result<Command, CommandError>> {
     CommandLines::new(body).find_map(parse_line)
+}
+
+/// The line of a comment body that holds its command (the one [`parse`] reads), trimmed and
+/// cut to at most `max` bytes: what a command record keeps of the comment. Parsing it gives
+/// what parsing the whole body gives.
+pub fn command_line(body: &str, max: usize) -> Option<String> {
+    let line = CommandLines::new(body)
+        .find(|l| parse_line(l).is_some())?
+        .trim();
+    let mut end = line.len().min(max);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(line[..end].to_owned())
 }
 
 fn parse_line(line: &str) -> Option<Result<Command, CommandError>> {
@@ -244,6 +259,25 @@ pub struct HelpLimits {
     pub max_previews: Option<u32>,
 }
 
+impl HelpLimits {
+    /// The limits of a Blueprint (or the defaults, without one).
+    pub fn of(spec: Option<&BlueprintSpec>) -> Self {
+        use crate::crd::{
+            DEFAULT_MAX_PREVIEWS, DEFAULT_MAX_TTL, DEFAULT_STOP_AFTER_IDLE, DEFAULT_TTL,
+        };
+        Self {
+            ttl: spec.map_or(DEFAULT_TTL, |s| s.ttl).get(),
+            max_ttl: spec.map_or(DEFAULT_MAX_TTL, |s| s.max_ttl).get(),
+            stop_after_idle: Some(
+                spec.map_or(DEFAULT_STOP_AFTER_IDLE, |s| s.stop_after_idle)
+                    .get(),
+            )
+            .filter(|d| !d.is_zero()),
+            max_previews: Some(spec.map_or(DEFAULT_MAX_PREVIEWS, |s| s.max_previews)),
+        }
+    }
+}
+
 /// One command per row, in the order the help shows them.
 fn every_command() -> [Command; 7] {
     use Command::*;
@@ -346,6 +380,27 @@ mod tests {
 
     fn extend(secs: u64) -> Option<Result<Command, CommandError>> {
         ok(Command::Extend(Duration::from_secs(secs)))
+    }
+
+    #[test]
+    fn the_command_line_kept_parses_as_the_comment_does() {
+        for body in [
+            "Thanks!\n\n  /preview extend 2d please\nmore text",
+            "```\n/preview destroy\n```\n/preview stop",
+            "/PREVIEW   wake",
+            "/preview extend",
+        ] {
+            let line = command_line(body, 500).unwrap();
+            assert_eq!(parse(&line), parse(body), "{body:?} kept as {line:?}");
+        }
+        assert_eq!(command_line("no command here", 500), None);
+        assert_eq!(command_line("/preview é", 10).unwrap(), "/preview ");
+        assert_eq!(
+            command_line(&format!("/preview {}", "x".repeat(600)), 500)
+                .unwrap()
+                .len(),
+            500
+        );
     }
 
     #[test]

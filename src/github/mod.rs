@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod command_parser;
+pub mod config_file;
 pub mod event;
 pub mod permissions;
 pub mod repo_config;

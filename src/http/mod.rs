@@ -2,12 +2,11 @@
 //! `/preview` commands, check runs), health probes, Prometheus metrics and the preview pages that
 //! GitHub's `log_url` points at.
 
-mod commands;
+mod comments;
 mod deliveries;
 pub mod error;
 mod health;
 mod pages;
-mod repo_config;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -25,7 +24,6 @@ use crate::crd::Blueprint;
 use crate::domain::Secret;
 use crate::domain::clock::Clock;
 use crate::github::client::GitHubApp;
-use crate::github::permissions::PermissionCache;
 use crate::metrics::Metrics;
 
 /// What every handler shares.
@@ -41,11 +39,9 @@ pub struct AppState {
     /// Blueprints, kept in sync by a watch.
     pub blueprints: Store<Blueprint>,
     pub clock: Clock,
-    /// The App's client: reactions, replies, permissions, pull requests and configuration files
-    /// while handling a delivery.
+    /// The App's client: its id (to know its own comments) and the configuration files of pull
+    /// request deliveries.
     pub github: GitHubApp,
-    /// Who may run `/preview` commands, briefly remembered.
-    pub permissions: Arc<PermissionCache>,
     /// Sandcastle's public base URL (links to preview pages).
     pub public_url: String,
     /// The process's metrics: the webhook counts into them, `/metrics` shows them.

@@ -22,12 +22,13 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
 use super::AppState;
+use super::comments;
 use super::error::ApiError;
-use super::{commands, repo_config};
 use crate::crd::labels::{CHECKS_CHANGED, REPO};
 use crate::crd::{Blueprint, BlueprintSpec, PreviewEnvironment};
 use crate::domain::RepoName;
 use crate::domain::intent;
+use crate::github::config_file;
 use crate::github::event::{
     self, CheckRunAction, CheckRunEvent, Event, PrAction, PullRequestEvent,
 };
@@ -39,6 +40,9 @@ use crate::k8s::previews::{self, Outcome};
 pub const BODY_LIMIT: usize = 25 * 1024 * 1024;
 /// How long one desired-state write may take before the delivery is answered 503.
 pub(super) const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Limit on the one GitHub call a delivery may wait for (the configuration file of a pull
+/// request event; GitHub gives up on a delivery after 10 s).
+const GITHUB_TIMEOUT: Duration = Duration::from_secs(4);
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
@@ -118,7 +122,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Res
     let response = match event {
         Event::Ping { zen, .. } => reply(StatusCode::OK, json!({"status": "pong", "zen": zen})),
         Event::PullRequest(ev) => pull_request(state, &ev, &delivery).await?,
-        Event::IssueComment(ev) => commands::issue_comment(state, &ev, &delivery).await?,
+        Event::IssueComment(ev) => comments::issue_comment(state, &ev, &delivery).await?,
         Event::CheckRun(ev) => check_run(state, &ev, &delivery).await?,
         Event::Ignored { event, action } => {
             tracing::debug!(%event, ?action, "event not used");
@@ -194,15 +198,23 @@ async fn pull_request(
             .copied()
             .filter(|(_, s)| intent::admits(s, &ev.repo, &ev.base.ref_))
             .collect();
-        repo_config::load(
-            state,
-            ev.installation_id,
-            &ev.repo,
-            &ev.base.ref_,
-            ev.number,
-            &admitting,
-        )
-        .await?
+        match ev.installation_id {
+            None => Default::default(),
+            Some(id) => {
+                let gh = state.github.installation(id);
+                let at = config_file::Reader {
+                    gh: &gh,
+                    app_id: state.github.app_id(),
+                    repo: &ev.repo,
+                    base: &ev.base.ref_,
+                    pr: ev.number,
+                    timeout: GITHUB_TIMEOUT,
+                };
+                config_file::load(at, &admitting)
+                    .await
+                    .map_err(|e| ApiError::github_unavailable(format!("{e}; redeliver later")))?
+            }
+        }
     } else {
         Default::default()
     };

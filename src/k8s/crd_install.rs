@@ -12,7 +12,7 @@ use kube::{Client, ResourceExt};
 use crate::crd::definitions;
 use crate::crd::labels::FIELD_MANAGER;
 
-/// Install (or update) both definitions with server-side apply and wait until the API server
+/// Install (or update) every definition with server-side apply and wait until the API server
 /// serves them.
 pub async fn install(client: &Client, timeout: Duration) -> anyhow::Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());

@@ -93,14 +93,19 @@ pub fn role_copy_rules() -> Vec<PolicyRule> {
     ]
 }
 
-/// What Sandcastle does in its own namespace: Blueprints read, PreviewEnvironments written
-/// (with their status), the leader Lease, and Events on previews.
+/// What Sandcastle does in its own namespace: Blueprints read, PreviewEnvironments and
+/// PreviewCommands written (with their status), the leader Lease, and Events on previews.
 pub fn namespace_rules() -> Vec<PolicyRule> {
     vec![
         rule(&["sandcastle.dev"], &["blueprints"], READ),
         rule(
             &["sandcastle.dev"],
-            &["previewenvironments", "previewenvironments/status"],
+            &[
+                "previewenvironments",
+                "previewenvironments/status",
+                "previewcommands",
+                "previewcommands/status",
+            ],
             WRITE,
         ),
         rule(

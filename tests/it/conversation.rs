@@ -73,12 +73,22 @@ async fn world(extra: Value) -> World {
     world
 }
 
-/// `user` comments `body` on PR `n`; returns the answer and the comment's id.
+/// `user` comments `body` on PR `n`; returns the answer and the comment's id. A command the
+/// webhook recorded (`202 accepted`) is waited on until the controller has carried it out, and
+/// the answer is then what it came to: status `accepted` (done, 🚀) or `refused` (😕), the
+/// command, and the previews written with what each write did.
 async fn comment(world: &World, n: u64, user: &str, body: &str) -> (u16, Value, u64) {
     let d = world.gh.comment(&world.repo, pr(n), user, body);
     let id = d.json()["comment"]["id"].as_u64().unwrap();
     let (status, answer) = world.deliver(&d).await;
-    (status, answer, id)
+    if status != 202 || answer["status"] != "accepted" {
+        return (status, answer, id);
+    }
+    let record = answer["record"]
+        .as_str()
+        .expect("the record's name")
+        .to_owned();
+    (200, world.command_outcome(&record).await, id)
 }
 
 /// The reactions Sandcastle left on comment `id`, in order.

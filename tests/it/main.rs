@@ -6,6 +6,7 @@ mod support;
 mod bare_workloads;
 mod chart;
 mod comebacks;
+mod commands;
 mod conversation;
 mod crds;
 mod failures;

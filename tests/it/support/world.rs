@@ -453,6 +453,33 @@ impl World {
         .await;
     }
 
+    /// Wait until the `/preview` command recorded as `record` is carried out; returns what it
+    /// came to as `{"status": "accepted" | "refused" | "failed", "command", "previews"}`.
+    pub async fn command_outcome(&self, record: &str) -> Value {
+        let api: Api<sandcastle::crd::PreviewCommand> =
+            Api::namespaced(self.client.clone(), &self.home.name);
+        let done = cluster::wait_for(
+            &api,
+            record,
+            &format!("command {record} carried out"),
+            Duration::from_secs(60),
+            |c: Option<&sandcastle::crd::PreviewCommand>| {
+                c.and_then(|c| c.status.as_ref())
+                    .is_some_and(|s| s.finished_at.is_some())
+            },
+        )
+        .await
+        .expect("the command record exists");
+        let st = done.status.unwrap_or_default();
+        let outcome = st.outcome.unwrap_or_default();
+        let status = match st.state {
+            Some(sandcastle::crd::CommandState::Done) => "accepted",
+            Some(sandcastle::crd::CommandState::Refused) => "refused",
+            other => panic!("command {record} ended {other:?}: {:?}", st.message),
+        };
+        json!({"status": status, "command": outcome.command, "previews": outcome.previews})
+    }
+
     pub async fn namespace_exists(&self, name: &str) -> bool {
         Api::<Namespace>::all(self.client.clone())
             .get_opt(name)
