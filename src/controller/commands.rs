@@ -18,7 +18,7 @@ use kube::runtime::controller::Action;
 use serde_json::json;
 
 use super::context::Context;
-use super::reconcile::Error;
+use super::error::Error;
 use crate::crd::labels::{FIELD_MANAGER, PR, REPO};
 use crate::crd::{Blueprint, CommandOutcome, CommandState, PreviewCommand, PreviewCommandStatus};
 use crate::domain::naming::repo_label_value;

@@ -5,23 +5,19 @@
 //! housekeeping jobs (catch-up resync, orphan sweep); with leader election, only in the replica
 //! that leads, which is also the one whose metrics count the previews.
 
-mod capacity;
-mod checks;
 pub mod commands;
 pub mod context;
-mod hooks;
+mod error;
+mod finalizer;
 pub mod housekeeping;
-mod idle;
 pub mod leader;
-mod lifecycle;
 pub mod orphans;
+mod phases;
 mod reconcile;
 mod report;
 pub mod resync;
-mod rollout;
-mod status;
 mod sticky;
-mod teardown;
+mod verdict;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,7 +35,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 
 pub use context::{Context, Settings};
-pub use reconcile::Error;
+pub use error::Error;
 
 use crate::crd::labels::{MANAGED_BY, MANAGER, PREVIEW};
 use crate::crd::{Blueprint, PreviewCommand, PreviewEnvironment};
@@ -188,9 +184,4 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Requeue soon while something is in progress.
 pub(crate) fn soon(ctx: &Context) -> Action {
     Action::requeue(ctx.settings.progress_interval)
-}
-
-/// Requeue after `d`.
-pub(crate) fn after(d: Duration) -> Action {
-    Action::requeue(d)
 }

@@ -1,31 +1,30 @@
-//! One reconcile of one PreviewEnvironment (counted and timed): keep its sticky comment and its
-//! Kubernetes Events in line with what the last reconcile saved, finalize when deleted, tear down when asked, wait while a
-//! fork's pull request awaits a maintainer's approval, otherwise roll the preview out towards its
-//! spec.
+//! One reconcile of one PreviewEnvironment (counted and timed). It reads the preview fresh,
+//! keeps its sticky comment and Kubernetes Events in line with what the last pass saved, then
+//! asks the one phase that applies what to do — finalize a deleted preview, tear down one asked
+//! to go, take down an outlived incarnation, wait while a fork awaits approval, pass the
+//! guardrails (expiry, Blueprint, slot, stop and wake), roll out — and gets a [`Verdict`] back.
+//! [`finish`] then reports to GitHub once and writes the status once. (The one other status
+//! write is a slot taken under `maxPreviews`, which must be written before the admission lock is
+//! released: see `phases::capacity`.)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
-use serde_json::json;
 
 use super::context::Context;
-use super::lifecycle::{self, Guard};
-use super::status::{save, set_phase};
-use super::{capacity, rollout, sticky, teardown};
-use crate::crd::labels::FINALIZER;
-use crate::crd::{Phase, PreviewEnvironment};
+use super::error::Error;
+use super::phases::admit::{self, Guard};
+use super::phases::{capacity, rollout, teardown};
+use super::verdict::{Next, Verdict, save, set_phase};
+use super::{finalizer, report, sticky};
+use crate::crd::{Phase, PreviewEnvironment, PreviewStatus};
 use crate::domain::Sha;
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("Kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("{0}")]
-    Transient(String),
-}
+/// How soon to look again when GitHub could not be told.
+const REPORT_RETRY: Duration = Duration::from_secs(15);
 
 pub(super) async fn reconcile(
     cached: Arc<PreviewEnvironment>,
@@ -48,45 +47,91 @@ async fn reconcile_one(
     let Some(pe) = api.get_opt(&cached.name_any()).await? else {
         return Ok(Action::await_change());
     };
+    let mut persisted = pe.status.clone();
     if pe.meta().deletion_timestamp.is_some() {
-        let pe = capacity::release(&api, pe, &ctx).await?;
+        let mut pe = pe;
         ctx.events.forget(&pe.name_any());
         ctx.checks_asked.forget(&pe.name_any());
-        return teardown::finalize(&api, &pe, &ctx).await;
+        let (mut verdict, gone) = teardown::finalize(&pe, &ctx).await?;
+        let released = capacity::release(&mut verdict.status);
+        let (action, reported) = finish(&api, &mut persisted, &mut pe, verdict, &ctx).await?;
+        if released {
+            capacity::poke_queue(&pe, &ctx).await;
+        }
+        if gone && reported {
+            finalizer::remove(&api, &pe).await?;
+            return Ok(Action::await_change());
+        }
+        return Ok(action);
     }
-    // Every status change (saved by the previous reconcile) brings a reconcile here, so the
-    // comment follows the status without a GitHub call on every pass.
-    let pe = sticky::sync(&api, pe, &ctx).await?;
+    // Every status change (saved by the previous pass) brings a pass here, so the comment
+    // follows the status without a GitHub call on every pass.
+    let mut pe = sticky::sync(pe, &ctx).await?;
     ctx.events.sync(&pe).await;
-    if pe.spec.teardown.is_some() {
-        let pe = capacity::release(&api, pe, &ctx).await?;
-        return teardown::tombstone(&api, &pe, &ctx).await;
-    }
-    if teardown::outlived(&pe) {
-        return teardown::retire(&api, &pe, &ctx).await;
-    }
-    if pe.spec.awaiting_approval {
-        return await_approval(&api, &pe, &ctx).await;
-    }
-    if !pe.finalizers().iter().any(|f| f == FINALIZER) {
-        add_finalizer(&api, &pe).await?;
-        // The update triggers another reconcile with the finalizer in place.
-        return Ok(Action::await_change());
-    }
-    // Lifecycle guardrails: expiry, a deleted Blueprint, the cap, stop and wake.
-    let pe = match lifecycle::guard(&api, pe, &ctx).await? {
-        Guard::Done(action) => return Ok(action),
-        Guard::Proceed(pe) => *pe,
+    let verdict = if pe.spec.teardown.is_some() {
+        let mut verdict = teardown::tombstone(&api, &pe, &ctx).await?;
+        if capacity::release(&mut verdict.status) {
+            let (action, _) = finish(&api, &mut persisted, &mut pe, verdict, &ctx).await?;
+            capacity::poke_queue(&pe, &ctx).await;
+            return Ok(action);
+        }
+        verdict
+    } else if teardown::outlived(&pe) {
+        teardown::retire(&pe, &ctx).await?
+    } else if pe.spec.awaiting_approval {
+        await_approval(&pe, &ctx)
+    } else if !finalizer::present(&pe) {
+        finalizer::add(&api, &pe).await?;
+        // The update brings another pass with the finalizer in place.
+        Verdict::new(pe.status.clone().unwrap_or_default(), Next::Change)
+    } else {
+        match admit::guard(&api, &mut pe, &mut persisted, &ctx).await? {
+            Guard::Done(verdict) => *verdict,
+            Guard::Proceed(next) => {
+                let (st, blueprint) = *next;
+                rollout::run(&pe, st, blueprint, &ctx).await?
+            }
+        }
     };
-    rollout::run(&api, &pe, &ctx).await
+    Ok(finish(&api, &mut persisted, &mut pe, verdict, &ctx)
+        .await?
+        .0)
+}
+
+/// Report what the verdict asks of GitHub, write its status (if it changed from `persisted`),
+/// and say when to look again. Also returns whether GitHub was told.
+async fn finish(
+    api: &Api<PreviewEnvironment>,
+    persisted: &mut Option<PreviewStatus>,
+    pe: &mut PreviewEnvironment,
+    verdict: Verdict,
+    ctx: &Context,
+) -> Result<(Action, bool), Error> {
+    let Verdict {
+        mut status,
+        report,
+        next,
+    } = verdict;
+    let reported = match &report {
+        Some(r) => report::sync(pe, &mut status, ctx, r).await,
+        None => true,
+    };
+    pe.status = persisted.clone();
+    save(api, pe, &status).await?;
+    *persisted = Some(status.clone());
+    pe.status = Some(status);
+    let action = match (next, reported) {
+        (Next::Soon, _) => super::soon(ctx),
+        (Next::After(d), true) => Action::requeue(d),
+        (Next::After(d), false) => Action::requeue(d.min(REPORT_RETRY)),
+        (Next::Change, true) => Action::await_change(),
+        (Next::Change, false) => Action::requeue(REPORT_RETRY),
+    };
+    Ok((action, reported))
 }
 
 /// A fork's pull request nobody permitted has approved: nothing is deployed.
-async fn await_approval(
-    api: &Api<PreviewEnvironment>,
-    pe: &PreviewEnvironment,
-    ctx: &Context,
-) -> Result<Action, Error> {
+fn await_approval(pe: &PreviewEnvironment, ctx: &Context) -> Verdict {
     let mut st = pe.status.clone().unwrap_or_default();
     let short =
         Sha::new(&pe.spec.sha).map_or_else(|_| pe.spec.sha.clone(), |s| s.short().to_owned());
@@ -99,56 +144,10 @@ async fn await_approval(
         ctx.clock.now(),
         Some(&pe.spec.sha),
     );
-    save(api, pe, &st).await?;
-    Ok(Action::await_change())
+    Verdict::new(st, Next::Change)
 }
 
 pub(super) fn error_policy(pe: Arc<PreviewEnvironment>, err: &Error, _ctx: Arc<Context>) -> Action {
     tracing::warn!(preview = %pe.name_any(), error = %err, "reconcile failed; retrying");
     Action::requeue(Duration::from_secs(5))
-}
-
-async fn add_finalizer(
-    api: &Api<PreviewEnvironment>,
-    pe: &PreviewEnvironment,
-) -> Result<(), kube::Error> {
-    let mut finalizers = pe.finalizers().to_vec();
-    finalizers.push(FINALIZER.to_owned());
-    let patch = json!({
-        "metadata": {"finalizers": finalizers, "resourceVersion": pe.resource_version()}
-    });
-    api.patch(
-        &pe.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await?;
-    Ok(())
-}
-
-pub(super) async fn remove_finalizer(
-    api: &Api<PreviewEnvironment>,
-    pe: &PreviewEnvironment,
-) -> Result<(), kube::Error> {
-    let finalizers: Vec<String> = pe
-        .finalizers()
-        .iter()
-        .filter(|f| *f != FINALIZER)
-        .cloned()
-        .collect();
-    let patch = json!({
-        "metadata": {"finalizers": finalizers, "resourceVersion": pe.resource_version()}
-    });
-    match api
-        .patch(
-            &pe.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(r)) if r.code == 404 => Ok(()),
-        Err(e) => Err(e),
-    }
 }

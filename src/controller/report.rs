@@ -1,7 +1,11 @@
-//! Keeping GitHub in line with a preview: one deployment per commit on the preview's own
-//! environment, and one status per transition (`queued` → `in_progress` → `success`/`failure`,
-//! `inactive` on teardown). A failed call never blocks the Kubernetes side: the status keeps what was
-//! reported, so the next reconcile posts what is missing — and never posts a transition twice.
+//! Keeping GitHub in line with a preview: one deployment per commit (and per comeback) on the
+//! preview's own environment, and its statuses in order — `queued` → `in_progress` →
+//! `success`/`failure`, `inactive` on teardown, `stopped` (an `inactive` saying how to wake it).
+//! A reconcile says what GitHub should show ([`Report`]); [`next_state`] decides, without I/O,
+//! which one status that means posting now (at most one per pass, the missing step first, so
+//! GitHub always sees the whole sequence); [`sync`] makes the calls. A failed call never blocks
+//! the Kubernetes side: the status keeps what was reported, so a later pass posts what is
+//! missing — and never posts a state twice.
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -12,21 +16,60 @@ use super::context::Context;
 use crate::crd::{PreviewEnvironment, PreviewStatus, Reported};
 use crate::domain::RepoName;
 use crate::github::client::{DeploymentState, GitHubError, Installation, NewDeployment, NewStatus};
-use crate::github::text::statuses::fit_description;
+use crate::github::text::statuses::{fit_description, inactive_description};
 
 /// What GitHub should show for the preview's current commit.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Report<'a> {
-    InProgress,
-    Success,
-    Failure(&'a str),
-    Inactive,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Report {
     /// Accepted, not started: a new commit before cloning begins, or waiting for a free slot
     /// under the Blueprint's `maxPreviews` (description).
-    Queued(&'a str),
+    Queued(String),
+    InProgress,
+    Success,
+    /// Failed: `why` (≤ 140 characters), and whether a rollout had started (then GitHub sees
+    /// it in progress before it fails).
+    Failure {
+        why: String,
+        rollout: bool,
+    },
     /// Scaled to zero: `inactive` (the URL does not answer) with how to wake it. Recorded as
     /// `stopped`, so waking reports on the same deployment.
-    Stopped(&'a str),
+    Stopped(String),
+    Inactive,
+}
+
+impl Report {
+    fn state(&self) -> Reported {
+        match self {
+            Self::Queued(_) => Reported::Queued,
+            Self::InProgress => Reported::InProgress,
+            Self::Success => Reported::Success,
+            Self::Failure { .. } => Reported::Failure,
+            Self::Stopped(_) => Reported::Stopped,
+            Self::Inactive => Reported::Inactive,
+        }
+    }
+}
+
+/// The one state to post now so that GitHub moves towards `report`, given what the current
+/// deployment last showed (`None`: a deployment that shows nothing yet). A deployment is queued
+/// before it is in progress, and in progress before it succeeds or before a rollout fails (a
+/// blueprint refused before anything ran fails straight from queued); waking a stopped one goes
+/// through in progress again. `None`: GitHub already shows it.
+pub(super) fn next_state(reported: Option<Reported>, report: &Report) -> Option<Reported> {
+    let desired = report.state();
+    if reported == Some(desired) {
+        return None;
+    }
+    let through_progress = matches!(
+        report,
+        Report::Success | Report::Failure { rollout: true, .. }
+    );
+    Some(match (desired, reported) {
+        (Reported::InProgress | Reported::Success | Reported::Failure, None) => Reported::Queued,
+        (_, Some(Reported::Queued | Reported::Stopped)) if through_progress => Reported::InProgress,
+        (desired, _) => desired,
+    })
 }
 
 /// A deployment status state as the preview's status records it.
@@ -66,12 +109,13 @@ fn set_condition(st: &mut PreviewStatus, ok: bool, message: String, now: Timesta
     }
 }
 
-/// Bring GitHub in line with `report`. Returns false when GitHub could not be told (retry later).
+/// Bring GitHub one step in line with `report`, recording what was posted in `st`. Returns
+/// false when GitHub could not be told (look again sooner).
 pub(super) async fn sync(
     pe: &PreviewEnvironment,
     st: &mut PreviewStatus,
     ctx: &Context,
-    report: Report<'_>,
+    report: &Report,
 ) -> bool {
     let Some(installation_id) = pe.spec.installation_id else {
         return true;
@@ -81,7 +125,11 @@ pub(super) async fn sync(
     };
     let gh = ctx.github.installation(installation_id);
     let now = ctx.clock.now();
-    match post(pe, st, ctx, &gh, &repo, report).await {
+    let result = match report {
+        Report::Inactive => inactivate(pe, st, &gh, &repo).await,
+        _ => post(pe, st, ctx, &gh, &repo, report).await,
+    };
+    match result {
         Ok(()) => {
             if st.conditions.iter().any(|c| c.type_ == "GitHubReported") {
                 set_condition(st, true, String::new(), now);
@@ -96,35 +144,43 @@ pub(super) async fn sync(
     }
 }
 
+/// Teardown: the previous commit's deployment and the current one become `inactive`.
+async fn inactivate(
+    pe: &PreviewEnvironment,
+    st: &mut PreviewStatus,
+    gh: &Installation,
+    repo: &RepoName,
+) -> Result<(), GitHubError> {
+    if let Some(old) = st.github_previous_deployment_id {
+        gh.create_deployment_status(repo, old, &NewStatus::new(DeploymentState::Inactive))
+            .await?;
+        st.github_previous_deployment_id = None;
+    }
+    if let Some(id) = st.github_deployment_id
+        && st.github_reported != Some(Reported::Inactive)
+    {
+        let mut inactive = NewStatus::new(DeploymentState::Inactive);
+        inactive.description = Some(pe.spec.teardown.as_ref().map_or_else(
+            || "Replaced: the preview came back and is deployed again".to_owned(),
+            |t| inactive_description(t.reason),
+        ));
+        gh.create_deployment_status(repo, id, &inactive).await?;
+        st.github_reported = Some(Reported::Inactive);
+    }
+    Ok(())
+}
+
+/// Make sure the commit has its deployment (a new one for a new commit or a comeback; one made
+/// before a crash is adopted with what it shows), then post the next state towards `report`.
 async fn post(
     pe: &PreviewEnvironment,
     st: &mut PreviewStatus,
     ctx: &Context,
     gh: &Installation,
     repo: &RepoName,
-    report: Report<'_>,
+    report: &Report,
 ) -> Result<(), GitHubError> {
     let name = pe.name_any();
-    if matches!(report, Report::Inactive) {
-        if let Some(old) = st.github_previous_deployment_id {
-            gh.create_deployment_status(repo, old, &NewStatus::new(DeploymentState::Inactive))
-                .await?;
-            st.github_previous_deployment_id = None;
-        }
-        if let Some(id) = st.github_deployment_id
-            && st.github_reported != Some(Reported::Inactive)
-        {
-            let mut inactive = NewStatus::new(DeploymentState::Inactive);
-            inactive.description = Some(pe.spec.teardown.as_ref().map_or_else(
-                || "Replaced: the preview came back and is deployed again".to_owned(),
-                |t| crate::github::text::statuses::inactive_description(t.reason),
-            ));
-            gh.create_deployment_status(repo, id, &inactive).await?;
-            st.github_reported = Some(Reported::Inactive);
-        }
-        return Ok(());
-    }
-
     let resurrected = st.github_reported == Some(Reported::Inactive);
     if st.github_deployment_sha.as_deref() != Some(pe.spec.sha.as_str()) || resurrected {
         let environment = crate::domain::naming::github_environment(&name);
@@ -175,50 +231,15 @@ async fn post(
     let Some(id) = st.github_deployment_id else {
         return Ok(());
     };
-
-    let mut status = match report {
-        Report::InProgress => {
-            let mut s = NewStatus::new(DeploymentState::InProgress);
-            s.description = Some(fit_description(
-                st.message.as_deref().unwrap_or("Deploying"),
-            ));
-            s
-        }
-        Report::Success => {
-            let mut s = NewStatus::new(DeploymentState::Success);
-            s.environment_url = st.url.clone();
-            s.description = st.message.as_deref().map(fit_description);
-            s
-        }
-        Report::Failure(why) => {
-            let mut s = NewStatus::new(DeploymentState::Failure);
-            s.description = Some(why.to_owned());
-            s
-        }
-        Report::Queued(why) => {
-            let mut s = NewStatus::new(DeploymentState::Queued);
-            s.description = Some(why.to_owned());
-            s
-        }
-        Report::Stopped(why) => {
-            let mut s = NewStatus::new(DeploymentState::Inactive);
-            s.description = Some(why.to_owned());
-            s
-        }
-        Report::Inactive => unreachable!("handled above"),
-    };
-    let state = match report {
-        Report::Stopped(_) => Reported::Stopped,
-        _ => reported(status.state),
-    };
-    if st.github_reported == Some(state) {
+    let Some(state) = next_state(st.github_reported, report) else {
         return Ok(());
-    }
+    };
+    let mut status = new_status(state, report, st);
     status.log_url = Some(log_url(ctx, &name));
     gh.create_deployment_status(repo, id, &status).await?;
     st.github_reported = Some(state);
 
-    if matches!(report, Report::Success)
+    if state == Reported::Success
         && let Some(old) = st.github_previous_deployment_id
     {
         gh.create_deployment_status(repo, old, &NewStatus::new(DeploymentState::Inactive))
@@ -226,4 +247,120 @@ async fn post(
         st.github_previous_deployment_id = None;
     }
     Ok(())
+}
+
+/// The deployment status posted for `state` on the way to `report`.
+fn new_status(state: Reported, report: &Report, st: &PreviewStatus) -> NewStatus {
+    let (github, description) = match (state, report) {
+        (Reported::Queued, Report::Queued(why)) => (DeploymentState::Queued, why.clone()),
+        (Reported::Queued, _) => (
+            DeploymentState::Queued,
+            format!(
+                "Queued: {}",
+                st.message.as_deref().unwrap_or("about to be deployed")
+            ),
+        ),
+        (Reported::Success, _) => (
+            DeploymentState::Success,
+            st.message.clone().unwrap_or_default(),
+        ),
+        (Reported::Failure, Report::Failure { why, .. }) => (DeploymentState::Failure, why.clone()),
+        (Reported::Stopped, Report::Stopped(why)) => (DeploymentState::Inactive, why.clone()),
+        // On the way to a failure the status message already is the failure: not for this one.
+        (Reported::InProgress, Report::Failure { .. }) => {
+            (DeploymentState::InProgress, "Deploying".to_owned())
+        }
+        (Reported::InProgress, _) => (
+            DeploymentState::InProgress,
+            st.message.clone().unwrap_or_else(|| "Deploying".to_owned()),
+        ),
+        (state, _) => (DeploymentState::Error, format!("unexpected {state:?}")),
+    };
+    let mut status = NewStatus::new(github);
+    status.description = Some(fit_description(&description)).filter(|d| !d.is_empty());
+    if github == DeploymentState::Success {
+        status.environment_url = st.url.clone();
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_sees_every_step_of_a_deployment_once() {
+        use Reported::*;
+        let queued = Report::Queued("Waiting for a free slot".into());
+        let refused = Report::Failure {
+            why: "blueprint refused".into(),
+            rollout: false,
+        };
+        let failed = Report::Failure {
+            why: "not Ready after 10m".into(),
+            rollout: true,
+        };
+        let stopped = Report::Stopped("Stopped on request".into());
+        let table = [
+            (None, &queued, Some(Queued)),
+            (None, &Report::InProgress, Some(Queued)),
+            (None, &Report::Success, Some(Queued)),
+            (Some(Queued), &Report::Success, Some(InProgress)),
+            (Some(InProgress), &Report::Success, Some(Success)),
+            (Some(Success), &Report::Success, None),
+            // A refusal need not have started; a rollout that fails had.
+            (None, &refused, Some(Queued)),
+            (Some(Queued), &refused, Some(Failure)),
+            (Some(Queued), &failed, Some(InProgress)),
+            (Some(InProgress), &failed, Some(Failure)),
+            (Some(Failure), &failed, None),
+            // Waking goes through in progress again.
+            (Some(Stopped), &Report::Success, Some(InProgress)),
+            (Some(Success), &stopped, Some(Stopped)),
+            (Some(Success), &Report::InProgress, Some(InProgress)),
+            (Some(Success), &Report::Inactive, Some(Inactive)),
+        ];
+        for (reported, report, want) in table {
+            assert_eq!(
+                next_state(reported, report),
+                want,
+                "{reported:?} towards {report:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_each_status_says() {
+        let st = PreviewStatus {
+            message: Some("3/3 services ready".into()),
+            url: Some("http://7-shop.preview.example.com".into()),
+            ..PreviewStatus::default()
+        };
+        let success = new_status(Reported::Success, &Report::Success, &st);
+        assert_eq!(success.state, DeploymentState::Success);
+        assert_eq!(success.description.as_deref(), Some("3/3 services ready"));
+        assert_eq!(
+            success.environment_url.as_deref(),
+            Some("http://7-shop.preview.example.com")
+        );
+        // On the way to success, the queued step has a description of its own.
+        let queued = new_status(Reported::Queued, &Report::Success, &st);
+        assert_eq!(queued.state, DeploymentState::Queued);
+        assert!(queued.environment_url.is_none());
+        let long = Report::Failure {
+            why: "x".repeat(300),
+            rollout: true,
+        };
+        let failure = new_status(Reported::Failure, &long, &st);
+        assert!(failure.description.unwrap().chars().count() <= 140);
+        // The in_progress on the way to a failure does not carry the failure's text.
+        let on_the_way = new_status(Reported::InProgress, &long, &st);
+        assert_eq!(on_the_way.description.as_deref(), Some("Deploying"));
+        let stopped = new_status(
+            Reported::Stopped,
+            &Report::Stopped("Stopped on request".into()),
+            &st,
+        );
+        assert_eq!(stopped.state, DeploymentState::Inactive);
+    }
 }

@@ -1,7 +1,7 @@
 //! The sticky comment: exactly one Sandcastle comment per preview on its pull request, edited in
 //! place when what it shows changes (state, commit, URL, expiry — not on every reconcile), and
 //! when someone asks with `/preview status`. Its id and what it last showed live in the
-//! preview's status. It is found again by its hidden marker (only in the App's own comments) when
+//! preview's status (written with the reconcile's verdict). It is found again by its hidden marker (only in the App's own comments) when
 //! the id is unknown, for example after a crash between posting and saving, and extra copies are
 //! deleted; a comment a person deleted is posted again on the next change, one a person edited
 //! is overwritten by the next edit.
@@ -16,9 +16,8 @@ use kube::ResourceExt;
 use kube::api::Api;
 
 use super::context::Context;
-use super::reconcile::Error;
+use super::error::Error;
 use super::report::log_url;
-use super::status::save;
 use crate::crd::labels::STICKY_REFRESH;
 use crate::crd::{Blueprint, PreviewEnvironment, StickyComment};
 use crate::domain::{PrNumber, RepoName};
@@ -29,10 +28,9 @@ use crate::github::text::{parse_marker, sticky_comment};
 /// Pause after a failed attempt when GitHub gives no time to wait for.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 
-/// Bring the sticky comment in line with `pe`, saving what it shows in the status. Returns the
-/// preview as it is now (its status holding the comment), for the rest of the reconcile.
+/// Bring the sticky comment in line with `pe`. Returns the preview with what the comment now
+/// shows recorded in its status, which the reconcile saves with the rest of its verdict.
 pub(super) async fn sync(
-    api: &Api<PreviewEnvironment>,
     pe: PreviewEnvironment,
     ctx: &Context,
 ) -> Result<PreviewEnvironment, Error> {
@@ -76,15 +74,12 @@ pub(super) async fn sync(
         .await
     {
         Ok(comment_id) => {
-            let mut st = pe.status.clone().unwrap_or_default();
-            st.sticky = Some(StickyComment {
+            let mut pe = pe;
+            pe.status.get_or_insert_default().sticky = Some(StickyComment {
                 comment_id,
                 shown: key,
                 refreshed: refresh,
             });
-            save(api, &pe, &st).await?;
-            let mut pe = pe;
-            pe.status = Some(st);
             Ok(pe)
         }
         Err(e) => {

@@ -1,5 +1,9 @@
-//! Writing a preview's status: only when it changed, with server-side apply so that cleared
-//! fields really disappear, and with a bounded history of actions.
+//! What one reconcile decided about a preview — a [`Verdict`]: the status to write, what GitHub
+//! should show, when to look again — and the one place that writes a preview's status
+//! ([`save`]: only when it changed, with server-side apply so that cleared fields really
+//! disappear), plus the bounded history of actions the status keeps.
+
+use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -9,6 +13,42 @@ use serde_json::json;
 
 use crate::crd::labels::FIELD_MANAGER;
 use crate::crd::{HISTORY_LIMIT, HistoryEntry, Phase, PreviewEnvironment, PreviewStatus};
+
+/// What a pass decided. Phases build it without side effects on the status or GitHub; the
+/// reconcile then reports to GitHub once ([`super::report`]) and saves once ([`save`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Verdict {
+    pub status: PreviewStatus,
+    /// What GitHub should show for the preview's commit; `None`: leave GitHub as it is.
+    pub report: Option<super::report::Report>,
+    pub next: Next,
+}
+
+/// When to look at the preview again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Next {
+    /// After this long (watches on its objects usually bring it back sooner).
+    After(Duration),
+    /// Only when something changes.
+    Change,
+    /// Soon: something is in progress (the controller's progress interval).
+    Soon,
+}
+
+impl Verdict {
+    pub(super) fn new(status: PreviewStatus, next: Next) -> Self {
+        Self {
+            status,
+            report: None,
+            next,
+        }
+    }
+
+    pub(super) fn reporting(mut self, report: super::report::Report) -> Self {
+        self.report = Some(report);
+        self
+    }
+}
 
 /// Write `new` as the status of `pe` unless it equals the current one.
 pub(super) async fn save(

@@ -15,19 +15,19 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::Action;
 use serde_json::json;
 
 use super::capacity::{self, Slot};
-use super::context::Context;
 use super::idle;
-use super::reconcile::Error;
-use super::report::{self, Report};
-use super::status::set_phase;
+use crate::controller::context::Context;
+use crate::controller::error::Error;
+use crate::controller::report::Report;
+use crate::controller::verdict::{Next, Verdict, set_phase};
 use crate::crd::labels::LAST_ACTIVITY;
-use crate::crd::{Blueprint, DEFAULT_TTL, Phase, PreviewEnvironment};
+use crate::crd::{Blueprint, DEFAULT_TTL, Phase, PreviewEnvironment, PreviewStatus};
 use crate::domain::duration;
 use crate::domain::lifecycle;
+use crate::github::text::statuses::fit_description;
 
 /// Requeues land this long after a deadline, so the deadline has surely passed.
 const SLACK: Duration = Duration::from_millis(500);
@@ -35,11 +35,11 @@ const SLACK: Duration = Duration::from_millis(500);
 const QUEUE_RECHECK: Duration = Duration::from_secs(300);
 
 /// What the guardrails decided.
-pub(super) enum Guard {
-    /// Nothing more to do in this reconcile.
-    Done(Action),
-    /// Roll out; the preview carries the status as now saved.
-    Proceed(Box<PreviewEnvironment>),
+pub(crate) enum Guard {
+    /// Nothing more to do in this reconcile but what the verdict says.
+    Done(Box<Verdict>),
+    /// Roll out, from this status, with the preview's Blueprint.
+    Proceed(Box<(PreviewStatus, Blueprint)>),
 }
 
 /// The instants that drive a preview's lifecycle.
@@ -72,7 +72,7 @@ fn times(pe: &PreviewEnvironment, bp: Option<&Blueprint>, now: Timestamp) -> Tim
 
 /// When to look at `pe` again: its next deadline (expiry, idle stop), but no later than
 /// `at_most`.
-pub(super) fn requeue(
+pub(crate) fn requeue(
     pe: &PreviewEnvironment,
     bp: &Blueprint,
     ctx: &Context,
@@ -117,20 +117,21 @@ async fn expire(
     }
 }
 
-pub(super) async fn guard(
+pub(crate) async fn guard(
     api: &Api<PreviewEnvironment>,
-    mut pe: PreviewEnvironment,
+    pe: &mut PreviewEnvironment,
+    persisted: &mut Option<PreviewStatus>,
     ctx: &Context,
 ) -> Result<Guard, Error> {
     let now = ctx.clock.now();
     let blueprints: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
     let bp = blueprints.get_opt(&pe.spec.blueprint).await?;
-    let t = times(&pe, bp.as_ref(), now);
-    if lifecycle::is_expired(t.expires_at, now) {
-        expire(api, &pe, now).await?;
-        return Ok(Guard::Done(Action::await_change()));
-    }
+    let t = times(pe, bp.as_ref(), now);
     let mut st = pe.status.clone().unwrap_or_default();
+    if lifecycle::is_expired(t.expires_at, now) {
+        expire(api, pe, now).await?;
+        return Ok(Guard::Done(Box::new(Verdict::new(st, Next::Change))));
+    }
     st.last_activity = Some(Time(t.last_activity));
     let sha = pe.spec.sha.clone();
 
@@ -141,22 +142,22 @@ pub(super) async fn guard(
             t.expires_at.strftime("%a %d %b %H:%M UTC")
         );
         set_phase(&mut st, Phase::Failed, message.clone(), now, Some(&sha));
-        report::sync(&pe, &mut st, ctx, Report::Failure(&message)).await;
-        capacity::commit(api, &mut pe, &st).await?;
-        return Ok(Guard::Done(super::after(until(
-            now,
-            t.expires_at,
-            ctx.settings.drift_interval,
-        ))));
+        let next = Next::After(until(now, t.expires_at, ctx.settings.drift_interval));
+        let report = Report::Failure {
+            why: fit_description(&message),
+            rollout: false,
+        };
+        return Ok(Guard::Done(Box::new(
+            Verdict::new(st, next).reporting(report),
+        )));
     };
 
-    if let Slot::Waiting = capacity::admit(api, &mut pe, &bp, &mut st, ctx).await? {
-        return Ok(Guard::Done(super::after(requeue(
-            &pe,
-            &bp,
-            ctx,
-            QUEUE_RECHECK,
-        ))));
+    if let Slot::Waiting(report) = capacity::admit(api, pe, &bp, &mut st, persisted, ctx).await? {
+        let verdict = Verdict::new(st, Next::After(requeue(pe, &bp, ctx, QUEUE_RECHECK)));
+        return Ok(Guard::Done(Box::new(match report {
+            Some(r) => verdict.reporting(r),
+            None => verdict,
+        })));
     }
 
     let idle = lifecycle::is_idle(t.last_activity, t.stop_after_idle, now);
@@ -183,14 +184,10 @@ pub(super) async fn guard(
             tracing::info!(target: "audit", actor = "sandcastle", action = "stop", preview = %pe.name_any(), sha = %sha, result = %why, "preview stopped");
         }
         set_phase(&mut st, Phase::Stopped, message.clone(), now, Some(&sha));
-        report::sync(&pe, &mut st, ctx, Report::Stopped(&message)).await;
-        capacity::commit(api, &mut pe, &st).await?;
-        return Ok(Guard::Done(super::after(requeue(
-            &pe,
-            &bp,
-            ctx,
-            ctx.settings.drift_interval,
-        ))));
+        let next = Next::After(requeue(pe, &bp, ctx, ctx.settings.drift_interval));
+        return Ok(Guard::Done(Box::new(
+            Verdict::new(st, next).reporting(Report::Stopped(message)),
+        )));
     }
     if st.phase == Some(Phase::Stopped) {
         let restored = match st.namespace.clone() {
@@ -209,8 +206,6 @@ pub(super) async fn guard(
             now,
             Some(&sha),
         );
-        report::sync(&pe, &mut st, ctx, Report::InProgress).await;
     }
-    capacity::commit(api, &mut pe, &st).await?;
-    Ok(Guard::Proceed(Box::new(pe)))
+    Ok(Guard::Proceed(Box::new((st, bp))))
 }

@@ -18,7 +18,7 @@ use crate::crd::labels::CHECKS_CHANGED;
 use crate::domain::{RepoName, Sha};
 use crate::github::client::{CheckConclusion, CheckRun, CheckStatus, GitHubError};
 
-use super::context::Context;
+use crate::controller::context::Context;
 
 /// How often a preview waiting for checks looks again on its own, by default.
 pub const POLL: Duration = Duration::from_secs(60);
@@ -136,7 +136,7 @@ impl Asked {
     }
 
     /// Forget a preview that is gone.
-    pub(super) fn forget(&self, preview: &str) {
+    pub(crate) fn forget(&self, preview: &str) {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -4,7 +4,9 @@
 //! `overCapacity: queue` keeps a request `Pending` with its place in line and starts it when a
 //! slot frees; `reject` refuses it (phase `Failed`, no namespace) until a new commit asks again.
 //! Decisions are serialized in-process (only the leader reconciles) and taken on a fresh list,
-//! so two requests never take the last slot together. The Blueprint's status counts stay true.
+//! so two requests never take the last slot together — which is why a decision is written at
+//! once, under the admission lock, rather than with the rest of the reconcile's verdict. The
+//! Blueprint's status counts stay true.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -12,14 +14,15 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use super::context::Context;
-use super::reconcile::Error;
-use super::report::{self, Report};
-use super::status::{save, set_phase};
+use crate::controller::context::Context;
+use crate::controller::error::Error;
+use crate::controller::report::Report;
+use crate::controller::verdict::{save, set_phase};
 use crate::crd::{
     Blueprint, OverCapacity, Phase, PreviewEnvironment, PreviewStatus, SlotState, SlotStatus,
 };
 use crate::domain::lifecycle::{self, Admission};
+use crate::github::text::statuses::fit_description;
 
 /// Field manager of the Blueprint status counts.
 const COUNTS_MANAGER: &str = "sandcastle-capacity";
@@ -33,7 +36,7 @@ fn slot_state(p: &PreviewEnvironment) -> Option<SlotState> {
 }
 
 /// Holds a slot of its Blueprint.
-pub(super) fn holds(p: &PreviewEnvironment) -> bool {
+pub(crate) fn holds(p: &PreviewEnvironment) -> bool {
     live(p) && slot_state(p) == Some(SlotState::Held)
 }
 
@@ -46,7 +49,7 @@ fn refused(p: &PreviewEnvironment) -> bool {
 }
 
 /// Waits for a slot (queued, or not looked at yet).
-pub(super) fn waits(p: &PreviewEnvironment) -> bool {
+pub(crate) fn waits(p: &PreviewEnvironment) -> bool {
     live(p) && !holds(p) && !refused(p)
 }
 
@@ -62,26 +65,32 @@ fn ordinal(n: u32) -> String {
 }
 
 /// What the reconcile should do after asking for a slot.
-pub(super) enum Slot {
+pub(crate) enum Slot {
     Held,
-    /// Queued or refused: status and GitHub were brought in line; nothing more to do now.
-    Waiting,
+    /// Queued or refused (`st` says so); GitHub should show this.
+    Waiting(Option<Report>),
 }
 
-/// Make sure `pe` holds a slot of `bp`, or record why it waits or was refused. `st` is the
-/// status being built; it is saved (and `pe`'s copy updated) before the decision is released.
-pub(super) async fn admit(
+/// Make sure `pe` holds a slot of `bp`, or record in `st` why it waits or was refused. A new
+/// decision is written before the admission lock is released (`persisted` follows).
+pub(crate) async fn admit(
     api: &Api<PreviewEnvironment>,
-    pe: &mut PreviewEnvironment,
+    pe: &PreviewEnvironment,
     bp: &Blueprint,
     st: &mut PreviewStatus,
+    persisted: &mut Option<PreviewStatus>,
     ctx: &Context,
 ) -> Result<Slot, Error> {
     match st.slot.as_ref().map(|s| s.state) {
         Some(SlotState::Held) => return Ok(Slot::Held),
         Some(SlotState::Rejected) if refused(pe) => {
-            save(api, pe, st).await?;
-            return Ok(Slot::Waiting);
+            // The refusal stands: GitHub keeps showing it (posted again only if it was missed).
+            let why = fit_description(st.message.as_deref().unwrap_or("over maxPreviews"));
+            let report = Report::Failure {
+                why,
+                rollout: false,
+            };
+            return Ok(Slot::Waiting(Some(report)));
         }
         _ => {}
     }
@@ -124,7 +133,7 @@ pub(super) async fn admit(
     let result = match decision {
         Admission::Admitted => {
             st.slot = Some(slot(SlotState::Held, None, holders + 1));
-            commit(api, pe, st).await?;
+            commit(api, pe, st, persisted).await?;
             counts(ctx, bp, holders + 1, waiting.saturating_sub(1)).await;
             return Ok(Slot::Held);
         }
@@ -149,8 +158,7 @@ pub(super) async fn admit(
                 "Waiting for a free slot ({in_use}/{cap} previews of {} in use)",
                 pe.spec.blueprint
             );
-            report::sync(pe, st, ctx, Report::Queued(&why)).await;
-            (holders, waiting)
+            (holders, waiting, Report::Queued(why))
         }
         Admission::Rejected { in_use, cap } => {
             let message = format!(
@@ -160,40 +168,42 @@ pub(super) async fn admit(
             );
             st.slot = Some(slot(SlotState::Rejected, None, in_use));
             set_phase(st, Phase::Failed, message.clone(), now, Some(&pe.spec.sha));
-            report::sync(pe, st, ctx, Report::Failure(&message)).await;
-            (holders, waiting.saturating_sub(1))
+            let report = Report::Failure {
+                why: fit_description(&message),
+                rollout: false,
+            };
+            (holders, waiting.saturating_sub(1), report)
         }
     };
-    commit(api, pe, st).await?;
+    commit(api, pe, st, persisted).await?;
     counts(ctx, bp, result.0, result.1).await;
-    Ok(Slot::Waiting)
+    Ok(Slot::Waiting(Some(result.2)))
 }
 
-/// Save `st` and remember it as `pe`'s status (later saves in this reconcile compare with it).
-pub(super) async fn commit(
+/// Write the decision in `st` now (it is `pe`'s status from here on).
+async fn commit(
     api: &Api<PreviewEnvironment>,
-    pe: &mut PreviewEnvironment,
+    pe: &PreviewEnvironment,
     st: &PreviewStatus,
+    persisted: &mut Option<PreviewStatus>,
 ) -> Result<(), Error> {
-    save(api, pe, st).await?;
-    pe.status = Some(st.clone());
+    let mut current = pe.clone();
+    current.status = persisted.clone();
+    save(api, &current, st).await?;
+    *persisted = Some(st.clone());
     Ok(())
 }
 
-/// A torn-down or deleted preview gives its slot (or place in line) back: the queue behind it
-/// is looked at again and the Blueprint's counts are updated.
-pub(super) async fn release(
-    api: &Api<PreviewEnvironment>,
-    mut pe: PreviewEnvironment,
-    ctx: &Context,
-) -> Result<PreviewEnvironment, Error> {
-    let Some(mut st) = pe.status.clone().filter(|s| s.slot.is_some()) else {
-        return Ok(pe);
-    };
-    st.slot = None;
-    commit(api, &mut pe, &st).await?;
+/// A torn-down or deleted preview gives its slot (or place in line) back: cleared from `st`.
+/// Returns whether it held one; once saved, [`poke_queue`] wakes the queue behind it.
+pub(crate) fn release(st: &mut PreviewStatus) -> bool {
+    st.slot.take().is_some()
+}
+
+/// Look at the queue behind a released slot again, and update the Blueprint's counts.
+pub(crate) async fn poke_queue(pe: &PreviewEnvironment, ctx: &Context) {
     let Some(store) = &ctx.previews else {
-        return Ok(pe);
+        return;
     };
     let peers: Vec<_> = store
         .state()
@@ -212,7 +222,6 @@ pub(super) async fn release(
     if let Ok(Some(bp)) = blueprints.get_opt(&pe.spec.blueprint).await {
         counts(ctx, &bp, u32::try_from(active).unwrap_or(u32::MAX), queued).await;
     }
-    Ok(pe)
 }
 
 /// Keep `status.activePreviews` and `status.queuedPreviews` of the Blueprint true.

@@ -1,0 +1,195 @@
+//! Taking a preview down, one pass at a time: run its pre-delete hooks (bounded), delete its
+//! namespace, wait until it is gone, mark the GitHub deployment inactive; then either let the
+//! resource go (it is being deleted: the finalizer is removed), keep it as a tombstone (PR
+//! closed, expired or destroyed) until its retention ends (counted from the removal), or — for a
+//! preview that came back as a new incarnation — start again from nothing.
+
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams};
+
+use super::hooks;
+use crate::controller::context::Context;
+use crate::controller::error::Error;
+use crate::controller::report::Report;
+use crate::controller::verdict::{Next, Verdict, record, set_phase};
+use crate::crd::{Phase, PreviewEnvironment, PreviewStatus, Reported, TeardownReason};
+use crate::domain::{NamespaceName, naming};
+use crate::k8s::namespace;
+
+fn namespace_of(pe: &PreviewEnvironment, ctx: &Context) -> Option<String> {
+    if let Some(ns) = pe.status.as_ref().and_then(|s| s.namespace.clone()) {
+        return Some(ns);
+    }
+    let preview = NamespaceName::new(&pe.name_any()).ok()?;
+    Some(naming::namespace_name(&ctx.settings.namespace_prefix, &preview).to_string())
+}
+
+/// Delete the namespace; `Ok(true)` once it is gone.
+async fn namespace_gone(pe: &PreviewEnvironment, ctx: &Context) -> Result<bool, Error> {
+    let Some(ns) = namespace_of(pe, ctx) else {
+        return Ok(true);
+    };
+    namespace::delete(&ctx.client, &ns, &pe.name_any())
+        .await
+        .map_err(|e| match e {
+            namespace::NamespaceError::Api(e) => Error::Kube(e),
+            other => Error::Transient(other.to_string()),
+        })
+}
+
+fn removal_message(pe: &PreviewEnvironment) -> String {
+    let Some(t) = &pe.spec.teardown else {
+        return "removed: the PreviewEnvironment was deleted".into();
+    };
+    let by = t
+        .actor
+        .as_deref()
+        .map(|a| format!(" by @{a}"))
+        .unwrap_or_default();
+    match t.reason {
+        TeardownReason::Merged => format!("removed: pull request merged{by}"),
+        TeardownReason::Closed => format!("removed: pull request closed{by}"),
+        TeardownReason::Expired => "removed: the preview expired".into(),
+        TeardownReason::Destroyed => format!("removed: destroyed{by}"),
+        TeardownReason::NoPreview => format!("removed: labelled no-preview{by}"),
+        TeardownReason::Draft => format!("removed: converted to draft{by}"),
+    }
+}
+
+/// The next step of taking the preview's namespace down, as a verdict; `None` once hooks have
+/// ended (each recorded in `st`'s history) and the namespace is gone.
+async fn take_down(
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+    st: &mut PreviewStatus,
+) -> Result<Option<Verdict>, Error> {
+    let now = ctx.clock.now();
+    if let Some(ns) = namespace_of(pe, ctx) {
+        match hooks::run(&ctx.client, &ns, &pe.name_any(), now).await? {
+            hooks::Hooks::Running(names) => {
+                let message = hooks::running_message(&names);
+                set_phase(st, Phase::Terminating, message, now, None);
+                return Ok(Some(Verdict::new(st.clone(), Next::Soon)));
+            }
+            hooks::Hooks::Done(ended) => {
+                for (name, how) in ended {
+                    if !matches!(how, hooks::Ended::Completed) {
+                        tracing::warn!(preview = %pe.name_any(), hook = %name, outcome = %how, "pre-delete hook did not complete");
+                    }
+                    let action = format!("pre-delete hook {name}");
+                    record(st, now, "sandcastle", &action, None, Some(&how.to_string()));
+                }
+            }
+        }
+    }
+    if !namespace_gone(pe, ctx).await? {
+        if st.phase != Some(Phase::Terminating) || st.message.as_deref() != Some(DELETING) {
+            set_phase(st, Phase::Terminating, DELETING, now, None);
+        }
+        return Ok(Some(Verdict::new(st.clone(), Next::Soon)));
+    }
+    Ok(None)
+}
+
+const DELETING: &str = "deleting the namespace";
+
+/// What a removed namespace took with it: the rollout, the URL, the services.
+fn forget_rollout(st: &mut PreviewStatus) {
+    st.url = None;
+    st.services.clear();
+    st.rollout = None;
+}
+
+/// Whether the preview came back after a teardown (`spec.incarnation` moved on) while its status
+/// still describes the old incarnation: that one is taken down before anything is rolled out.
+pub(crate) fn outlived(pe: &PreviewEnvironment) -> bool {
+    let recorded = pe.status.as_ref().map_or(0, |s| s.incarnation);
+    pe.spec.incarnation != recorded
+}
+
+/// Take down what the previous incarnation left (pre-delete hooks, the namespace, GitHub's
+/// deployment marked inactive), whatever it had got to, then start the new incarnation from
+/// nothing: no rollout, no URL, and a new GitHub deployment for its first status.
+pub(crate) async fn retire(pe: &PreviewEnvironment, ctx: &Context) -> Result<Verdict, Error> {
+    let mut st = pe.status.clone().unwrap_or_default();
+    if let Some(progress) = take_down(pe, ctx, &mut st).await? {
+        return Ok(progress);
+    }
+    if st.github_deployment_id.is_some() && st.github_reported != Some(Reported::Inactive) {
+        // GitHub hears of the old incarnation's end before the new one starts.
+        return Ok(Verdict::new(st, Next::Soon).reporting(Report::Inactive));
+    }
+    forget_rollout(&mut st);
+    st.deployed_sha = None;
+    st.removed_at = None;
+    st.incarnation = pe.spec.incarnation;
+    set_phase(
+        &mut st,
+        Phase::Pending,
+        "back after a teardown: deploying again into a new namespace",
+        ctx.clock.now(),
+        Some(&pe.spec.sha),
+    );
+    Ok(Verdict::new(st, Next::Soon))
+}
+
+/// The resource is being deleted: take everything down, then tell GitHub. Returns the verdict
+/// and whether the finalizer may go (once GitHub was told, which the reconcile checks).
+pub(crate) async fn finalize(
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+) -> Result<(Verdict, bool), Error> {
+    let mut st = pe.status.clone().unwrap_or_default();
+    if let Some(progress) = take_down(pe, ctx, &mut st).await? {
+        return Ok((progress, false));
+    }
+    Ok((
+        Verdict::new(st, Next::After(Duration::from_secs(10))).reporting(Report::Inactive),
+        true,
+    ))
+}
+
+/// The preview should be gone but its record kept for a while.
+pub(crate) async fn tombstone(
+    api: &Api<PreviewEnvironment>,
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+) -> Result<Verdict, Error> {
+    let now = ctx.clock.now();
+    let mut st = pe.status.clone().unwrap_or_default();
+    let retention = ctx.settings.tombstone_retention;
+    if st.phase != Some(Phase::Removed) {
+        if let Some(progress) = take_down(pe, ctx, &mut st).await? {
+            return Ok(progress);
+        }
+        set_phase(&mut st, Phase::Removed, removal_message(pe), now, None);
+        forget_rollout(&mut st);
+        st.removed_at = Some(Time(now));
+        return Ok(Verdict::new(st, Next::After(retention)).reporting(Report::Inactive));
+    }
+    // Retention counts from the removal, never from the event's own time: a replayed or late
+    // `closed` must not make the tombstone go at once, letting an older `opened` bring it back.
+    let Some(removed_at) = st.removed_at.clone() else {
+        st.removed_at = Some(Time(now));
+        return Ok(Verdict::new(st, Next::After(retention)).reporting(Report::Inactive));
+    };
+    let age: Duration = now
+        .duration_since(removed_at.0)
+        .try_into()
+        .unwrap_or_default();
+    if age < retention {
+        return Ok(Verdict::new(st, Next::After(retention - age)).reporting(Report::Inactive));
+    }
+    match api
+        .delete(&pe.name_any(), &DeleteParams::background())
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(r)) if r.code == 404 => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(Verdict::new(st, Next::Change))
+}
