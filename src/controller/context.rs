@@ -66,7 +66,7 @@ impl Settings {
             tombstone_retention: Duration::from_secs(72 * 3600),
             drift_interval: Duration::from_secs(600),
             progress_interval: Duration::from_secs(2),
-            checks_poll_interval: super::phases::checks::POLL,
+            checks_poll_interval: super::phases::check_answers::POLL,
             housekeeping_interval: Duration::from_secs(600),
             resync: false,
             orphan_grace: None,
@@ -95,7 +95,7 @@ pub struct Context {
     /// Serializes slot decisions, so two previews never take the last slot together.
     pub(crate) admission: std::sync::Arc<tokio::sync::Mutex<()>>,
     /// GitHub's last answer about each waiting preview's checks.
-    pub(crate) checks_asked: super::phases::checks::Asked,
+    pub(crate) checks_asked: super::phases::check_answers::Asked,
     /// Kubernetes Events for each preview's history (`kubectl describe`).
     pub events: crate::k8s::events::Events,
     /// Who may run `/preview` commands, briefly remembered.
@@ -184,7 +184,7 @@ impl Context {
             pokes: None,
             previews: None,
             admission: std::sync::Arc::default(),
-            checks_asked: super::phases::checks::Asked::default(),
+            checks_asked: super::phases::check_answers::Asked::default(),
             events,
             permissions: Arc::default(),
         }

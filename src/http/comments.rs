@@ -12,8 +12,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::AppState;
+use super::answer::{WRITE_TIMEOUT, reply};
 use super::error::ApiError;
-use super::webhook::{WRITE_TIMEOUT, reply};
 use crate::crd::labels::{MANAGED_BY, MANAGER, PR, REPO};
 use crate::crd::{PreviewCommand, PreviewCommandSpec};
 use crate::domain::naming::repo_label_value;

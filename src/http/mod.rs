@@ -2,6 +2,7 @@
 //! `/preview` commands, check runs), health probes, Prometheus metrics and the preview pages that
 //! GitHub's `log_url` points at.
 
+mod answer;
 mod comments;
 mod deliveries;
 pub mod error;

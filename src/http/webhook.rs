@@ -10,7 +10,6 @@
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -22,6 +21,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
 use super::AppState;
+use super::answer::{Answered, WRITE_TIMEOUT, reply};
 use super::comments;
 use super::error::ApiError;
 use crate::crd::labels::{CHECKS_CHANGED, REPO};
@@ -38,8 +38,6 @@ use crate::k8s::previews::{self, Outcome};
 
 /// GitHub caps payloads at 25 MB; Sandcastle accepts up to 25 MiB.
 pub const BODY_LIMIT: usize = 25 * 1024 * 1024;
-/// How long one desired-state write may take before the delivery is answered 503.
-pub(super) const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Limit on the one GitHub call a delivery may wait for (the configuration file of a pull
 /// request event; GitHub gives up on a delivery after 10 s).
 const GITHUB_TIMEOUT: Duration = Duration::from_secs(4);
@@ -77,11 +75,6 @@ pub(super) async fn receive(
     );
     response
 }
-
-/// The `status` of a delivery's JSON answer (one of Sandcastle's own words: `accepted`,
-/// `duplicate`, `ignored`, ...), carried on the response to the metrics.
-#[derive(Debug, Clone)]
-struct Answered(String);
 
 async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     let body = axum::body::to_bytes(body, BODY_LIMIT).await.map_err(|_| {
@@ -141,15 +134,6 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Res
     };
     state.deliveries.insert(delivery);
     Ok(response)
-}
-
-pub(super) fn reply(status: StatusCode, body: serde_json::Value) -> Response {
-    let answered = body["status"].as_str().map(|s| Answered(s.to_owned()));
-    let mut response = (status, Json(body)).into_response();
-    if let Some(a) = answered {
-        response.extensions_mut().insert(a);
-    }
-    response
 }
 
 /// The Blueprints, from the watch cache; straight from the API when the cache knows none that

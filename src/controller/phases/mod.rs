@@ -6,6 +6,7 @@
 
 pub(super) mod admit;
 pub(super) mod capacity;
+pub(super) mod check_answers;
 pub(super) mod checks;
 pub(super) mod hooks;
 pub(super) mod idle;
