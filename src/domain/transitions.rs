@@ -384,4 +384,132 @@ mod tests {
         let replayed = intent(deploy(true), "2026-11-29T12:00:05Z");
         assert_eq!(change(&pe, &replayed, now).unwrap_err(), Outcome::Stale);
     }
+
+    #[test]
+    fn a_push_moves_wakes_and_keeps_a_preview_alive() {
+        let now = at("2026-11-29T12:00:30Z");
+        let mut pe = new_preview(&intent(deploy(true), "2026-11-29T12:00:00Z"), now);
+        pe.spec.stopped = true;
+        let old_expiry = pe.spec.expires_at.clone();
+        let later = at("2026-11-29T13:00:00Z");
+        let mut push = intent(deploy(false), "2026-11-29T12:59:00Z");
+        push.sha = Sha::new(&"c".repeat(40)).unwrap();
+        let next = change(&pe, &push, later).unwrap();
+        assert_eq!(next.spec.sha, "c".repeat(40));
+        assert!(!next.spec.stopped, "a push wakes a stopped preview");
+        assert!(
+            next.spec.expires_at > old_expiry,
+            "activity moves the expiry"
+        );
+        assert_eq!(
+            next.annotations().get(LAST_ACTIVITY).map(String::as_str),
+            Some(later.to_string().as_str())
+        );
+        // The same event again changes nothing.
+        assert_eq!(change(&next, &push, later).unwrap_err(), Outcome::Unchanged);
+        // An older event than the last applied is stale.
+        let older = intent(deploy(false), "2026-11-29T12:30:00Z");
+        assert_eq!(change(&next, &older, later).unwrap_err(), Outcome::Stale);
+    }
+
+    #[test]
+    fn a_teardown_is_written_once_and_in_order() {
+        let now = at("2026-11-29T12:00:30Z");
+        let pe = new_preview(&intent(deploy(true), "2026-11-29T12:00:00Z"), now);
+        let close = |t: &str| {
+            intent(
+                Change::Teardown {
+                    reason: TeardownReason::Closed,
+                    actor: Some("octocat".into()),
+                    create: true,
+                },
+                t,
+            )
+        };
+        let closed = change(&pe, &close("2026-11-29T12:05:00Z"), now).unwrap();
+        let t = closed.spec.teardown.clone().unwrap();
+        assert_eq!(
+            (t.reason, t.actor.as_deref()),
+            (TeardownReason::Closed, Some("octocat"))
+        );
+        assert_eq!(
+            change(&closed, &close("2026-11-29T12:06:00Z"), now).unwrap_err(),
+            Outcome::Unchanged
+        );
+        // A close older than the last event applied does not take the preview down.
+        assert_eq!(
+            change(&pe, &close("2026-11-29T11:00:00Z"), now).unwrap_err(),
+            Outcome::Stale
+        );
+    }
+
+    #[test]
+    fn a_forks_preview_follows_the_head_until_a_maintainer_pins_it() {
+        let now = at("2026-11-29T12:00:30Z");
+        let waiting = |t: &str| {
+            intent(
+                Change::AwaitApproval {
+                    create: true,
+                    requested_by: "mallory".into(),
+                },
+                t,
+            )
+        };
+        let pe = new_preview(&waiting("2026-11-29T12:00:00Z"), now);
+        assert!(pe.spec.awaiting_approval);
+        assert!(
+            pe.spec.expires_at.is_none(),
+            "nothing runs, nothing expires"
+        );
+        let mut push = waiting("2026-11-29T12:01:00Z");
+        push.sha = Sha::new(&"d".repeat(40)).unwrap();
+        let followed = change(&pe, &push, now).unwrap();
+        assert_eq!(followed.spec.sha, "d".repeat(40));
+        // Approved (pinned at d…): a later push from the fork does not move it.
+        let mut pinned = followed.clone();
+        pinned.spec.awaiting_approval = false;
+        pinned.spec.pinned = true;
+        let mut again = waiting("2026-11-29T12:02:00Z");
+        again.sha = Sha::new(&"e".repeat(40)).unwrap();
+        let kept = change(&pinned, &again, now).unwrap();
+        assert_eq!(kept.spec.sha, "d".repeat(40));
+    }
+
+    #[test]
+    fn deploying_now_brings_a_tombstone_back_fresh() {
+        let now = at("2026-11-29T12:00:30Z");
+        let opened = intent(deploy(true), "2026-11-29T12:00:00Z");
+        let mut pe = new_preview(&opened, now);
+        pe.spec.teardown = Some(Teardown {
+            reason: TeardownReason::Destroyed,
+            actor: Some("octocat".into()),
+            at: Time(now),
+        });
+        pe.spec.stopped = true;
+        let later = at("2026-11-30T12:00:00Z");
+        let next = deploy_now(Some(&pe), &opened, true, "delivery-9", later).unwrap();
+        assert!(next.spec.teardown.is_none());
+        assert_eq!(next.spec.incarnation, 1);
+        assert!(next.spec.pinned && !next.spec.stopped && !next.spec.awaiting_approval);
+        assert_eq!(
+            next.spec.expires_at,
+            Some(expiry(later, Duration::from_secs(3600))),
+            "a fresh TTL from now"
+        );
+        assert_eq!(
+            next.annotations().get(REDEPLOY).map(String::as_str),
+            Some("delivery-9")
+        );
+        let created = deploy_now(None, &opened, false, "delivery-1", now).unwrap();
+        assert_eq!(created.spec.incarnation, 0);
+        let teardown = intent(
+            Change::Teardown {
+                reason: TeardownReason::Closed,
+                actor: None,
+                create: true,
+            },
+            "2026-11-29T12:00:00Z",
+        );
+        assert!(deploy_now(None, &teardown, false, "d", now).is_none());
+    }
 }

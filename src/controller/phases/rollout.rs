@@ -132,26 +132,8 @@ pub(crate) async fn run(
     let spec = &blueprint.spec;
     st.namespace = Some(pctx.namespace.to_string());
 
-    // The commit's images may not exist before its checks pass: until then, wait (a preview
-    // running an older commit keeps running it).
-    if spec.wait_for_checks.is_empty() {
-        st.waiting_for_checks.clear();
-    } else if st.checks_passed_sha.as_deref() != Some(pe.spec.sha.as_str()) {
-        match checks::gate(pe, &spec.wait_for_checks, ctx).await {
-            Gate::Passed => {
-                st.checks_passed_sha = Some(pe.spec.sha.clone());
-                st.waiting_for_checks.clear();
-            }
-            Gate::Waiting {
-                pending,
-                message,
-                again,
-            } => {
-                set_phase(&mut st, Phase::Pending, message, now, Some(&pe.spec.sha));
-                st.waiting_for_checks = pending;
-                return Ok(Verdict::new(st, Next::After(again)));
-            }
-        }
+    if let Some(wait) = wait_for_checks(pe, &mut st, &blueprint, ctx).await {
+        return Ok(Verdict::new(st, wait));
     }
 
     // Plan first: a refused blueprint fails before anything is created.
@@ -177,25 +159,9 @@ pub(crate) async fn run(
     let total_objects: usize = steps.iter().map(|(_, o)| o.len()).sum();
 
     // The Blueprint's own Namespace object (in manifests) may tighten Pod Security, never loosen.
-    let mut labels = guardrails::namespace_labels_with(
-        &pctx,
-        &spec.isolation,
-        &plan::namespace_labels(&objects, spec, &pctx),
-    );
-    // Which Sandcastle made the namespace: the orphan sweep only ever looks at its own.
-    labels.insert(
-        crate::crd::labels::HOME.to_owned(),
-        ctx.settings.home.clone(),
-    );
-    let namespace_uid = match namespace::ensure(
-        &ctx.client,
-        pctx.namespace.as_str(),
-        pctx.preview.as_str(),
-        &labels,
-    )
-    .await
-    {
-        Ok(ns) => ns.metadata.uid,
+    let declared = plan::namespace_labels(&objects, spec, &pctx);
+    let namespace_uid = match ensure_namespace(&pctx, &blueprint, &declared, ctx).await {
+        Ok(uid) => uid,
         Err(NamespaceError::Api(e)) => return Err(e.into()),
         Err(NamespaceError::Terminating(ns)) => {
             let why = format!("waiting for the old namespace {ns} to be deleted");
@@ -241,6 +207,65 @@ pub(crate) async fn run(
         r.namespace_uid = r.namespace_uid.take().or(namespace_uid);
     }
     apply_and_wait(pe, st, &blueprint, &pctx, &steps, plan.url, ctx).await
+}
+
+/// The commit's images may not exist before its checks pass: until then, wait (a preview
+/// running an older commit keeps running it). `Some`: wait, and look again then.
+async fn wait_for_checks(
+    pe: &PreviewEnvironment,
+    st: &mut PreviewStatus,
+    blueprint: &Blueprint,
+    ctx: &Context,
+) -> Option<Next> {
+    let required = &blueprint.spec.wait_for_checks;
+    if required.is_empty() {
+        st.waiting_for_checks.clear();
+        return None;
+    }
+    if st.checks_passed_sha.as_deref() == Some(pe.spec.sha.as_str()) {
+        return None;
+    }
+    match checks::gate(pe, required, ctx).await {
+        Gate::Passed => {
+            st.checks_passed_sha = Some(pe.spec.sha.clone());
+            st.waiting_for_checks.clear();
+            None
+        }
+        Gate::Waiting {
+            pending,
+            message,
+            again,
+        } => {
+            let now = ctx.clock.now();
+            set_phase(st, Phase::Pending, message, now, Some(&pe.spec.sha));
+            st.waiting_for_checks = pending;
+            Some(Next::After(again))
+        }
+    }
+}
+
+/// Create or update the preview namespace with its labels (the guardrails', tightened by the
+/// Blueprint's own Namespace object, and which Sandcastle made it); returns its uid.
+async fn ensure_namespace(
+    pctx: &PreviewContext,
+    blueprint: &Blueprint,
+    declared: &std::collections::BTreeMap<String, String>,
+    ctx: &Context,
+) -> Result<Option<String>, NamespaceError> {
+    let mut labels = guardrails::namespace_labels_with(pctx, &blueprint.spec.isolation, declared);
+    // Which Sandcastle made the namespace: the orphan sweep only ever looks at its own.
+    labels.insert(
+        crate::crd::labels::HOME.to_owned(),
+        ctx.settings.home.clone(),
+    );
+    let ns = namespace::ensure(
+        &ctx.client,
+        pctx.namespace.as_str(),
+        pctx.preview.as_str(),
+        &labels,
+    )
+    .await?;
+    Ok(ns.metadata.uid)
 }
 
 /// Apply each step not applied yet and wait for it to be ready, up to the first that is not.

@@ -19,8 +19,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use jiff::Timestamp;
-use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::context::Context;
