@@ -1,24 +1,26 @@
 //! Sandcastle gives every pull request its own isolated, short-lived copy of an application
 //! stack on Kubernetes.
 //!
-//! Data flows through the modules in this order:
-//! - [`config`]: the only reader of flags and environment.
-//! - [`http`]: the axum router — GitHub webhook (pull request events, `/preview` commands, check
-//!   runs), health, metrics, preview pages.
-//! - [`github`]: webhook verification and parsing, events to intents, commands and who may run
-//!   them, a repository's `.github/sandcastle.yml`, what people read, the App client.
-//! - [`domain`]: pure types and rules (identifiers, naming, durations, the clone plan,
-//!   guardrails).
-//! - [`k8s`]: custom resources and everything done through the Kubernetes API (desired-state
-//!   writes, sources, apply, readiness, namespaces).
-//! - [`controller`]: the reconcile loop that makes each preview true and reports it to GitHub
-//!   (deployment statuses and the sticky comment).
-//! - [`metrics`]: the Prometheus metrics that `http`, the GitHub client and `controller` count
-//!   into, served at `GET /metrics`.
-//! - [`app`]: assembles a running process from those parts.
-//! - [`render`]: `sandcastle render`, the plan of a preview printed without applying it.
+//! Data flows through the modules in this order, each layer importing only those below it
+//! (`tests/layers.rs` checks it; `docs/development.md` maps every file):
+//! - [`cli`]: `render` and `demo`, the commands besides `serve`; [`serve`] assembles a running
+//!   process; [`config`] is the only reader of flags and environment.
+//! - [`http`]: the axum router — the GitHub webhook (pull request events written as desired
+//!   state, `/preview` commands recorded, check runs), health, metrics, preview pages.
+//! - [`controller`]: the reconcile loop that makes each preview true (one verdict per pass,
+//!   reported to GitHub once and saved once), carries out recorded commands, and housekeeping.
+//! - [`github`]: webhook verification and parsing, triggers, the command parser, a repository's
+//!   `.github/sandcastle.yml`, who may run commands, what people read, the App client.
+//! - [`k8s`]: everything done through the Kubernetes API (desired-state writes, sources,
+//!   apply, readiness, namespaces, Events, RBAC).
+//! - [`domain`]: pure types and rules (identifiers, secrets, the clock, durations, naming,
+//!   intents, transitions, lifecycle, guardrails, the clone plan); [`metrics`]: the Prometheus
+//!   families the layers above count into.
+//! - [`crd`]: the custom resources' types and label keys, importing nothing of Sandcastle's.
+//! - `fake_github` (feature `demo`): a stand-in of GitHub's API for the demo and the tests.
 //!
-//! Every entry point writes desired state (a `PreviewEnvironment`); one controller makes it true.
+//! Every entry point writes desired state (a `PreviewEnvironment`, or a `PreviewCommand`); one
+//! controller makes it true.
 
 pub mod cli;
 pub mod config;
