@@ -49,6 +49,8 @@ pub enum Command {
     Crds(GeneratedArgs),
     /// Print the RBAC rules Sandcastle needs, as the Helm chart's `files/rbac.yaml` holds them.
     Rbac(GeneratedArgs),
+    /// Print the OpenAPI document of the REST API, as `docs/openapi.json` holds it.
+    Openapi(GeneratedArgs),
     /// Print the objects a pull request's preview would get, as YAML in apply order (pipe it into
     /// `kubectl diff -f -`). Applies nothing; exits non-zero when the blueprint is refused.
     Render(Box<RenderArgs>),
@@ -133,6 +135,10 @@ pub struct PreviewArgs {
     /// How long a removed preview is kept as a tombstone so late deliveries cannot revive it.
     #[arg(long, env = "SANDCASTLE_TOMBSTONE_RETENTION", default_value = "72h", value_parser = duration_arg)]
     pub tombstone_retention: Duration,
+
+    /// The longest a token minted for a preview through the API lives (never past the preview).
+    #[arg(long, env = "SANDCASTLE_TOKEN_MAX_LIFETIME", default_value = "1h", value_parser = duration_arg)]
+    pub token_max_lifetime: Duration,
 }
 
 /// Housekeeping and leader election.

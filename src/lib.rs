@@ -22,6 +22,7 @@
 //! Every entry point writes desired state (a `PreviewEnvironment`, or a `PreviewCommand`); one
 //! controller makes it true.
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod controller;

@@ -66,6 +66,12 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             "the RBAC rules the code needs",
             "rbac",
         ),
+        Command::Openapi(args) => generated(
+            &sandcastle::http::api::openapi_json(),
+            &args,
+            "the OpenAPI document the code generates",
+            "openapi",
+        ),
         Command::Render(args) => sandcastle::cli::render::run(&args).await,
     }
 }
@@ -90,6 +96,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     settings.default_host = args.previews.default_host.clone();
     settings.ingress_namespace = args.previews.ingress_namespace.clone();
     settings.tombstone_retention = args.previews.tombstone_retention;
+    settings.token_lifetime = args.previews.token_max_lifetime;
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();
     if settings.resync {

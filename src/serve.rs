@@ -15,9 +15,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::{Addresses, Agent, Authority, Limits};
 use crate::config::KubeArgs;
 use crate::controller::{self, Context, Settings};
-use crate::crd::Blueprint;
+use crate::crd::{Blueprint, PreviewEnvironment};
 use crate::domain::Secret;
 use crate::domain::clock::Clock;
 use crate::github::client::GitHubApp;
@@ -132,6 +133,42 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         }),
     ));
 
+    // PreviewEnvironments, for the API's lists (reads of one preview go to the API server).
+    let (previews, writer) = reflector::store::<PreviewEnvironment>();
+    let api: Api<PreviewEnvironment> = Api::namespaced(parts.client.clone(), &parts.settings.home);
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
+    let until = stop.clone().cancelled_owned();
+    tasks.push((
+        "preview cache",
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stream.for_each(|_| async {}) => {}
+                () = until => {}
+            }
+        }),
+    ));
+    let agent = Agent {
+        client: parts.client.clone(),
+        home: parts.settings.home.clone(),
+        addresses: Addresses {
+            public_url: parts.settings.public_url.clone(),
+            github_api: github.api_url().to_owned(),
+            github_web: Addresses::web_of(github.api_url()),
+            namespace_prefix: parts.settings.namespace_prefix.clone(),
+        },
+        github: github.clone(),
+        clock: parts.clock.clone(),
+        previews,
+        authority: Authority::new(parts.client.clone(), &parts.settings.home),
+        limits: Limits {
+            token_lifetime: parts.settings.token_lifetime,
+            ..Limits::default()
+        },
+    };
+
     let state = AppState {
         client: parts.client.clone(),
         home: parts.settings.home.clone(),
@@ -142,6 +179,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         github: github.clone(),
         public_url: parts.settings.public_url.clone(),
         metrics: metrics.clone(),
+        agent,
     };
     let listener = tokio::net::TcpListener::bind(parts.listen)
         .await

@@ -3,11 +3,12 @@
 //! fails here naming the file and line of the import.
 //!
 //! ```text
-//! 7  main.rs lib.rs
-//! 6  cli/                                          (render, demo: commands besides serve)
-//! 5  serve.rs                                      (assembles a running Sandcastle)
-//! 4  config.rs                                     (flags and environment)
-//! 3  controller/   http/                           (act on previews · answer requests)
+//! 8  main.rs lib.rs
+//! 7  cli/                                          (render, demo, previews: commands besides serve)
+//! 6  serve.rs                                      (assembles a running Sandcastle)
+//! 5  config.rs                                     (flags and environment)
+//! 4  controller/   http/                           (act on previews · answer requests)
+//! 3  agent/                                        (operations on previews for API, MCP, CLI)
 //! 2  github/   k8s/                                (GitHub's API · Kubernetes' API)
 //! 1  domain/   metrics.rs                          (pure rules · counters)
 //! 0  crd/                                          (the resources' types; imports nothing)
@@ -27,13 +28,14 @@ fn layers() -> BTreeMap<&'static str, u8> {
         ("metrics", 1),
         ("github", 2),
         ("k8s", 2),
-        ("controller", 3),
-        ("http", 3),
-        ("config", 4),
-        ("serve", 5),
-        ("cli", 6),
-        ("lib", 7),
-        ("main", 7),
+        ("agent", 3),
+        ("controller", 4),
+        ("http", 4),
+        ("config", 5),
+        ("serve", 6),
+        ("cli", 7),
+        ("lib", 8),
+        ("main", 8),
         ("fake_github", 9),
     ])
 }

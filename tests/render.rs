@@ -76,7 +76,7 @@ fn renders_the_guardrails_too_when_asked() {
         objects[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
         "baseline"
     );
-    let kinds: Vec<&str> = objects[1..7]
+    let kinds: Vec<&str> = objects[1..8]
         .iter()
         .map(|o| o["kind"].as_str().unwrap())
         .collect();
@@ -88,6 +88,7 @@ fn renders_the_guardrails_too_when_asked() {
             "NetworkPolicy",
             "ServiceAccount",
             "ServiceAccount",
+            "Secret",
             "Role"
         ]
     );

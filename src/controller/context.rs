@@ -52,6 +52,8 @@ pub struct Settings {
     /// Lease-based leader election among replicas (`None`: this process always runs the
     /// controller).
     pub leader_election: Option<LeaderElection>,
+    /// The longest a token minted for a preview through the API lives.
+    pub token_lifetime: Duration,
 }
 
 impl Settings {
@@ -71,6 +73,7 @@ impl Settings {
             resync: false,
             orphan_grace: None,
             leader_election: None,
+            token_lifetime: Duration::from_secs(3600),
         }
     }
 }

@@ -18,7 +18,7 @@ use super::context::Context;
 use super::error::Error;
 use super::phases::admit::{self, Guard};
 use super::phases::{capacity, rollout, teardown};
-use super::verdict::{Next, Verdict, save, set_phase};
+use super::verdict::{Next, Verdict, record_requests, save, set_phase};
 use super::{finalizer, report, sticky};
 use crate::crd::{Phase, PreviewEnvironment, PreviewStatus};
 use crate::domain::Sha;
@@ -68,6 +68,7 @@ async fn reconcile_one(
     // follows the status without a GitHub call on every pass.
     let mut pe = sticky::sync(pe, &ctx).await?;
     ctx.events.sync(&pe).await;
+    record_requests(&mut pe);
     let verdict = if pe.spec.teardown.is_some() {
         let mut verdict = teardown::tombstone(&api, &pe, &ctx).await?;
         if capacity::release(&mut verdict.status) {

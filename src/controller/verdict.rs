@@ -121,6 +121,39 @@ pub(super) fn set_phase(
     }
 }
 
+/// Request ids a status remembers as recorded.
+const REQUESTS_REMEMBERED: usize = 20;
+
+/// Record in `pe`'s history the requests left on it (by the webhook, commands, the API) that it
+/// does not hold yet: who asked for what, at which commit. Their Events follow from the history.
+pub(super) fn record_requests(pe: &mut PreviewEnvironment) {
+    let requests = crate::k8s::events::requests_of(pe);
+    if requests.is_empty() {
+        return;
+    }
+    let sha = pe.spec.sha.clone();
+    let st = pe.status.get_or_insert_default();
+    for r in requests {
+        if r.id.is_empty() || st.recorded_requests.contains(&r.id) {
+            continue;
+        }
+        record(
+            st,
+            r.at,
+            &r.actor,
+            &r.action,
+            Some(r.sha.as_deref().unwrap_or(&sha)),
+            Some(&r.note),
+        );
+        st.recorded_requests.push(r.id);
+    }
+    let excess = st
+        .recorded_requests
+        .len()
+        .saturating_sub(REQUESTS_REMEMBERED);
+    st.recorded_requests.drain(..excess);
+}
+
 /// Append an action to the history, keeping the last [`HISTORY_LIMIT`].
 pub(super) fn record(
     st: &mut PreviewStatus,
@@ -161,5 +194,50 @@ mod tests {
         }
         assert_eq!(st.history.len(), HISTORY_LIMIT);
         assert_eq!(st.history.last().unwrap().action, "a99");
+    }
+
+    #[test]
+    fn requests_are_recorded_once_with_who_and_which_commit() {
+        let mut pe: PreviewEnvironment = serde_json::from_value(serde_json::json!({
+            "apiVersion": "sandcastle.dev/v1alpha1", "kind": "PreviewEnvironment",
+            "metadata": {"name": "shop-pr-1"},
+            "spec": {"blueprint": "shop", "repository": "acme/shop", "ref": "main",
+                "sha": "0123456789012345678901234567890123456789",
+                "requestedBy": {"kind": "github-user", "name": "maria"}}
+        }))
+        .unwrap();
+        let at: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let stop = crate::k8s::events::Request {
+            sha: None,
+            id: String::new(),
+            at,
+            actor: "@maria".into(),
+            action: "command-stop".into(),
+            note: "/preview stop on #1".into(),
+        };
+        crate::k8s::events::note_request(&mut pe, &stop);
+        record_requests(&mut pe);
+        record_requests(&mut pe);
+        let history = &pe.status.as_ref().unwrap().history;
+        assert_eq!(history.len(), 1, "{history:?}");
+        let entry = &history[0];
+        assert_eq!(
+            (entry.actor.as_str(), entry.action.as_str()),
+            ("@maria", "command-stop")
+        );
+        assert_eq!(
+            entry.sha.as_deref(),
+            Some("0123456789012345678901234567890123456789")
+        );
+        assert_eq!(entry.result.as_deref(), Some("/preview stop on #1"));
+        assert_eq!(entry.time.0, at);
+        let wake = crate::k8s::events::Request {
+            sha: None,
+            action: "command-wake".into(),
+            ..stop
+        };
+        crate::k8s::events::note_request(&mut pe, &wake);
+        record_requests(&mut pe);
+        assert_eq!(pe.status.unwrap().history.len(), 2);
     }
 }

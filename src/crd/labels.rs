@@ -47,6 +47,20 @@ pub const STICKY_REFRESH: &str = "sandcastle.dev/sticky-refresh";
 pub const CHECKS_CHANGED: &str = "sandcastle.dev/checks-changed";
 /// The last request written to a preview (who, what, when), for the controller's Events.
 pub const LAST_REQUEST: &str = "sandcastle.dev/last-request";
+/// Annotation on a preview: the last requests written to it (JSON array, newest last), which
+/// the controller records in its history (and so as Events).
+pub const REQUESTS: &str = "sandcastle.dev/requests";
+/// Label on a preview made through the API without a pull request (`"true"`).
+pub const SANDBOX: &str = "sandcastle.dev/sandbox";
+/// Label on a preview: its Blueprint.
+pub const BLUEPRINT: &str = "sandcastle.dev/blueprint";
+/// Label on a sandbox created with an `Idempotency-Key`: a hash of the key.
+pub const IDEMPOTENCY_KEY: &str = "sandcastle.dev/idempotency-key";
+/// Annotation beside it: a hash of the request body the key was first used with.
+pub const IDEMPOTENCY_BODY: &str = "sandcastle.dev/idempotency-body";
+/// Annotation on a preview: a reset asked for (a token); the controller throws the data away
+/// and rolls out again, then records the token in `status.resetDone`.
+pub const RESET: &str = "sandcastle.dev/reset";
 /// Field manager for server-side apply.
 pub const FIELD_MANAGER: &str = "sandcastle";
 /// Finalizer on `PreviewEnvironment`s: the namespace is deleted before the resource goes.

@@ -87,11 +87,28 @@ pub struct PreviewEnvironmentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pr_updated_at: Option<Time>,
 
+    /// A sandbox (a preview made without a pull request) this preview takes over: its namespace
+    /// and what runs there become this preview's, with no second clone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopts: Option<Adoption>,
+
     /// How many times the preview came back after a teardown (a reopened pull request, a removed
     /// `no-preview` label, `/preview` after a destroy). Each new incarnation is rolled out from
     /// scratch into a new namespace, whatever the old one had got to.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub incarnation: u32,
+}
+
+/// A sandbox taken over by a pull request's preview.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Adoption {
+    /// The sandbox's PreviewEnvironment.
+    #[schemars(length(min = 1, max = 63))]
+    pub preview: String,
+    /// Its namespace, which becomes this preview's.
+    #[schemars(length(min = 1, max = 63))]
+    pub namespace: String,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -115,6 +132,8 @@ pub struct Requester {
 pub enum RequesterKind {
     GithubUser,
     ServiceAccount,
+    /// Another Kubernetes user, as TokenReview named them.
+    KubernetesUser,
 }
 
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -138,6 +157,8 @@ pub enum TeardownReason {
     NoPreview,
     /// The pull request was converted to a draft.
     Draft,
+    /// A pull request's preview took this sandbox over (its namespace lives on there).
+    Adopted,
 }
 
 /// What Sandcastle observes of a preview.
@@ -206,6 +227,12 @@ pub struct PreviewStatus {
     /// When the teardown finished (phase `Removed`): the tombstone's retention counts from here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub removed_at: Option<Time>,
+    /// The ids of the last requests recorded in the history (from the `requests` annotation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recorded_requests: Vec<String>,
+    /// The last reset carried out (the token of the `reset` annotation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_done: Option<String>,
 
     // Lifecycle guardrails (TTL, idle stop, caps).
     /// Where the preview stands against its Blueprint's `maxPreviews`.

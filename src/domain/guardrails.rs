@@ -21,12 +21,16 @@ pub const RESOURCE_QUOTA: &str = "sandcastle-quota";
 pub const LIMIT_RANGE: &str = "sandcastle-limits";
 /// Name of the ServiceAccount, Role and RoleBinding whose tokens agents get.
 pub const PREVIEW_AGENT: &str = "preview-agent";
+/// The Secret tokens for `preview-agent` are bound to: deleting the preview (its namespace)
+/// deletes it, and so voids every token minted for the preview.
+pub const PREVIEW_AGENT_ANCHOR: &str = "preview-agent-anchor";
 
 /// Objects Sandcastle adds to every preview, by API group, kind and name. A blueprint object
 /// with one of these names would collide with them.
-const RESERVED: [(&str, &str, &str); 7] = [
+const RESERVED: [(&str, &str, &str); 8] = [
     ("", "ConfigMap", ENV_CONFIG_MAP),
     ("", "ServiceAccount", PREVIEW_AGENT),
+    ("", "Secret", PREVIEW_AGENT_ANCHOR),
     ("rbac.authorization.k8s.io", "Role", PREVIEW_AGENT),
     ("rbac.authorization.k8s.io", "RoleBinding", PREVIEW_AGENT),
     ("networking.k8s.io", "NetworkPolicy", NETWORK_POLICY),
@@ -210,6 +214,13 @@ pub fn guardrail_objects(
             json!({"automountServiceAccountToken": false}),
         ));
     }
+    out.push(object(
+        ctx,
+        "v1",
+        "Secret",
+        PREVIEW_AGENT_ANCHOR,
+        json!({"type": "Opaque"}),
+    ));
     let read = ["get", "list", "watch"];
     out.push(object(
         ctx,

@@ -121,6 +121,7 @@ pub fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
             awaiting_approval: matches!(intent.change, Change::AwaitApproval { .. }),
             teardown,
             pr_updated_at: Some(Time(intent.event_time)),
+            adopts: None,
             incarnation: 0,
         },
     );

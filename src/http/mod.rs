@@ -3,6 +3,7 @@
 //! GitHub's `log_url` points at.
 
 mod answer;
+pub mod api;
 mod comments;
 mod deliveries;
 pub mod error;
@@ -21,6 +22,7 @@ use tower_http::trace::TraceLayer;
 
 pub use deliveries::Deliveries;
 
+use crate::agent::Agent;
 use crate::crd::Blueprint;
 use crate::domain::Secret;
 use crate::domain::clock::Clock;
@@ -47,6 +49,8 @@ pub struct AppState {
     pub public_url: String,
     /// The process's metrics: the webhook counts into them, `/metrics` shows them.
     pub metrics: Metrics,
+    /// The operations of the API (and MCP) on previews.
+    pub agent: Agent,
 }
 
 impl std::fmt::Debug for AppState {
@@ -66,6 +70,7 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(health::metrics))
         .route("/", get(pages::index))
         .route("/previews/{name}", get(pages::preview))
+        .merge(api::router())
         // The webhook reads its body itself, under its own limit with a JSON error.
         .layer(DefaultBodyLimit::disable())
         .layer(TraceLayer::new_for_http())

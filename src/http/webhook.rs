@@ -224,6 +224,8 @@ async fn pull_request(
     let mut results = Vec::new();
     for intent in &intents {
         let request = Request {
+            sha: None,
+            id: String::new(),
             at: now,
             actor: format!("@{}", ev.sender),
             action: format!("pull-request-{}", ev.action.as_str()),

@@ -1,9 +1,11 @@
 //! Kubernetes Events on PreviewEnvironments, so that `kubectl describe previewenvironment` tells
-//! what happened and who asked: the controller publishes each new entry of a preview's history
-//! (phase changes, stop, wake, expiry) and the requests written to it (pull request events,
-//! `/preview` commands, with their actor), which the webhook leaves in an annotation in the same
-//! write so that its answer costs no extra API call. Publishing never blocks or fails the caller: an Event
-//! that cannot be written is logged and dropped.
+//! what happened and who asked; and the requests every write leaves on a preview. A request
+//! (pull request event, `/preview` command, API call, with its actor) goes into an annotation in
+//! the write's own change, so no entry point makes an extra API call; the controller records it
+//! in the preview's status history, and publishes each new history entry (requests, phase
+//! changes, stop, wake, expiry) as an Event. The audit line, the history entry and the Event of
+//! a write so say the same. Publishing never blocks or fails the caller: an Event that cannot be
+//! written is logged and dropped.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,7 +17,7 @@ use kube::{Client, Resource, ResourceExt};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::crd::labels::LAST_REQUEST;
+use crate::crd::labels::REQUESTS;
 use crate::crd::{HistoryEntry, PreviewEnvironment};
 
 /// Longest note Kubernetes accepts on an Event.
@@ -23,9 +25,15 @@ const NOTE_LIMIT: usize = 1024;
 /// Longest wait for the API server before an Event is given up.
 const TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Requests a preview keeps for the controller to record (the newest).
+const REQUESTS_KEPT: usize = 10;
+
 /// A request written to a preview: who asked for what, and when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {
+    /// Unique per request (given when it is noted).
+    #[serde(default)]
+    pub id: String,
     pub at: Timestamp,
     /// `@login`, or `sandcastle` for its own catch-up resync.
     pub actor: String,
@@ -33,42 +41,50 @@ pub struct Request {
     pub action: String,
     /// For people, e.g. `/preview stop on #12`.
     pub note: String,
+    /// The commit the preview was at when the request was written (set when it is noted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha: Option<String>,
 }
 
-/// Record `request` on `pe` (written with the request's own change).
+/// Record `request` on `pe` (written with the request's own change), keeping the newest few.
 pub fn note_request(pe: &mut PreviewEnvironment, request: &Request) {
-    if let Ok(json) = serde_json::to_string(request) {
-        pe.annotations_mut().insert(LAST_REQUEST.to_owned(), json);
+    let mut all = requests_of(pe);
+    let mut request = request.clone();
+    if request.sha.is_none() && !pe.spec.sha.is_empty() {
+        request.sha = Some(pe.spec.sha.clone());
+    }
+    if request.id.is_empty() {
+        request.id = format!(
+            "{}-{:08x}",
+            request.at.as_nanosecond(),
+            rand::random::<u32>()
+        );
+    }
+    all.push(request);
+    let excess = all.len().saturating_sub(REQUESTS_KEPT);
+    all.drain(..excess);
+    if let Ok(json) = serde_json::to_string(&all) {
+        pe.annotations_mut().insert(REQUESTS.to_owned(), json);
     }
 }
 
-fn request_of(pe: &PreviewEnvironment) -> Option<Request> {
-    serde_json::from_str(pe.annotations().get(LAST_REQUEST)?).ok()
+/// The requests left on `pe`, oldest first.
+pub fn requests_of(pe: &PreviewEnvironment) -> Vec<Request> {
+    pe.annotations()
+        .get(REQUESTS)
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default()
 }
 
-/// Whether `request` still needs its Event: it differs from the last one this process
-/// published, or (first sight) nothing in the history (newest entry at `last_history`) came
-/// after it.
-fn unpublished(
-    previous: Option<&Request>,
-    request: &Request,
-    last_history: Option<Timestamp>,
-) -> bool {
-    match previous {
-        Some(p) => p != request,
-        None => last_history.is_none_or(|t| t <= request.at),
-    }
-}
-
-/// A history entry by `(time, action)`; empty for "no history yet".
-type Mark = (String, String);
+/// The last history entry published; `None` for "no history yet". Whole entries are compared:
+/// several entries can share a second and an action (a push right after a rollout).
+type Mark = Option<HistoryEntry>;
 
 /// What this process published of one preview.
 #[derive(Debug, Default)]
 struct Published {
     /// The newest history entry published (or found at first sight).
     history: Mark,
-    request: Option<Request>,
 }
 
 /// Publishes Events as Sandcastle (one instance name per process).
@@ -110,27 +126,25 @@ fn bounded(note: String) -> String {
     format!("{}...", &note[..end])
 }
 
-fn event(type_: EventType, action: &str, note: String) -> Event {
+/// An Event for `action`; `commit` goes into the Event's action, so that Kubernetes' folding of
+/// repeated Events into a series keeps one series per commit and a note never names the wrong one.
+fn event(type_: EventType, action: &str, commit: Option<&str>, note: String) -> Event {
+    let reason = reason(action);
     Event {
         type_,
-        reason: reason(action),
+        action: commit.map_or_else(|| reason.clone(), |c| format!("{reason}@{c}")),
+        reason,
         note: Some(bounded(note.trim().to_owned())),
-        action: reason(action),
         secondary: None,
     }
-}
-
-/// What a request says, as an Event.
-fn request_event(request: &Request) -> Event {
-    let note = format!("{}; by {}", request.note, request.actor);
-    event(EventType::Normal, &request.action, note)
 }
 
 /// What one history entry says, as an Event.
 pub fn entry_event(entry: &HistoryEntry) -> Event {
     let mut note = entry.result.clone().unwrap_or_default();
-    if let Some(sha) = &entry.sha {
-        note = format!("{note} (commit {})", &sha[..sha.len().min(7)]);
+    let short = entry.sha.as_deref().map(|sha| &sha[..sha.len().min(7)]);
+    if let Some(short) = short.filter(|s| !note.contains(s)) {
+        note = format!("{note} (commit {short})");
     }
     if entry.actor != "sandcastle" {
         note = format!("{note}; by {}", entry.actor);
@@ -140,15 +154,12 @@ pub fn entry_event(entry: &HistoryEntry) -> Event {
     } else {
         EventType::Normal
     };
-    event(type_, &entry.action, note)
+    event(type_, &entry.action, short, note)
 }
 
 /// History entries after the one marked `(time, action)`; all of them when the mark rotated out.
 fn after<'a>(history: &'a [HistoryEntry], mark: &Mark) -> &'a [HistoryEntry] {
-    match history
-        .iter()
-        .rposition(|e| e.time.0.to_string() == mark.0 && e.action == mark.1)
-    {
+    match history.iter().rposition(|e| Some(e) == mark.as_ref()) {
         Some(i) => &history[i + 1..],
         None => history,
     }
@@ -181,20 +192,17 @@ impl Events {
         }
     }
 
-    /// Publish what this process has not published yet of `pe`: its last request, then the new
-    /// entries of its history. At first sight of a preview (after a restart or a change of
-    /// leader) its history counts as published, and its request too unless nothing in the
-    /// history came after it; a preview first seen without history has every entry published.
+    /// Publish what this process has not published yet of `pe`: the new entries of its history
+    /// (requests recorded by the controller among them). At first sight of a preview (after a
+    /// restart or a change of leader) its history counts as published; a preview first seen
+    /// without history has every entry published.
     pub async fn sync(&self, pe: &PreviewEnvironment) {
         let history = pe
             .status
             .as_ref()
             .map(|s| s.history.as_slice())
             .unwrap_or_default();
-        let mark = history.last().map_or_else(Mark::default, |last| {
-            (last.time.0.to_string(), last.action.clone())
-        });
-        let request = request_of(pe);
+        let mark: Mark = history.last().cloned();
         let events: Vec<Event> = {
             let mut published = self
                 .published
@@ -203,16 +211,10 @@ impl Events {
             let first_sight = !published.contains_key(&pe.name_any());
             let seen = published.entry(pe.name_any()).or_default();
             let mut events = Vec::new();
-            if let Some(r) = &request
-                && unpublished(seen.request.as_ref(), r, history.last().map(|e| e.time.0))
-            {
-                events.push(request_event(r));
-            }
             if !first_sight && seen.history != mark {
                 events.extend(after(history, &seen.history).iter().map(entry_event));
             }
             seen.history = mark;
-            seen.request = request;
             events
         };
         for event in events {
@@ -268,6 +270,18 @@ mod tests {
         let e = entry_event(&entry(0, "@octocat", "stop", None));
         assert_eq!(e.type_, EventType::Normal);
         assert_eq!(e.note.as_deref(), Some("(commit 0123456); by @octocat"));
+        let e = entry_event(&entry(
+            0,
+            "@octocat",
+            "opened",
+            Some("opened at commit 0123456"),
+        ));
+        assert_eq!(
+            e.note.as_deref(),
+            Some("opened at commit 0123456; by @octocat"),
+            "the commit is named once"
+        );
+        assert_eq!(e.action, "Opened@0123456", "one Event series per commit");
         let long = "é".repeat(2000);
         let e = entry_event(&entry(0, "sandcastle", "Ready", Some(&long)));
         assert!(e.note.unwrap().len() <= NOTE_LIMIT);
@@ -280,10 +294,20 @@ mod tests {
             entry(1, "sandcastle", "Ready", None),
             entry(2, "sandcastle", "Stopped", None),
         ];
-        let mark = (h[0].time.0.to_string(), "Deploying".to_owned());
+        let mark = Some(h[0].clone());
         let new: Vec<&str> = after(&h, &mark).iter().map(|e| e.action.as_str()).collect();
         assert_eq!(new, ["Ready", "Stopped"]);
-        let gone = ("2000-01-01T00:00:00Z".to_owned(), "Pending".to_owned());
+        // Same second, same action, another commit: still told apart.
+        let mut again = entry(0, "sandcastle", "Deploying", None);
+        again.sha = Some("fedcba9876543210".into());
+        let h2 = [
+            h[0].clone(),
+            again.clone(),
+            entry(0, "sandcastle", "Ready", None),
+        ];
+        assert_eq!(after(&h2, &Some(h[0].clone())).len(), 2);
+        assert_eq!(after(&h2, &Some(again)).len(), 1);
+        let gone = Some(entry(-100, "sandcastle", "Pending", None));
         assert_eq!(
             after(&h, &gone).len(),
             3,
@@ -292,12 +316,14 @@ mod tests {
     }
 
     #[test]
-    fn a_request_is_published_once_and_not_again_after_a_restart() {
+    fn requests_are_kept_newest_last_each_with_an_id() {
         let at: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
-        let stop = Request {
-            at,
+        let request = |n: i64| Request {
+            sha: None,
+            id: String::new(),
+            at: at + jiff::SignedDuration::from_secs(n),
             actor: "@maria".into(),
-            action: "command-stop".into(),
+            action: format!("command-{n}"),
             note: "/preview stop on #1".into(),
         };
         let mut pe: PreviewEnvironment = serde_json::from_value(serde_json::json!({
@@ -308,20 +334,18 @@ mod tests {
                 "requestedBy": {"kind": "github-user", "name": "maria"}}
         }))
         .unwrap();
-        note_request(&mut pe, &stop);
-        assert_eq!(request_of(&pe), Some(stop.clone()));
-        assert!(unpublished(None, &stop, None), "new preview: publish");
-        assert!(!unpublished(Some(&stop), &stop, None), "published already");
-        let later = at + jiff::SignedDuration::from_secs(5);
-        assert!(
-            !unpublished(None, &stop, Some(later)),
-            "acted on before a restart"
-        );
-        assert!(unpublished(None, &stop, Some(at)), "not acted on yet");
-        let wake = Request {
-            action: "command-wake".into(),
-            ..stop.clone()
-        };
-        assert!(unpublished(Some(&stop), &wake, Some(later)));
+        assert!(requests_of(&pe).is_empty());
+        for n in 0..15 {
+            note_request(&mut pe, &request(n));
+        }
+        let kept = requests_of(&pe);
+        assert_eq!(kept.len(), REQUESTS_KEPT);
+        assert_eq!(kept.last().unwrap().action, "command-14");
+        assert_eq!(kept.first().unwrap().action, "command-5");
+        let mut ids: Vec<&str> = kept.iter().map(|r| r.id.as_str()).collect();
+        assert!(ids.iter().all(|id| !id.is_empty()));
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), REQUESTS_KEPT, "every request has its own id");
     }
 }

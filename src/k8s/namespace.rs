@@ -29,16 +29,19 @@ pub fn is_ours(ns: &Namespace, preview: &str) -> bool {
         && labels.get(PREVIEW).map(String::as_str) == Some(preview)
 }
 
-/// Create or update the namespace `name` for `preview` with `labels` (server-side apply).
+/// Create or update the namespace `name` for `preview` with `labels` (server-side apply). A
+/// namespace of `previous` (a sandbox `preview` takes over) becomes `preview`'s.
 pub async fn ensure(
     client: &Client,
     name: &str,
     preview: &str,
+    previous: Option<&str>,
     labels: &BTreeMap<String, String>,
 ) -> Result<Namespace, NamespaceError> {
     let api: Api<Namespace> = Api::all(client.clone());
     if let Some(existing) = api.get_opt(name).await? {
-        if !is_ours(&existing, preview) {
+        let taken_over = previous.is_some_and(|p| is_ours(&existing, p));
+        if !is_ours(&existing, preview) && !taken_over {
             return Err(NamespaceError::NotOurs {
                 namespace: name.to_owned(),
                 preview: preview.to_owned(),

@@ -32,6 +32,8 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
 ///   them by name. `pods/log` and `events.k8s.io`: held so that Sandcastle may grant them
 ///   to each preview's `preview-agent` Role.
 /// - CustomResourceDefinitions: read, for `/readyz`.
+/// - The API: TokenReviews and SubjectAccessReviews created (who calls, and may they), and
+///   `serviceaccounts/token` created in preview namespaces (tokens for `preview-agent`).
 pub fn cluster_rules() -> Vec<PolicyRule> {
     vec![
         rule(&[""], &["namespaces"], WRITE),
@@ -74,6 +76,13 @@ pub fn cluster_rules() -> Vec<PolicyRule> {
             &["customresourcedefinitions"],
             READ,
         ),
+        rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+        rule(
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews"],
+            &["create"],
+        ),
+        rule(&[""], &["serviceaccounts/token"], &["create"]),
     ]
 }
 
@@ -113,7 +122,11 @@ pub fn namespace_rules() -> Vec<PolicyRule> {
             &["leases"],
             &["get", "list", "watch", "create", "update", "patch"],
         ),
-        rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
+        rule(
+            &["events.k8s.io"],
+            &["events"],
+            &["get", "list", "watch", "create", "patch"],
+        ),
     ]
 }
 

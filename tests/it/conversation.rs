@@ -256,7 +256,11 @@ async fn every_command_does_what_it_says_and_answers() {
         .wait_event_reasons("shop-pr-1", &["CommandStop", "Stopped", "CommandWake"])
         .await;
     let stop = events.iter().find(|(r, _)| r == "CommandStop").unwrap();
-    assert_eq!(stop.1, "/preview stop on #1; by @maria", "{events:?}");
+    assert_eq!(
+        stop.1,
+        format!("/preview stop on #1 (commit {}); by @maria", head.short()),
+        "{events:?}"
+    );
 
     // extend: later expiry, said in the reply; bounded by creation + maxTtl (168h by default).
     let pe = preview(&world, "shop-pr-1").await;

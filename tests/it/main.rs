@@ -3,6 +3,8 @@
 
 mod support;
 
+mod api;
+
 mod bare_workloads;
 mod chart;
 mod comebacks;

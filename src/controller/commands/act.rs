@@ -198,6 +198,8 @@ async fn deploy(
         };
         let preview = intent.preview.as_str();
         let request = Request {
+            sha: None,
+            id: String::new(),
             at: now,
             actor: format!("@{}", cmd.spec.author),
             action: "command-deploy".into(),
@@ -307,6 +309,8 @@ async fn on_existing(
             Ok(())
         };
         let request = Request {
+            sha: None,
+            id: String::new(),
             at: now,
             actor: format!("@{}", cmd.spec.author),
             action: format!("command-{}", command.name()),

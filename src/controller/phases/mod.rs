@@ -5,11 +5,13 @@
 //! returns a verdict; the reconcile reports and saves it.
 
 pub(super) mod admit;
+pub(super) mod adopt;
 pub(super) mod capacity;
 pub(super) mod check_answers;
 pub(super) mod checks;
 pub(super) mod hooks;
 pub(super) mod idle;
+pub(super) mod reset;
 pub(super) mod rollout;
 pub(super) mod steps;
 pub(super) mod teardown;

@@ -17,10 +17,11 @@ use super::hooks;
 use super::steps::{
     Step, apply_failure, failure_description, plan_hash, progress_message, rollout_steps,
 };
+use super::{adopt, reset};
 use crate::controller::context::Context;
 use crate::controller::error::Error;
 use crate::controller::report::Report;
-use crate::controller::verdict::{Next, Verdict, set_phase};
+use crate::controller::verdict::{Next, Verdict, record, set_phase};
 use crate::crd::labels::REDEPLOY;
 use crate::crd::{Blueprint, Phase, PreviewEnvironment, PreviewStatus, Rollout};
 use crate::domain::guardrails;
@@ -53,7 +54,12 @@ fn context_of(
         .transpose()
         .map_err(|e| bad("spec.pullRequest", &e))?;
     let preview = NamespaceName::new(&pe.name_any()).map_err(|e| bad("metadata.name", &e))?;
-    let namespace = naming::namespace_name(&ctx.settings.namespace_prefix, &preview);
+    let namespace = match &pe.spec.adopts {
+        Some(a) => {
+            NamespaceName::new(&a.namespace).map_err(|e| bad("spec.adopts.namespace", &e))?
+        }
+        None => naming::namespace_name(&ctx.settings.namespace_prefix, &preview),
+    };
     Ok(PreviewContext {
         preview,
         namespace,
@@ -135,6 +141,26 @@ pub(crate) async fn run(
     if let Some(wait) = wait_for_checks(pe, &mut st, &blueprint, ctx).await {
         return Ok(Verdict::new(st, wait));
     }
+    if let Some(token) = reset::asked(pe, &st) {
+        let left = reset::wipe(&ctx.client, pctx.namespace.as_str()).await?;
+        if left > 0 {
+            let why = format!("resetting: throwing the data away ({left} objects left)");
+            set_phase(&mut st, Phase::Deploying, why, now, Some(&pe.spec.sha));
+            return Ok(Verdict::new(st, Next::Soon).reporting(Report::InProgress));
+        }
+        // The data is gone: roll out again from nothing, seeding afresh.
+        st.reset_done = Some(token);
+        st.rollout = None;
+        let note = Some("data thrown away; seeding again");
+        record(
+            &mut st,
+            now,
+            "sandcastle",
+            "Reset",
+            Some(&pe.spec.sha),
+            note,
+        );
+    }
 
     // Plan first: a refused blueprint fails before anything is created.
     let objects = match source::read(&ctx.resolver, &ctx.settings.home, spec).await {
@@ -160,7 +186,12 @@ pub(crate) async fn run(
 
     // The Blueprint's own Namespace object (in manifests) may tighten Pod Security, never loosen.
     let declared = plan::namespace_labels(&objects, spec, &pctx);
-    let namespace_uid = match ensure_namespace(&pctx, &blueprint, &declared, ctx).await {
+    // A sandbox taken over: its namespace becomes this preview's, and the sandbox goes.
+    let previous = pe.spec.adopts.as_ref().map(|a| a.preview.as_str());
+    if let Some(a) = &pe.spec.adopts {
+        adopt::hand_over(pe, a, ctx).await?;
+    }
+    let namespace_uid = match ensure_namespace(&pctx, &blueprint, &declared, previous, ctx).await {
         Ok(uid) => uid,
         Err(NamespaceError::Api(e)) => return Err(e.into()),
         Err(NamespaceError::Terminating(ns)) => {
@@ -250,6 +281,7 @@ async fn ensure_namespace(
     pctx: &PreviewContext,
     blueprint: &Blueprint,
     declared: &std::collections::BTreeMap<String, String>,
+    previous: Option<&str>,
     ctx: &Context,
 ) -> Result<Option<String>, NamespaceError> {
     let mut labels = guardrails::namespace_labels_with(pctx, &blueprint.spec.isolation, declared);
@@ -262,6 +294,7 @@ async fn ensure_namespace(
         &ctx.client,
         pctx.namespace.as_str(),
         pctx.preview.as_str(),
+        previous,
         &labels,
     )
     .await?;

@@ -23,8 +23,20 @@ fn namespace_of(pe: &PreviewEnvironment, ctx: &Context) -> Option<String> {
     if let Some(ns) = pe.status.as_ref().and_then(|s| s.namespace.clone()) {
         return Some(ns);
     }
+    if let Some(a) = &pe.spec.adopts {
+        return Some(a.namespace.clone());
+    }
     let preview = NamespaceName::new(&pe.name_any()).ok()?;
     Some(naming::namespace_name(&ctx.settings.namespace_prefix, &preview).to_string())
+}
+
+/// A sandbox taken over by a pull request's preview: its namespace is that preview's now, and
+/// nothing of it is run or deleted on its way out.
+fn handed_over(pe: &PreviewEnvironment) -> bool {
+    pe.spec
+        .teardown
+        .as_ref()
+        .is_some_and(|t| t.reason == TeardownReason::Adopted)
 }
 
 /// Delete the namespace; `Ok(true)` once it is gone.
@@ -56,6 +68,7 @@ fn removal_message(pe: &PreviewEnvironment) -> String {
         TeardownReason::Destroyed => format!("removed: destroyed{by}"),
         TeardownReason::NoPreview => format!("removed: labelled no-preview{by}"),
         TeardownReason::Draft => format!("removed: converted to draft{by}"),
+        TeardownReason::Adopted => format!("taken over{by}: its namespace lives on there"),
     }
 }
 
@@ -67,6 +80,9 @@ async fn take_down(
     st: &mut PreviewStatus,
 ) -> Result<Option<Verdict>, Error> {
     let now = ctx.clock.now();
+    if handed_over(pe) {
+        return Ok(None);
+    }
     if let Some(ns) = namespace_of(pe, ctx) {
         match hooks::run(&ctx.client, &ns, &pe.name_any(), now).await? {
             hooks::Hooks::Running(names) => {

@@ -93,6 +93,8 @@ struct Round {
 impl Round {
     async fn write(&mut self, intent: &Intent) -> Result<Outcome, kube::Error> {
         let request = Request {
+            sha: None,
+            id: String::new(),
             at: self.now,
             actor: "sandcastle".into(),
             action: "resync".into(),

@@ -127,6 +127,7 @@ fn guardrails_include_quota_limits_and_accounts() {
             "NetworkPolicy sandcastle-isolation",
             "ServiceAccount default",
             "ServiceAccount preview-agent",
+            "Secret preview-agent-anchor",
             "Role preview-agent",
             "RoleBinding preview-agent",
         ]

@@ -128,6 +128,46 @@ pub(super) async fn list_installations(
     paginate_array(&shared, uri.path(), &query, items)
 }
 
+/// `GET /repos/{owner}/{repo}/installation` (App JWT): the installation that sees the repository.
+pub(super) async fn repo_installation(
+    State(shared): State<Arc<Shared>>,
+    Extension(auth): Extension<RequestAuth>,
+    Path((owner, name)): Path<(String, String)>,
+) -> Response {
+    let doc = "https://docs.github.com/rest/apps/apps#get-a-repository-installation-for-the-authenticated-app";
+    if let Err(r) = require_jwt(&auth, doc) {
+        return r;
+    }
+    let Ok(repo) = crate::domain::RepoName::new(&format!("{owner}/{name}")) else {
+        return super::not_found();
+    };
+    let identity = &shared.identity;
+    let st = shared.lock();
+    let Some(id) = st.repos.get(&repo).map(|r| r.installation) else {
+        return super::not_found();
+    };
+    let Some(i) = st.installations.get(&id) else {
+        return super::not_found();
+    };
+    let account = json::user(&i.account, "Organization");
+    reply(
+        StatusCode::OK,
+        &json!({
+            "id": id,
+            "account": account,
+            "repository_selection": "selected",
+            "access_tokens_url": format!("https://api.github.com/app/installations/{id}/access_tokens"),
+            "repositories_url": "https://api.github.com/installation/repositories",
+            "app_id": identity.id,
+            "app_slug": identity.slug,
+            "target_id": account["id"],
+            "target_type": "Organization",
+            "permissions": {},
+            "events": [],
+        }),
+    )
+}
+
 pub(super) async fn installation_repos(
     State(shared): State<Arc<Shared>>,
     Extension(auth): Extension<RequestAuth>,

@@ -60,6 +60,14 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             "/repos/{owner}/{repo}/collaborators/{user}/permission",
             get(repos::permission),
         )
+        .route(
+            "/repos/{owner}/{repo}/installation",
+            get(app::repo_installation),
+        )
+        .route(
+            "/repos/{owner}/{repo}/commits/{ref}",
+            get(repos::get_commit),
+        )
         .route("/repos/{owner}/{repo}/pulls", get(repos::list_pulls))
         .route("/repos/{owner}/{repo}/pulls/{number}", get(repos::get_pull))
         .route(

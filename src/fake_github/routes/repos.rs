@@ -84,6 +84,35 @@ pub(super) async fn get_pull(
     })
 }
 
+/// `GET /repos/{owner}/{repo}/commits/{ref}`: the commit a branch, tag or SHA points at (the
+/// fields a client needs of GitHub's commit object).
+pub(super) async fn get_commit(
+    State(shared): State<Arc<Shared>>,
+    Extension(auth): Extension<RequestAuth>,
+    Path((owner, name, reference)): Path<(String, String, String)>,
+) -> Response {
+    with_repo(&shared, &auth, &owner, &name, |st, repo| {
+        match st.repo(repo).resolve(&reference) {
+            Some(sha) => reply(
+                StatusCode::OK,
+                &json!({
+                    "sha": sha,
+                    "node_id": format!("C_{}", &sha.as_str()[..12]),
+                    "url": format!("https://api.github.com/repos/{repo}/commits/{sha}"),
+                    "html_url": format!("https://github.com/{repo}/commit/{sha}"),
+                    "commit": {"message": "", "tree": {"sha": sha}},
+                    "parents": [],
+                }),
+            ),
+            None => super::error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &format!("No commit found for SHA: {reference}"),
+                "https://docs.github.com/rest/commits/commits#get-a-commit",
+            ),
+        }
+    })
+}
+
 /// Base64 wrapped with `\n` every 60 characters plus a trailing `\n`, as GitHub sends it.
 pub(crate) fn wrapped_base64(bytes: &[u8]) -> String {
     let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);

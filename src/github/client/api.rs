@@ -230,6 +230,26 @@ impl Installation {
             .await
     }
 
+    /// The commit a branch, tag or SHA of `repo` points at, or `None` when there is none.
+    pub async fn resolve_ref(
+        &self,
+        repo: &RepoName,
+        ref_: &str,
+    ) -> Result<Option<Sha>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct CommitWire {
+            sha: Sha,
+        }
+        let url = format!("{}/commits/{}", repo_path(repo), seg(ref_));
+        match self.send(Method::GET, &url, None).await {
+            Ok(resp) => Ok(Some(resp.json::<CommitWire>("commit")?.sha)),
+            Err(e) if e.is_not_found() || e.status() == Some(StatusCode::UNPROCESSABLE_ENTITY) => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// A text file at `ref_`, or `None` when there is no such file.
     pub async fn get_file(
         &self,

@@ -17,7 +17,7 @@ use std::time::Duration;
 use octocrab::Octocrab;
 use octocrab::models::{AppId, InstallationId};
 
-use crate::domain::Secret;
+use crate::domain::{RepoName, Secret};
 use crate::metrics::GitHubMetrics;
 
 pub use error::GitHubError;
@@ -68,6 +68,8 @@ pub struct GitHubApp {
     transport: Transport,
     settings: ClientSettings,
     base_path: Arc<str>,
+    /// GitHub's API address, as configured.
+    api_url: Arc<str>,
     installations: Arc<Mutex<HashMap<u64, Installation>>>,
     metrics: GitHubMetrics,
 }
@@ -126,9 +128,15 @@ impl GitHubApp {
             transport,
             settings,
             base_path: base_path.into(),
+            api_url: base_url.trim_end_matches('/').into(),
             installations: Arc::default(),
             metrics,
         })
+    }
+
+    /// GitHub's API address (`https://api.github.com`, or an Enterprise `…/api/v3`).
+    pub fn api_url(&self) -> &str {
+        &self.api_url
     }
 
     /// The same App counting its requests into `metrics` (a new client starts with families no
@@ -170,6 +178,25 @@ impl GitHubApp {
                 }
             })
             .clone()
+    }
+
+    /// The installation of the App that sees `repo` (`GET /repos/{owner}/{repo}/installation`,
+    /// with the JWT), or `None` when the App is not installed there.
+    pub async fn repo_installation(&self, repo: &RepoName) -> Result<Option<u64>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct InstallationWire {
+            id: u64,
+        }
+        let path = format!("/repos/{}/{}/installation", repo.owner(), repo.name());
+        match self
+            .transport
+            .get_json::<InstallationWire>(&path, "installation")
+            .await
+        {
+            Ok(i) => Ok(Some(i.id)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Every installation of the App (`GET /app/installations`, authenticated with the JWT).

@@ -154,6 +154,7 @@ pub fn inactive_description(reason: TeardownReason) -> String {
         TeardownReason::Destroyed => "Removed with /preview destroy",
         TeardownReason::NoPreview => "Removed: labelled no-preview",
         TeardownReason::Draft => "Removed: converted to draft",
+        TeardownReason::Adopted => "Taken over by a pull request's preview",
     }
     .to_owned()
 }

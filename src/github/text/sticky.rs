@@ -315,6 +315,8 @@ pub(super) fn status_line(view: &StickyView) -> Option<String> {
                 TeardownReason::Draft => {
                     format!("converted to draft{by}; marking it ready for review deploys it again")
                 }
+                // A sandbox has no pull request of its own to show this on.
+                TeardownReason::Adopted => format!("taken over{by}"),
             };
             format!("{what}; namespace deleted")
         }

@@ -17,8 +17,8 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams, PostParams};
 
 use super::events::{Request, note_request};
-use crate::crd::PreviewEnvironment;
-use crate::crd::labels::{PR, REPO};
+use crate::crd::labels::{BLUEPRINT, PR, REPO, SANDBOX};
+use crate::crd::{Adoption, PreviewEnvironment};
 use crate::domain::intent::{Change, Intent};
 use crate::domain::transitions::{change, new_preview};
 use crate::domain::{PrNumber, RepoName};
@@ -26,7 +26,7 @@ use crate::domain::{PrNumber, RepoName};
 mod commands;
 
 pub use crate::domain::transitions::{Outcome, touch};
-pub use commands::{deploy_now, extend, modify, set_stopped};
+pub use commands::{deploy_now, extend, modify, modify_quietly, set_stopped};
 
 /// Annotation holding the last delivery ids applied to a preview (for redelivery detection).
 pub const DELIVERIES: &str = "sandcastle.dev/deliveries";
@@ -130,13 +130,26 @@ pub async fn apply(
             | Change::AwaitApproval { create: false, .. }
             | Change::Teardown { create: false, .. }
     );
+    // A pull request's first preview takes over a sandbox of its branch, if there is one.
+    let adopts = match intent.change {
+        Change::Deploy { create: true, .. }
+            if api.get_opt(intent.preview.as_str()).await?.is_none() =>
+        {
+            sandbox_of(api, intent).await?
+        }
+        _ => None,
+    };
     write(
         api,
         intent.preview.as_str(),
         delivery,
         request,
         |current| match current {
-            None if creates => Write::Create(Box::new(new_preview(intent, now))),
+            None if creates => {
+                let mut pe = new_preview(intent, now);
+                pe.spec.adopts.clone_from(&adopts);
+                Write::Create(Box::new(pe))
+            }
             None => Write::Done(Outcome::Skipped),
             Some(pe) => match change(pe, intent, now) {
                 Ok(next) => Write::Replace(Box::new(next)),
@@ -145,6 +158,41 @@ pub async fn apply(
         },
     )
     .await
+}
+
+/// A live sandbox (a preview made through the API, without a pull request) of the intent's
+/// repository, Blueprint and branch: the one a pull request's new preview takes over, keeping
+/// its namespace and what runs there.
+async fn sandbox_of(
+    api: &Api<PreviewEnvironment>,
+    intent: &Intent,
+) -> Result<Option<Adoption>, kube::Error> {
+    let selector = format!(
+        "{SANDBOX}=true,{REPO}={},{BLUEPRINT}={}",
+        crate::domain::naming::repo_label_value(&intent.repo),
+        intent.blueprint
+    );
+    let mut found: Vec<PreviewEnvironment> = api
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| {
+            p.spec.git_ref == intent.git_ref
+                && p.spec.pull_request.is_none()
+                && p.spec.teardown.is_none()
+                && p.metadata.deletion_timestamp.is_none()
+        })
+        .collect();
+    found.sort_by_key(|p| p.creation_timestamp().map(|t| t.0));
+    Ok(found.first().map(|s| Adoption {
+        preview: s.name_any(),
+        namespace: s
+            .status
+            .as_ref()
+            .and_then(|st| st.namespace.clone())
+            .unwrap_or_else(|| s.name_any()),
+    }))
 }
 
 /// The previews of pull request `pr` of `repo` (tombstones included).

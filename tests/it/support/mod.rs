@@ -2,6 +2,8 @@
 //! world — Sandcastle, the GitHub stand-in and a blueprint (`world`); the blueprint fixtures as
 //! a user loads them (`fixtures`).
 
+pub mod api;
+pub mod audit;
 pub mod cluster;
 pub mod fixtures;
 pub mod proxy;

@@ -110,12 +110,24 @@ impl World {
         source: Source<'_>,
         blueprint_extra: Value,
     ) -> Self {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(
+        {
+            use tracing_subscriber::Layer as _;
+            use tracing_subscriber::layer::SubscriberExt as _;
+            use tracing_subscriber::util::SubscriberInitExt as _;
+            let filter = tracing_subscriber::EnvFilter::new(
                 std::env::var("SANDCASTLE_TEST_LOG").unwrap_or_else(|_| "sandcastle=debug".into()),
-            )
-            .with_test_writer()
-            .try_init();
+            );
+            let audit = tracing_subscriber::filter::Targets::new()
+                .with_target("audit", tracing::Level::INFO);
+            let _ = tracing_subscriber::registry()
+                .with(
+                    tracing_subscriber::fmt::layer()
+                        .with_test_writer()
+                        .with_filter(filter),
+                )
+                .with(super::audit::Capture.with_filter(audit))
+                .try_init();
+        }
         let client = cluster::client().await;
         sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30))
             .await

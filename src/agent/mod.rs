@@ -1,0 +1,196 @@
+//! What agents and people do to previews through Sandcastle's API, MCP server and CLI, once for
+//! all three: list and read previews, create a sandbox without a pull request, redeploy, stop,
+//! wake, extend, reset, delete, wait for one, read its logs and events, mint a token scoped to
+//! it. Every operation authenticates and authorizes its caller first (`auth`: TokenReview and
+//! SubjectAccessReview, no user database of our own) and every write is audited three ways that
+//! agree: an `audit` log line here, and — through the request the write leaves on the preview —
+//! an entry in its status history and a Kubernetes Event, both written by the controller. Like
+//! every entry point, these only write desired state; the controller makes it true.
+
+pub mod auth;
+mod create;
+pub mod error;
+mod observe;
+pub mod operation;
+mod token;
+pub mod view;
+mod write;
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use kube::api::Api;
+use kube::runtime::reflector::Store;
+use kube::{Client, ResourceExt};
+
+pub use auth::{Authority, Caller};
+pub use create::CreatePreview;
+pub use error::AgentError;
+pub use observe::{EventsView, LogLines, LogQuery, WaitFor, WaitOutcome, WaitResult};
+pub use operation::Operation;
+pub use token::{TokenRequestBody, TokenView};
+pub use view::{Addresses, ListFilter, PreviewList, PreviewView};
+
+use crate::crd::PreviewEnvironment;
+use crate::crd::labels::LAST_ACTIVITY;
+use crate::domain::clock::Clock;
+use crate::github::client::GitHubApp;
+use crate::k8s::events::Request;
+
+/// Bounds on what one call may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest a minted preview token lives (and never past the preview's expiry).
+    pub token_lifetime: Duration,
+    /// The longest one `wait` waits.
+    pub wait: Duration,
+    /// Most log lines and bytes one `logs` call returns.
+    pub log_lines: u32,
+    pub log_bytes: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            token_lifetime: Duration::from_secs(3600),
+            wait: Duration::from_secs(600),
+            log_lines: 5000,
+            log_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// Reads are activity (they keep a preview from being stopped as idle), but stamping it on every
+/// read would write on every poll: a read stamps it when the last stamp is older than this.
+const READ_ACTIVITY_EVERY: Duration = Duration::from_secs(60);
+
+/// The operations, with what they need. Cheap to clone.
+#[derive(Clone)]
+pub struct Agent {
+    pub client: Client,
+    /// Sandcastle's namespace (Blueprints, PreviewEnvironments).
+    pub home: String,
+    pub addresses: Addresses,
+    /// For sandboxes of a branch: which commit its head is, which installation reports.
+    pub github: GitHubApp,
+    pub clock: Clock,
+    /// PreviewEnvironments, kept in sync by a watch (lists are served from it).
+    pub previews: Store<PreviewEnvironment>,
+    pub authority: Authority,
+    pub limits: Limits,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("home", &self.home)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    fn api(&self) -> Api<PreviewEnvironment> {
+        Api::namespaced(self.client.clone(), &self.home)
+    }
+
+    /// The preview `name`, read fresh (a write just made is seen).
+    async fn fetch(&self, name: &str) -> Result<PreviewEnvironment, AgentError> {
+        self.api()
+            .get_opt(name)
+            .await?
+            .ok_or_else(|| AgentError::NotFound(name.to_owned()))
+    }
+
+    /// Authenticate-free step two: the preview `name` if `caller` may run `op` on it.
+    async fn authorized(
+        &self,
+        caller: &Caller,
+        op: Operation,
+        name: &str,
+    ) -> Result<PreviewEnvironment, AgentError> {
+        let pe = self.fetch(name).await;
+        // Whether a preview exists is itself something only the authorized may learn.
+        let namespace = match &pe {
+            Ok(pe) => view::namespace_of(pe, &self.addresses.namespace_prefix),
+            Err(_) => String::new(),
+        };
+        self.authority
+            .authorize(caller, op, Some((name, &namespace)))
+            .await?;
+        pe
+    }
+
+    fn view(&self, pe: &PreviewEnvironment) -> PreviewView {
+        view::view(pe, &self.addresses)
+    }
+
+    /// What a write by `caller` leaves on the preview for its history and Events.
+    fn request(&self, caller: &Caller, op: Operation, note: String) -> Request {
+        Request {
+            sha: None,
+            id: String::new(),
+            at: self.clock.now(),
+            actor: caller.user.clone(),
+            action: format!("api-{}", op.name()),
+            note,
+        }
+    }
+
+    /// The audit line of a write (the history entry and the Event follow from the request).
+    fn audit(&self, caller: &Caller, op: Operation, preview: &str, sha: &str, result: &str) {
+        tracing::info!(target: "audit", actor = %caller.user, action = op.name(), preview, sha, result, via = "api", "preview operation");
+    }
+
+    /// Previews `caller` may see that pass `filter`, a page at a time, from the watch cache.
+    pub async fn list(
+        &self,
+        caller: &Caller,
+        filter: &ListFilter,
+    ) -> Result<PreviewList, AgentError> {
+        self.authority
+            .authorize(caller, Operation::List, None)
+            .await?;
+        let limit = filter.limit.unwrap_or(50).clamp(1, 500) as usize;
+        let own = caller.preview_namespace();
+        let mut all: Vec<PreviewEnvironment> = self
+            .previews
+            .state()
+            .iter()
+            .filter(|p| view::matches(p, filter))
+            .filter(|p| {
+                own.is_none_or(|ns| view::namespace_of(p, &self.addresses.namespace_prefix) == ns)
+            })
+            .filter(|p| filter.after.as_ref().is_none_or(|a| p.name_any() > *a))
+            .map(|p| (**p).clone())
+            .collect();
+        all.sort_by_key(ResourceExt::name_any);
+        let next = (all.len() > limit).then(|| all[limit - 1].name_any());
+        all.truncate(limit);
+        Ok(PreviewList {
+            items: all.iter().map(|p| self.view(p)).collect(),
+            next,
+        })
+    }
+
+    /// One preview.
+    pub async fn get(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
+        let pe = self.authorized(caller, Operation::Get, name).await?;
+        self.read_activity(&pe).await;
+        Ok(self.view(&pe))
+    }
+
+    /// A read is activity: stamp it, at most once a minute.
+    async fn read_activity(&self, pe: &PreviewEnvironment) {
+        let now = self.clock.now();
+        let last = pe
+            .annotations()
+            .get(LAST_ACTIVITY)
+            .and_then(|s| s.parse::<Timestamp>().ok());
+        let stale = last.is_none_or(|l| {
+            Duration::try_from(now.duration_since(l)).unwrap_or_default() >= READ_ACTIVITY_EVERY
+        });
+        if stale && pe.spec.teardown.is_none() {
+            write::touch(&self.api(), &pe.name_any(), now).await;
+        }
+    }
+}

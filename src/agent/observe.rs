@@ -1,0 +1,416 @@
+//! Watching a preview without polling: wait until it is Ready (or Failed, Stopped, Removed) or a
+//! timeout passes; read its workloads' logs (bounded in lines and bytes, with the values of the
+//! namespace's Secrets and token-shaped strings redacted); and its Events, Sandcastle's and the
+//! namespace's.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::events::v1::Event;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, LogParams};
+use kube::runtime::wait::await_condition;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{Agent, AgentError, Caller, Operation, PreviewView, view};
+use crate::crd::{Phase, PreviewEnvironment};
+use crate::domain::{duration, redact::Redactor};
+
+/// What to wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitFor {
+    /// Ready — or Failed, which will not become Ready by waiting.
+    #[default]
+    Ready,
+    Stopped,
+    /// Torn down (Removed) or gone.
+    Removed,
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitOutcome {
+    Ready,
+    Failed,
+    Stopped,
+    Removed,
+    /// The timeout passed first.
+    Timeout,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+pub struct WaitResult {
+    pub outcome: WaitOutcome,
+    /// The preview as it was when the wait ended (absent once it is gone).
+    pub preview: Option<PreviewView>,
+}
+
+fn outcome(pe: Option<&PreviewEnvironment>, wanted: WaitFor) -> Option<WaitOutcome> {
+    // Gone (deleted, or a tombstone past its retention): nothing more will happen to it.
+    let Some(pe) = pe else {
+        return Some(WaitOutcome::Removed);
+    };
+    let phase = pe.status.as_ref().and_then(|s| s.phase);
+    // A status from before the spec's last change says nothing about the change.
+    let current = pe
+        .status
+        .as_ref()
+        .and_then(|s| s.observed_generation)
+        .is_none_or(|g| Some(g) >= pe.metadata.generation)
+        || phase == Some(Phase::Removed);
+    match (wanted, phase) {
+        (_, Some(Phase::Removed)) => Some(WaitOutcome::Removed),
+        (WaitFor::Ready, Some(Phase::Ready)) if current => Some(WaitOutcome::Ready),
+        (WaitFor::Ready, Some(Phase::Failed)) if current => Some(WaitOutcome::Failed),
+        (WaitFor::Stopped, Some(Phase::Stopped)) => Some(WaitOutcome::Stopped),
+        _ => None,
+    }
+}
+
+/// Which logs to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, IntoParams, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct LogQuery {
+    /// A Deployment, StatefulSet, ReplicaSet or Job of the preview; all pods when absent.
+    pub workload: Option<String>,
+    pub container: Option<String>,
+    /// The last this many lines of each container (default 200).
+    pub tail_lines: Option<u32>,
+    /// Only lines newer than this (`10m`, `1h`).
+    pub since: Option<String>,
+    /// The container's previous run (after a crash).
+    pub previous: Option<bool>,
+}
+
+/// Log lines, by pod and container.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LogLines {
+    pub entries: Vec<LogEntry>,
+    /// Cut at the line or byte bound.
+    pub truncated: bool,
+    /// How many values were redacted.
+    pub redacted: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+pub struct LogEntry {
+    pub pod: String,
+    pub container: String,
+    pub lines: Vec<String>,
+}
+
+/// A preview's Events: Sandcastle's on the PreviewEnvironment, the namespace's own.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+pub struct EventsView {
+    pub preview: Vec<EventView>,
+    pub namespace: Vec<EventView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventView {
+    pub time: Option<String>,
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub type_: Option<String>,
+    pub reason: Option<String>,
+    pub note: Option<String>,
+    /// `Kind/name` the Event is about.
+    pub object: String,
+}
+
+/// Events kept per list.
+const EVENTS_LIMIT: usize = 200;
+
+fn event_view(e: &Event) -> EventView {
+    let time = e.event_time.as_ref().map(|t| t.0.to_string()).or_else(|| {
+        e.deprecated_last_timestamp
+            .as_ref()
+            .map(|t| t.0.to_string())
+    });
+    let object = e.regarding.as_ref().map_or_else(String::new, |r| {
+        format!(
+            "{}/{}",
+            r.kind.clone().unwrap_or_default(),
+            r.name.clone().unwrap_or_default()
+        )
+    });
+    EventView {
+        time,
+        type_: e.type_.clone(),
+        reason: e.reason.clone(),
+        note: e.note.clone(),
+        object,
+    }
+}
+
+impl Agent {
+    /// Wait until `name` is what `wanted` asks, or `timeout` (at most the configured bound).
+    pub async fn wait(
+        &self,
+        caller: &Caller,
+        name: &str,
+        wanted: WaitFor,
+        timeout: &str,
+    ) -> Result<WaitResult, AgentError> {
+        let timeout = duration::parse(timeout, false)
+            .map_err(|e| AgentError::invalid("invalid_duration", "timeout", e.to_string()))?;
+        if timeout > self.limits.wait {
+            return Err(AgentError::invalid(
+                "timeout_too_long",
+                "timeout",
+                format!("wait at most {}", duration::human(self.limits.wait)),
+            ));
+        }
+        let pe = self.authorized(caller, Operation::Wait, name).await?;
+        self.read_activity(&pe).await;
+        let done = move |p: Option<&PreviewEnvironment>| outcome(p, wanted).is_some();
+        let waited = tokio::time::timeout(timeout, await_condition(self.api(), name, done)).await;
+        let last = match waited {
+            Ok(Ok(found)) => found,
+            Ok(Err(e)) => {
+                tracing::warn!(preview = name, error = %e, "waiting on a preview failed");
+                self.api().get_opt(name).await?
+            }
+            Err(_) => self.api().get_opt(name).await?,
+        };
+        let result = outcome(last.as_ref(), wanted).unwrap_or(WaitOutcome::Timeout);
+        Ok(WaitResult {
+            outcome: result,
+            preview: last.as_ref().map(|p| self.view(p)),
+        })
+    }
+
+    /// The logs of `name`'s workloads, bounded and redacted.
+    pub async fn logs(
+        &self,
+        caller: &Caller,
+        name: &str,
+        q: &LogQuery,
+    ) -> Result<LogLines, AgentError> {
+        let pe = self.authorized(caller, Operation::Logs, name).await?;
+        self.read_activity(&pe).await;
+        let ns = view::namespace_of(&pe, &self.addresses.namespace_prefix);
+        let since = match &q.since {
+            Some(s) => Some(
+                duration::parse(s, true)
+                    .map_err(|e| AgentError::invalid("invalid_duration", "since", e.to_string()))?,
+            ),
+            None => None,
+        };
+        let tail = q.tail_lines.unwrap_or(200).clamp(1, self.limits.log_lines);
+        let pods = self.pods_of(&ns, q.workload.as_deref()).await?;
+        let redactor = Redactor::new(self.secret_values(&ns).await?);
+        let mut out = LogLines {
+            entries: Vec::new(),
+            truncated: false,
+            redacted: 0,
+        };
+        let (mut lines_left, mut bytes_left) = (
+            self.limits.log_lines as usize,
+            self.limits.log_bytes as usize,
+        );
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        'pods: for pod in pods {
+            let containers: Vec<String> = match &q.container {
+                Some(c) => vec![c.clone()],
+                None => pod
+                    .spec
+                    .as_ref()
+                    .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
+                    .unwrap_or_default(),
+            };
+            for container in containers {
+                let params = LogParams {
+                    container: Some(container.clone()),
+                    tail_lines: Some(i64::from(tail)),
+                    since_seconds: since.map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+                    limit_bytes: Some(i64::try_from(bytes_left).unwrap_or(i64::MAX).max(1)),
+                    previous: q.previous.unwrap_or(false),
+                    ..LogParams::default()
+                };
+                let text = match api.logs(&pod.name_any(), &params).await {
+                    Ok(t) => t,
+                    Err(kube::Error::Api(r)) if r.code == 400 || r.code == 404 => {
+                        // No such container, or not started yet: nothing to show.
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                let mut lines = Vec::new();
+                for line in text.lines() {
+                    if lines_left == 0 || bytes_left < line.len() + 1 {
+                        out.truncated = true;
+                        if !lines.is_empty() {
+                            out.entries.push(LogEntry {
+                                pod: pod.name_any(),
+                                container: container.clone(),
+                                lines,
+                            });
+                        }
+                        break 'pods;
+                    }
+                    let (clean, n) = redactor.redact(line);
+                    out.redacted += n;
+                    lines_left -= 1;
+                    bytes_left -= line.len() + 1;
+                    lines.push(clean);
+                }
+                out.entries.push(LogEntry {
+                    pod: pod.name_any(),
+                    container,
+                    lines,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The pods of `workload` in `ns` (all of them without one), by name.
+    async fn pods_of(&self, ns: &str, workload: Option<&str>) -> Result<Vec<Pod>, AgentError> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let selector = match workload {
+            None => None,
+            Some(w) => Some(self.selector_of(ns, w).await?.ok_or_else(|| {
+                AgentError::invalid(
+                    "unknown_workload",
+                    "workload",
+                    format!("the preview has no Deployment, StatefulSet, ReplicaSet or Job {w}"),
+                )
+            })?),
+        };
+        let params = match &selector {
+            Some(s) => ListParams::default().labels(s),
+            None => ListParams::default(),
+        };
+        let mut list = pods.list(&params).await?.items;
+        list.sort_by_key(ResourceExt::name_any);
+        Ok(list)
+    }
+
+    /// The pod selector of workload `name` in `ns`, as a label query.
+    async fn selector_of(&self, ns: &str, name: &str) -> Result<Option<String>, AgentError> {
+        fn query(labels: Option<&BTreeMap<String, String>>) -> Option<String> {
+            let labels = labels.filter(|l| !l.is_empty())?;
+            Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
+        }
+        let c = || self.client.clone();
+        if let Some(d) = Api::<Deployment>::namespaced(c(), ns).get_opt(name).await? {
+            return Ok(query(d.spec.and_then(|s| s.selector.match_labels).as_ref()));
+        }
+        if let Some(s) = Api::<StatefulSet>::namespaced(c(), ns)
+            .get_opt(name)
+            .await?
+        {
+            return Ok(query(s.spec.and_then(|s| s.selector.match_labels).as_ref()));
+        }
+        if let Some(r) = Api::<ReplicaSet>::namespaced(c(), ns).get_opt(name).await? {
+            return Ok(query(r.spec.and_then(|s| s.selector.match_labels).as_ref()));
+        }
+        if let Some(j) = Api::<Job>::namespaced(c(), ns).get_opt(name).await? {
+            return Ok(j
+                .metadata
+                .uid
+                .map(|uid| format!("batch.kubernetes.io/controller-uid={uid}")));
+        }
+        Ok(None)
+    }
+
+    /// The values of the namespace's Secrets, which logs never show.
+    async fn secret_values(&self, ns: &str) -> Result<Vec<String>, AgentError> {
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        let list = secrets.list(&ListParams::default()).await?;
+        Ok(list
+            .items
+            .iter()
+            .flat_map(|s| s.data.iter().flatten())
+            .filter_map(|(_, v)| String::from_utf8(v.0.clone()).ok())
+            .collect())
+    }
+
+    /// Sandcastle's Events on `name`, and the Events in its namespace, newest last.
+    pub async fn events(&self, caller: &Caller, name: &str) -> Result<EventsView, AgentError> {
+        let pe = self.authorized(caller, Operation::Events, name).await?;
+        self.read_activity(&pe).await;
+        let ns = view::namespace_of(&pe, &self.addresses.namespace_prefix);
+        let own: Api<Event> = Api::namespaced(self.client.clone(), &self.home);
+        let fields = format!("regarding.name={name},regarding.kind=PreviewEnvironment");
+        let mut preview: Vec<EventView> = own
+            .list(&ListParams::default().fields(&fields))
+            .await?
+            .items
+            .iter()
+            .map(event_view)
+            .collect();
+        let theirs: Api<Event> = Api::namespaced(self.client.clone(), &ns);
+        let mut namespace: Vec<EventView> = match theirs.list(&ListParams::default()).await {
+            Ok(l) => l.items.iter().map(event_view).collect(),
+            Err(kube::Error::Api(r)) if r.code == 404 => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        for list in [&mut preview, &mut namespace] {
+            list.sort_by(|a, b| a.time.cmp(&b.time));
+            let excess = list.len().saturating_sub(EVENTS_LIMIT);
+            list.drain(..excess);
+        }
+        Ok(EventsView { preview, namespace })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::PreviewStatus;
+
+    fn pe(phase: Phase, generation: i64, observed: i64) -> PreviewEnvironment {
+        let mut pe: PreviewEnvironment = serde_json::from_value(serde_json::json!({
+            "apiVersion": "sandcastle.dev/v1alpha1", "kind": "PreviewEnvironment",
+            "metadata": {"name": "s", "generation": generation},
+            "spec": {"blueprint": "shop", "repository": "acme/shop", "ref": "b",
+                "sha": "abc1234def5678abc1234def5678abc1234def56",
+                "requestedBy": {"kind": "github-user", "name": "octocat"}},
+        }))
+        .unwrap();
+        pe.status = Some(PreviewStatus {
+            phase: Some(phase),
+            observed_generation: Some(observed),
+            ..PreviewStatus::default()
+        });
+        pe
+    }
+
+    #[test]
+    fn a_wait_ends_on_what_it_waits_for_and_not_on_an_old_status() {
+        let ready = pe(Phase::Ready, 2, 2);
+        assert_eq!(
+            outcome(Some(&ready), WaitFor::Ready),
+            Some(WaitOutcome::Ready)
+        );
+        assert_eq!(outcome(Some(&ready), WaitFor::Stopped), None);
+        // Ready for the spec before the last change: not yet.
+        assert_eq!(outcome(Some(&pe(Phase::Ready, 3, 2)), WaitFor::Ready), None);
+        assert_eq!(
+            outcome(Some(&pe(Phase::Failed, 2, 2)), WaitFor::Ready),
+            Some(WaitOutcome::Failed)
+        );
+        assert_eq!(outcome(None, WaitFor::Removed), Some(WaitOutcome::Removed));
+        assert_eq!(outcome(None, WaitFor::Ready), Some(WaitOutcome::Removed));
+        assert_eq!(
+            outcome(Some(&pe(Phase::Removed, 2, 1)), WaitFor::Ready),
+            Some(WaitOutcome::Removed)
+        );
+    }
+}

@@ -1,0 +1,222 @@
+//! The writes on one preview: redeploy (a commit, the branch's head, or the same commit again),
+//! stop, wake, extend, reset (throw the data away and seed again) and delete. Each goes through
+//! the preview write loop with the request it leaves for the history and Events, and is audited.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use kube::api::Api;
+
+use super::{Agent, AgentError, Caller, Operation, PreviewView};
+use crate::crd::labels::{REDEPLOY, RESET};
+use crate::crd::{Blueprint, DEFAULT_MAX_TTL, PreviewEnvironment, Teardown, TeardownReason};
+use crate::domain::{Sha, duration, lifecycle};
+use crate::k8s::previews::{self, Outcome};
+
+/// Stamp activity on `name` (best effort: a read is not refused because this failed).
+pub(super) async fn touch(api: &Api<PreviewEnvironment>, name: &str, now: Timestamp) {
+    let result = previews::modify_quietly(api, name, |pe| {
+        previews::touch(pe, now);
+        Ok(())
+    })
+    .await;
+    if let Err(e) = result {
+        tracing::debug!(preview = name, error = %e, "stamping activity failed");
+    }
+}
+
+/// A token for one request's annotation (a redeploy or a reset asked again).
+fn token(now: Timestamp) -> String {
+    format!("{}-{:08x}", now.as_nanosecond(), rand::random::<u32>())
+}
+
+impl Agent {
+    /// Write `change` to `name` for `caller` (after authorizing `op`), audited.
+    async fn change(
+        &self,
+        caller: &Caller,
+        op: Operation,
+        name: &str,
+        note: String,
+        mut change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
+    ) -> Result<PreviewView, AgentError> {
+        let pe = self.authorized(caller, op, name).await?;
+        if pe.spec.teardown.is_some() && op != Operation::Delete {
+            return Err(AgentError::Conflict {
+                code: "preview_removed",
+                message: format!("preview {name} is torn down; create a new one"),
+            });
+        }
+        let now = self.clock.now();
+        let request = self.request(caller, op, note);
+        let delivery = format!("api-{}", token(now));
+        let outcome = previews::modify(&self.api(), name, &delivery, &request, |next| {
+            change(next)?;
+            previews::touch(next, now);
+            Ok(())
+        })
+        .await?;
+        match outcome {
+            Outcome::Skipped => return Err(AgentError::NotFound(name.to_owned())),
+            Outcome::Deleting | Outcome::Contended => {
+                return Err(AgentError::Unavailable {
+                    code: "preview_busy",
+                    message: format!("preview {name} is being changed or deleted; try again"),
+                });
+            }
+            _ => {}
+        }
+        self.audit(caller, op, name, &pe.spec.sha, outcome.as_str());
+        Ok(self.view(&self.fetch(name).await?))
+    }
+
+    /// Deploy `commit` (or, for a sandbox of a branch, the branch's head now; otherwise the same
+    /// commit again, as a new rollout).
+    pub async fn redeploy(
+        &self,
+        caller: &Caller,
+        name: &str,
+        commit: Option<&str>,
+    ) -> Result<PreviewView, AgentError> {
+        let commit = match commit {
+            Some(c) => Some(
+                Sha::new(c)
+                    .map_err(|e| AgentError::invalid("invalid_commit", "commit", e.to_string()))?,
+            ),
+            None => None,
+        };
+        let current = self.fetch(name).await?;
+        let commit = match commit {
+            Some(c) => Some(c),
+            None if current.spec.pull_request.is_none() => self
+                .branch_head(&current.spec.repository, &current.spec.git_ref)
+                .await
+                .ok()
+                .map(|(sha, _)| sha),
+            None => None,
+        };
+        let now = self.clock.now();
+        let note = match &commit {
+            Some(sha) => format!("redeploy at commit {} through the API", sha.short()),
+            None => "redeploy through the API".to_owned(),
+        };
+        self.change(caller, Operation::Redeploy, name, note, |pe| {
+            if let Some(sha) = &commit {
+                pe.spec.sha = sha.to_string();
+            }
+            pe.spec.stopped = false;
+            pe.annotations_mut().insert(REDEPLOY.to_owned(), token(now));
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn stop(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
+        let note = "stop through the API".to_owned();
+        self.change(caller, Operation::Stop, name, note, |pe| {
+            pe.spec.stopped = true;
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn wake(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
+        let note = "wake through the API".to_owned();
+        self.change(caller, Operation::Wake, name, note, |pe| {
+            pe.spec.stopped = false;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Push the expiry back by `by` (`4h`, `2d`), never past the Blueprint's `maxTtl` from
+    /// creation.
+    pub async fn extend(
+        &self,
+        caller: &Caller,
+        name: &str,
+        by: &str,
+    ) -> Result<PreviewView, AgentError> {
+        let by = duration::parse(by, true)
+            .map_err(|e| AgentError::invalid("invalid_duration", "duration", e.to_string()))?;
+        if by.is_zero() {
+            return Err(AgentError::invalid(
+                "invalid_duration",
+                "duration",
+                "must be longer than zero",
+            ));
+        }
+        let current = self.fetch(name).await?;
+        let max_ttl = self.max_ttl(&current.spec.blueprint).await?;
+        let now = self.clock.now();
+        let created = current.creation_timestamp().map_or(now, |t| t.0);
+        let latest = lifecycle::hard_limit(created, max_ttl);
+        if current
+            .spec
+            .expires_at
+            .as_ref()
+            .is_some_and(|e| e.0 >= latest)
+        {
+            return Err(AgentError::invalid(
+                "ttl_too_long",
+                "duration",
+                format!(
+                    "the preview already lives as long as it may ({} after creation, the Blueprint's maxTtl)",
+                    duration::human(max_ttl)
+                ),
+            ));
+        }
+        let note = format!("extend by {} through the API", duration::human(by));
+        self.change(caller, Operation::Extend, name, note, |pe| {
+            let current = pe.spec.expires_at.as_ref().map(|t| t.0);
+            let ext = lifecycle::extend(created, current, now, by, max_ttl);
+            pe.spec.expires_at = Some(Time(ext.expires_at));
+            Ok(())
+        })
+        .await
+    }
+
+    /// Throw the preview's data away (its claims, StatefulSets and seed Jobs) and roll it out
+    /// again, so the seed phase runs on fresh data.
+    pub async fn reset(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
+        let now = self.clock.now();
+        let note = "reset (data thrown away, seeded again) through the API".to_owned();
+        self.change(caller, Operation::Reset, name, note, |pe| {
+            pe.spec.stopped = false;
+            pe.annotations_mut().insert(RESET.to_owned(), token(now));
+            Ok(())
+        })
+        .await
+    }
+
+    /// Tear the preview down now (it stays as a tombstone for a while, like a closed PR's).
+    pub async fn delete(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
+        let now = self.clock.now();
+        let actor = caller.user.clone();
+        let note = "delete through the API".to_owned();
+        self.change(caller, Operation::Delete, name, note, |pe| {
+            if pe.spec.teardown.is_some() {
+                return Err(Outcome::Unchanged);
+            }
+            pe.spec.teardown = Some(Teardown {
+                reason: TeardownReason::Destroyed,
+                actor: Some(actor.clone()),
+                at: Time(now),
+            });
+            Ok(())
+        })
+        .await
+    }
+
+    /// The Blueprint's `maxTtl` (the default when the Blueprint is gone).
+    pub(super) async fn max_ttl(&self, blueprint: &str) -> Result<Duration, AgentError> {
+        let api: Api<Blueprint> = Api::namespaced(self.client.clone(), &self.home);
+        Ok(api
+            .get_opt(blueprint)
+            .await?
+            .map_or(DEFAULT_MAX_TTL, |b| b.spec.max_ttl)
+            .get())
+    }
+}

@@ -1,0 +1,171 @@
+//! What every API handler takes and gives: the authenticated caller (from `Authorization:
+//! Bearer`), JSON bodies and query strings whose rejections keep the one error shape, and the
+//! error itself — `{"error": {"code", "message", "field"}}` with the status of `AgentError`.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, Query, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use utoipa::ToSchema;
+
+use crate::agent::{AgentError, Caller};
+use crate::http::AppState;
+
+/// The one error shape.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable, machine-readable: `unauthenticated`, `forbidden`, `preview_not_found`,
+    /// `invalid_duration`, `ttl_too_long`, `unknown_blueprint`, `idempotency_key_reused`, …
+    pub code: String,
+    /// For people.
+    pub message: String,
+    /// The field at fault, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+/// An operation's failure, answered in the one shape.
+#[derive(Debug)]
+pub struct Failed(pub AgentError);
+
+impl From<AgentError> for Failed {
+    fn from(e: AgentError) -> Self {
+        Self(e)
+    }
+}
+
+impl IntoResponse for Failed {
+    fn into_response(self) -> Response {
+        let e = self.0;
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: e.code().to_owned(),
+                message: e.to_string(),
+                field: e.field().map(str::to_owned),
+            },
+        };
+        let mut response = (e.status(), Json(body)).into_response();
+        if e.status() == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// The caller, authenticated from `Authorization: Bearer <token>` (TokenReview).
+#[derive(Debug, Clone)]
+pub struct Authenticated(pub Caller);
+
+impl FromRequestParts<AppState> for Authenticated {
+    type Rejection = Failed;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Failed> {
+        let header = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| {
+                AgentError::Unauthenticated(
+                    "send a Kubernetes bearer token: Authorization: Bearer <token>".to_owned(),
+                )
+            })?;
+        let token = header
+            .strip_prefix("Bearer ")
+            .or_else(|| header.strip_prefix("bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                AgentError::Unauthenticated(
+                    "the Authorization header must be `Bearer <token>`".to_owned(),
+                )
+            })?;
+        let caller = state.agent.authority.authenticate(token).await?;
+        Ok(Self(caller))
+    }
+}
+
+/// A JSON body; malformed ones are answered 400 (syntax) or 422 (a field) in the one shape.
+#[derive(Debug)]
+pub struct Body<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+    type Rejection = Failed;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Failed> {
+        match <Json<T> as FromRequest<S>>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(Self(v)),
+            Err(e) => Err(Failed(body_error(&e))),
+        }
+    }
+}
+
+/// An optional JSON body: none when the request has no body at all.
+impl<T: DeserializeOwned, S: Send + Sync> OptionalFromRequest<S> for Body<T> {
+    type Rejection = Failed;
+
+    async fn from_request(req: Request, state: &S) -> Result<Option<Self>, Failed> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| Failed(AgentError::invalid("invalid_body", "body", e.body_text())))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        serde_json::from_slice(&bytes)
+            .map(|v| Some(Self(v)))
+            .map_err(|e| {
+                let code = if e.is_data() {
+                    "invalid_field"
+                } else {
+                    "invalid_body"
+                };
+                Failed(AgentError::invalid(code, "body", e.to_string()))
+            })
+    }
+}
+
+fn body_error(e: &JsonRejection) -> AgentError {
+    let code = match e {
+        JsonRejection::JsonDataError(_) => "invalid_field",
+        JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
+        _ => "invalid_body",
+    };
+    AgentError::invalid(code, "body", e.body_text())
+}
+
+/// A query string; one that cannot be read is answered 422 in the one shape.
+#[derive(Debug)]
+pub struct Params<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
+    type Rejection = Failed;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Failed> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(v)) => Ok(Self(v)),
+            Err(e) => Err(Failed(query_error(&e))),
+        }
+    }
+}
+
+fn query_error(e: &QueryRejection) -> AgentError {
+    AgentError::invalid("invalid_query", "query", e.body_text())
+}
+
+/// Anything under `/api/v1` that is no route.
+pub(super) async fn no_route() -> Response {
+    let body = json!({"error": {"code": "no_such_route", "message": "no such API route; see /api/v1/openapi.json"}});
+    (StatusCode::NOT_FOUND, Json(body)).into_response()
+}

@@ -1,0 +1,262 @@
+//! The `/api/v1/previews` handlers, one per operation, each documented for the OpenAPI
+//! document: HTTP in, an `agent` operation, JSON out.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::extract::{Authenticated, Body, ErrorBody, Failed, Params};
+use crate::agent::{
+    CreatePreview, EventsView, ListFilter, LogLines, LogQuery, PreviewList, PreviewView,
+    TokenRequestBody, TokenView, WaitFor, WaitResult,
+};
+use crate::http::AppState;
+
+type Answer<T> = Result<T, Failed>;
+
+/// `POST /previews/{name}/redeploy`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedeployBody {
+    /// The commit to deploy (40 hex characters); without it, the same commit again (a sandbox of
+    /// a branch: the branch's head now).
+    pub commit: Option<String>,
+}
+
+/// `POST /previews/{name}/extend`.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendBody {
+    /// How much longer (`4h`, `2d`); never past the Blueprint's `maxTtl` from creation.
+    pub duration: String,
+}
+
+/// `GET /previews/{name}/wait`.
+#[derive(Debug, Clone, Deserialize, Serialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WaitQuery {
+    /// What to wait for (default `ready`: Ready or Failed).
+    #[serde(rename = "for", default)]
+    #[param(rename = "for", inline)]
+    pub wanted: WaitFor,
+    /// How long at most (`30s`, `5m`; default `5m`, at most `10m`).
+    pub timeout: Option<String>,
+}
+
+const NAME: &str = "the preview's name";
+
+#[utoipa::path(get, path = "/api/v1/previews", tag = "previews", params(ListFilter),
+    security(("bearer" = [])),
+    responses((status = 200, body = PreviewList), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+/// List previews (those a preview token belongs to, for such a token).
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Params(filter): Params<ListFilter>,
+) -> Answer<Json<PreviewList>> {
+    Ok(Json(state.agent.list(&caller, &filter).await?))
+}
+
+#[utoipa::path(post, path = "/api/v1/previews", tag = "previews", request_body = CreatePreview,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retried create return the preview the first one made")),
+    security(("bearer" = [])),
+    responses((status = 201, body = PreviewView, description = "Created"),
+        (status = 200, body = PreviewView, description = "Created before, with the same Idempotency-Key and body"),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+/// Create a sandbox: a preview without a pull request.
+pub(super) async fn create(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    headers: HeaderMap,
+    Body(body): Body<CreatePreview>,
+) -> Answer<(StatusCode, Json<PreviewView>)> {
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .filter(|k| !k.is_empty());
+    let (view, created) = state.agent.create(&caller, &body, key).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(view)))
+}
+
+#[utoipa::path(get, path = "/api/v1/previews/{name}", tag = "previews",
+    params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
+    responses((status = 200, body = PreviewView), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+/// One preview.
+pub(super) async fn get(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Answer<Json<PreviewView>> {
+    Ok(Json(state.agent.get(&caller, &name).await?))
+}
+
+#[utoipa::path(delete, path = "/api/v1/previews/{name}", tag = "previews",
+    params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
+    responses((status = 202, body = PreviewView, description = "Being torn down"),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 503, body = ErrorBody)))]
+/// Tear a preview down now (its record stays a while as a tombstone).
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Answer<(StatusCode, Json<PreviewView>)> {
+    let view = state.agent.delete(&caller, &name).await?;
+    Ok((StatusCode::ACCEPTED, Json(view)))
+}
+
+#[utoipa::path(get, path = "/api/v1/previews/{name}/wait", tag = "previews",
+    params(("name" = String, Path, description = NAME), WaitQuery), security(("bearer" = [])),
+    responses((status = 200, body = WaitResult), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+/// Wait until the preview is Ready (or Failed, or what `for` asks), or the timeout passes.
+pub(super) async fn wait(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    Params(q): Params<WaitQuery>,
+) -> Answer<Json<WaitResult>> {
+    let timeout = q.timeout.as_deref().unwrap_or("5m");
+    Ok(Json(
+        state.agent.wait(&caller, &name, q.wanted, timeout).await?,
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/previews/{name}/logs", tag = "previews",
+    params(("name" = String, Path, description = NAME), LogQuery), security(("bearer" = [])),
+    responses((status = 200, body = LogLines), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+/// The logs of the preview's workloads: bounded, with Secret values and tokens redacted.
+pub(super) async fn logs(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    Params(q): Params<LogQuery>,
+) -> Answer<Json<LogLines>> {
+    Ok(Json(state.agent.logs(&caller, &name, &q).await?))
+}
+
+#[utoipa::path(get, path = "/api/v1/previews/{name}/events", tag = "previews",
+    params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
+    responses((status = 200, body = EventsView), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+/// Sandcastle's Events on the preview and the Events of its namespace.
+pub(super) async fn events(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Answer<Json<EventsView>> {
+    Ok(Json(state.agent.events(&caller, &name).await?))
+}
+
+#[utoipa::path(post, path = "/api/v1/previews/{name}/redeploy", tag = "previews",
+    params(("name" = String, Path, description = NAME)), request_body = Option<RedeployBody>,
+    security(("bearer" = [])),
+    responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+/// Deploy again: another commit, or the same one as a new rollout.
+pub(super) async fn redeploy(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    body: Option<Body<RedeployBody>>,
+) -> Answer<(StatusCode, Json<PreviewView>)> {
+    let commit = body.and_then(|Body(b)| b.commit);
+    let view = state
+        .agent
+        .redeploy(&caller, &name, commit.as_deref())
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(view)))
+}
+
+#[utoipa::path(post, path = "/api/v1/previews/{name}/stop", tag = "previews",
+    params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
+    responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+/// Scale the preview to zero, keeping its data.
+pub(super) async fn stop(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Answer<(StatusCode, Json<PreviewView>)> {
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(state.agent.stop(&caller, &name).await?),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/previews/{name}/wake", tag = "previews",
+    params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
+    responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+/// Start a stopped preview again.
+pub(super) async fn wake(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Answer<(StatusCode, Json<PreviewView>)> {
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(state.agent.wake(&caller, &name).await?),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/previews/{name}/extend", tag = "previews",
+    params(("name" = String, Path, description = NAME)), request_body = ExtendBody,
+    security(("bearer" = [])),
+    responses((status = 200, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+/// Push the expiry back.
+pub(super) async fn extend(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    Body(body): Body<ExtendBody>,
+) -> Answer<Json<PreviewView>> {
+    Ok(Json(
+        state.agent.extend(&caller, &name, &body.duration).await?,
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/previews/{name}/reset", tag = "previews",
+    params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
+    responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+/// Throw the preview's data away and seed it again from the Blueprint.
+pub(super) async fn reset(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Answer<(StatusCode, Json<PreviewView>)> {
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(state.agent.reset(&caller, &name).await?),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/previews/{name}/token", tag = "previews",
+    params(("name" = String, Path, description = NAME)), request_body = Option<TokenRequestBody>,
+    security(("bearer" = [])),
+    responses((status = 201, body = TokenView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+/// A short-lived token for the preview's `preview-agent` account, voided with the preview.
+pub(super) async fn token(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    body: Option<Body<TokenRequestBody>>,
+) -> Answer<(StatusCode, Json<TokenView>)> {
+    let body = body.map(|Body(b)| b).unwrap_or_default();
+    let view = state.agent.token(&caller, &name, &body).await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
