@@ -7,6 +7,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,8 +66,8 @@ func ensureNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
 }
 
 // clusterUsable is the readiness gate: every one of the n fake nodes Ready without the not-ready
-// or unreachable taint, and the controllers have created the default ServiceAccount and the root
-// CA ConfigMap.
+// or unreachable taint and with the port of its kubelet API, and the controllers have created the
+// default ServiceAccount and the root CA ConfigMap.
 func clusterUsable(ctx context.Context, cs kubernetes.Interface, n int) error {
 	for i := range n {
 		if err := nodeUsable(ctx, cs, nodeName(i)); err != nil {
@@ -97,6 +100,41 @@ func nodeUsable(ctx context.Context, cs kubernetes.Interface, name string) error
 	for _, t := range node.Spec.Taints {
 		if t.Key == "node.kubernetes.io/not-ready" || t.Key == "node.kubernetes.io/unreachable" {
 			return fmt.Errorf("node %s still tainted %s", name, t.Key)
+		}
+	}
+	// kwok's node stage writes its --node-port here; the apiserver reaches the node's kubelet API
+	// (pods/log) on this port at the node's InternalIP.
+	if node.Status.DaemonEndpoints.KubeletEndpoint.Port <= 0 {
+		return fmt.Errorf("node %s has no kubelet port yet", name)
+	}
+	return nil
+}
+
+// kubeletsReachable checks that each of the n fake nodes' kubelet API (kwok's server) answers
+// where and as the apiserver reaches it for pods/log: at the node's InternalIP and kubelet port,
+// with a certificate the cluster CA vouches for, to a client presenting the apiserver's kubelet
+// client certificate. (The apiserver's own nodes/proxy refuses loopback addresses, so the gate
+// asks directly.)
+func kubeletsReachable(ctx context.Context, cs kubernetes.Interface, client *http.Client, n int) error {
+	for i := range n {
+		node, err := cs.CoreV1().Nodes().Get(ctx, nodeName(i), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ip := ""
+		for _, a := range node.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				ip = a.Address
+				break
+			}
+		}
+		port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+		if ip == "" || port <= 0 {
+			return fmt.Errorf("node %s: no InternalIP or kubelet port yet", node.Name)
+		}
+		url := "https://" + net.JoinHostPort(ip, strconv.Itoa(int(port))) + "/healthz"
+		if err := httpOK(client, url); err != nil {
+			return fmt.Errorf("kubelet API of %s: %w", node.Name, err)
 		}
 	}
 	return nil

@@ -236,6 +236,13 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		"--service-cluster-ip-range=10.0.0.0/16",
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
+		// The kubelet API (pods/log) is kwok's server. Every fake node's Hostname
+		// is its name, which resolves nowhere: reach nodes at their InternalIP (127.0.0.1),
+		// verify kwok's certificate and present a client certificate, as a real cluster does.
+		"--kubelet-preferred-address-types=InternalIP,InternalDNS,Hostname,ExternalIP,ExternalDNS",
+		"--kubelet-certificate-authority="+p.CACert,
+		"--kubelet-client-certificate="+p.KubeletClientCert,
+		"--kubelet-client-key="+p.KubeletClientKey,
 		"--profiling=false",
 		"--max-requests-inflight=800", "--max-mutating-requests-inflight=400",
 		"--v=1",
@@ -284,8 +291,11 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		// Without a KwokConfiguration the lease is off by default; the node would then miss its
 		// heartbeats and be marked NotReady (and its pods with it) every ~50 s.
 		"--node-lease-duration-seconds=40",
+		// One server plays the kubelet API of every node kwok manages: --node-port is what
+		// kwok's node stage writes into each node's status.daemonEndpoints.kubeletEndpoint.
 		fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort),
 		fmt.Sprintf("--node-port=%d", kwokPort),
+		"--tls-cert-file="+p.KubeletCert, "--tls-private-key-file="+p.KubeletKey,
 	); err != nil {
 		return err
 	}
@@ -299,6 +309,13 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 	}
 	go runProvisioner(runCtx, cs, filepath.Join(o.dir, "volumes"))
 	if err := cp.poll(ctx, "cluster usable", func() error { return clusterUsable(ctx, cs, o.nodes) }); err != nil {
+		return err
+	}
+	kubeletClient, err := kubeletHTTPClient(p)
+	if err != nil {
+		return err
+	}
+	if err := cp.poll(ctx, "kubelet API reachable", func() error { return kubeletsReachable(ctx, cs, kubeletClient, o.nodes) }); err != nil {
 		return err
 	}
 	logf("control plane ready after %s; fake nodes: %d", time.Since(started).Round(time.Millisecond), o.nodes)
@@ -407,6 +424,20 @@ func httpOK(client *http.Client, url string) error {
 
 func adminHTTPClient(p *pki) (*http.Client, error) {
 	cert, err := tls.X509KeyPair(p.adminCertPEM, p.adminKeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(p.caPEM)
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+	}}}, nil
+}
+
+// kubeletHTTPClient talks to the kubelet API as the apiserver does: it trusts the cluster CA and
+// presents the apiserver's kubelet client certificate.
+func kubeletHTTPClient(p *pki) (*http.Client, error) {
+	cert, err := tls.LoadX509KeyPair(p.KubeletClientCert, p.KubeletClientKey)
 	if err != nil {
 		return nil, err
 	}
