@@ -21,9 +21,12 @@ import (
 	"syscall"
 	"time"
 
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	kwokclient "sigs.k8s.io/kwok/pkg/client/clientset/versioned"
 )
 
 type upOptions struct {
@@ -257,6 +260,15 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		return err
 	}
 
+	// kwok watches its Logs and ClusterLogs resources from the start: serve them first.
+	crdClient, err := apiextensionsClient(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := cp.poll(ctx, "kwok CRDs Established", func() error { return ensureKwokCRDs(ctx, crdClient) }); err != nil {
+		return err
+	}
+
 	if err := cp.spawn("kube-controller-manager",
 		"--kubeconfig="+o.kubeconfig,
 		"--leader-elect=false",
@@ -296,6 +308,9 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort),
 		fmt.Sprintf("--node-port=%d", kwokPort),
 		"--tls-cert-file="+p.KubeletCert, "--tls-private-key-file="+p.KubeletKey,
+		// What a container logs is the file named by a Logs or ClusterLogs object in the
+		// cluster (tests/kwok-stages/README.md).
+		"--enable-crds="+strings.Join(kwokCRDKinds, ","),
 	); err != nil {
 		return err
 	}
@@ -321,7 +336,11 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 	logf("control plane ready after %s; fake nodes: %d", time.Since(started).Round(time.Millisecond), o.nodes)
 	if o.smoke {
 		smokeStart := time.Now()
-		if err := smoke(ctx, cs); err != nil {
+		kwok, err := kwokClient(o.kubeconfig)
+		if err != nil {
+			return err
+		}
+		if err := smoke(ctx, cs, kwok, o.dir); err != nil {
 			return fmt.Errorf("smoke test: %w", err)
 		}
 		logf("smoke test passed in %s", time.Since(smokeStart).Round(time.Millisecond))
@@ -468,4 +487,22 @@ func clientset(kubeconfig string) (*kubernetes.Clientset, error) {
 	rc.QPS, rc.Burst = 200, 400
 	rc.Timeout = 10 * time.Second
 	return kubernetes.NewForConfig(rc)
+}
+
+func kwokClient(kubeconfig string) (*kwokclient.Clientset, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.Timeout = 10 * time.Second
+	return kwokclient.NewForConfig(rc)
+}
+
+func apiextensionsClient(kubeconfig string) (*apiextensions.Clientset, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.Timeout = 10 * time.Second
+	return apiextensions.NewForConfig(rc)
 }
