@@ -467,7 +467,7 @@ mod tests {
         let followed = change(&pe, &push, now).unwrap();
         assert_eq!(followed.spec.sha, "d".repeat(40));
         // Approved (pinned at d…): a later push from the fork does not move it.
-        let mut pinned = followed.clone();
+        let mut pinned = followed;
         pinned.spec.awaiting_approval = false;
         pinned.spec.pinned = true;
         let mut again = waiting("2026-11-29T12:02:00Z");

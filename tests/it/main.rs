@@ -16,6 +16,7 @@ mod fidelity;
 mod guardrails_lifecycle;
 mod harness;
 mod lifecycle;
+mod logs;
 mod metrics;
 mod nodes;
 mod serve;

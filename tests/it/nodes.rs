@@ -192,6 +192,15 @@ async fn the_harness_node_is_the_shape_the_tests_add() {
     for a in want_status.addresses.unwrap_or_default() {
         assert!(addresses.contains(&a), "address {a:?} in {addresses:?}");
     }
+    // kwok gives every node it manages the port of its kubelet API (pods/log goes there).
+    let kubelet_port = status
+        .daemon_endpoints
+        .and_then(|d| d.kubelet_endpoint)
+        .map(|e| e.port);
+    assert!(
+        kubelet_port.is_some_and(|p| p > 0),
+        "kubelet port {kubelet_port:?}"
+    );
 
     // What a typical worker has.
     let allocatable = status.allocatable.unwrap();

@@ -1,6 +1,7 @@
 // certs.go generates the control plane's PKI: a CA, the apiserver serving certificate, an admin
-// client certificate in system:masters, and a separate service-account signing key. Keys are
-// written as PKCS#8 so that both rustls and OpenSSL read them.
+// client certificate in system:masters, the kubelet pair (kwok's serving certificate for the
+// kubelet API, and the apiserver's client certificate for it), and a separate service-account
+// signing key. Keys are written as PKCS#8 so that both rustls and OpenSSL read them.
 package main
 
 import (
@@ -26,6 +27,10 @@ type pki struct {
 	ServingCert, ServingKey string
 	AdminCert, AdminKey     string
 	SAKey, SAPub            string
+	// KubeletCert is what kwok serves the kubelet API of every fake node with (on 127.0.0.1);
+	// KubeletClientCert is what the apiserver presents to it (pods/log).
+	KubeletCert, KubeletKey             string
+	KubeletClientCert, KubeletClientKey string
 
 	caPEM, adminCertPEM, adminKeyPEM []byte
 }
@@ -59,6 +64,9 @@ func generatePKI(dir string) (*pki, error) {
 		ServingCert: filepath.Join(dir, "apiserver.crt"), ServingKey: filepath.Join(dir, "apiserver.key"),
 		AdminCert: filepath.Join(dir, "admin.crt"), AdminKey: filepath.Join(dir, "admin.key"),
 		SAKey: filepath.Join(dir, "sa.key"), SAPub: filepath.Join(dir, "sa.pub"),
+		KubeletCert: filepath.Join(dir, "kubelet.crt"), KubeletKey: filepath.Join(dir, "kubelet.key"),
+		KubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		KubeletClientKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
 	}
 	now := time.Now().Add(-time.Hour)
 	notAfter := now.Add(10 * 365 * 24 * time.Hour)
@@ -126,6 +134,23 @@ func generatePKI(dir string) (*pki, error) {
 	}
 	if p.adminCertPEM, p.adminKeyPEM, err = issue(p.AdminCert, p.AdminKey, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-harness-admin", Organization: []string{"system:masters"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return nil, err
+	}
+
+	// The apiserver reaches a node's kubelet at the node's InternalIP (127.0.0.1 for every fake
+	// node) and checks the certificate against the CA, as a real control plane does.
+	if _, _, err := issue(p.KubeletCert, p.KubeletKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kwok-kubelet"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
+	}); err != nil {
+		return nil, err
+	}
+	if _, _, err := issue(p.KubeletClientCert, p.KubeletClientKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}); err != nil {
 		return nil, err

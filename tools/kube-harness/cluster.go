@@ -7,6 +7,11 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +22,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	kwokv1alpha1 "sigs.k8s.io/kwok/pkg/apis/v1alpha1"
+	kwokclient "sigs.k8s.io/kwok/pkg/client/clientset/versioned"
 )
 
 // fakeNodeTemplate is the one definition of the fake nodes' shape, shared with the Rust tests
@@ -63,8 +71,8 @@ func ensureNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
 }
 
 // clusterUsable is the readiness gate: every one of the n fake nodes Ready without the not-ready
-// or unreachable taint, and the controllers have created the default ServiceAccount and the root
-// CA ConfigMap.
+// or unreachable taint and with the port of its kubelet API, and the controllers have created the
+// default ServiceAccount and the root CA ConfigMap.
 func clusterUsable(ctx context.Context, cs kubernetes.Interface, n int) error {
 	for i := range n {
 		if err := nodeUsable(ctx, cs, nodeName(i)); err != nil {
@@ -99,6 +107,41 @@ func nodeUsable(ctx context.Context, cs kubernetes.Interface, name string) error
 			return fmt.Errorf("node %s still tainted %s", name, t.Key)
 		}
 	}
+	// kwok's node stage writes its --node-port here; the apiserver reaches the node's kubelet API
+	// (pods/log) on this port at the node's InternalIP.
+	if node.Status.DaemonEndpoints.KubeletEndpoint.Port <= 0 {
+		return fmt.Errorf("node %s has no kubelet port yet", name)
+	}
+	return nil
+}
+
+// kubeletsReachable checks that each of the n fake nodes' kubelet API (kwok's server) answers
+// where and as the apiserver reaches it for pods/log: at the node's InternalIP and kubelet port,
+// with a certificate the cluster CA vouches for, to a client presenting the apiserver's kubelet
+// client certificate. (The apiserver's own nodes/proxy refuses loopback addresses, so the gate
+// asks directly.)
+func kubeletsReachable(ctx context.Context, cs kubernetes.Interface, client *http.Client, n int) error {
+	for i := range n {
+		node, err := cs.CoreV1().Nodes().Get(ctx, nodeName(i), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ip := ""
+		for _, a := range node.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				ip = a.Address
+				break
+			}
+		}
+		port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+		if ip == "" || port <= 0 {
+			return fmt.Errorf("node %s: no InternalIP or kubelet port yet", node.Name)
+		}
+		url := "https://" + net.JoinHostPort(ip, strconv.Itoa(int(port))) + "/healthz"
+		if err := httpOK(client, url); err != nil {
+			return fmt.Errorf("kubelet API of %s: %w", node.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -120,9 +163,10 @@ func waitFor(ctx context.Context, what string, timeout time.Duration, check func
 	}
 }
 
-// smoke runs a Deployment to Available and a Job to Complete in a scratch namespace, then deletes
-// the namespace and waits until it is gone.
-func smoke(ctx context.Context, cs *kubernetes.Clientset) error {
+// smoke runs a Deployment to Available and a Job to Complete in a scratch namespace, reads the
+// Deployment's pod's logs as a ClusterLogs object says, then deletes the namespace and waits
+// until it is gone.
+func smoke(ctx context.Context, cs *kubernetes.Clientset, kwok kwokclient.Interface, dir string) error {
 	ns := fmt.Sprintf("harness-smoke-%d", time.Now().UnixNano()%1_000_000)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
@@ -169,6 +213,9 @@ func smoke(ctx context.Context, cs *kubernetes.Clientset) error {
 	}); err != nil {
 		return err
 	}
+	if err := smokeLogs(ctx, cs, kwok, ns, dir); err != nil {
+		return err
+	}
 	if err := waitFor(ctx, "job smoke Complete", time.Minute, func() (bool, error) {
 		j, err := cs.BatchV1().Jobs(ns).Get(ctx, "smoke", metav1.GetOptions{})
 		if err != nil {
@@ -192,5 +239,42 @@ func smoke(ctx context.Context, cs *kubernetes.Clientset) error {
 			return true, nil
 		}
 		return false, err
+	})
+}
+
+// smokeLogs points kwok at a log file for the pods of ns and reads it back through the
+// apiserver's pods/log, the way `kubectl logs` does.
+func smokeLogs(ctx context.Context, cs *kubernetes.Clientset, kwok kwokclient.Interface, ns, dir string) error {
+	const line = "kube-harness smoke: logs are served"
+	logFile := filepath.Join(dir, ns+".log")
+	stamp := time.Now().UTC().Format(time.RFC3339Nano)
+	if err := os.WriteFile(logFile, []byte(stamp+" stdout F "+line+"\n"), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(logFile)
+	cl := &kwokv1alpha1.ClusterLogs{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: kwokv1alpha1.ClusterLogsSpec{
+			Selector: &kwokv1alpha1.ObjectSelector{MatchNamespaces: []string{ns}},
+			Logs:     []kwokv1alpha1.Log{{LogsFile: &logFile}},
+		},
+	}
+	if _, err := kwok.KwokV1alpha1().ClusterLogs().Create(ctx, cl, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("ClusterLogs %s: %w", ns, err)
+	}
+	defer func() { _ = kwok.KwokV1alpha1().ClusterLogs().Delete(context.Background(), ns, metav1.DeleteOptions{}) }()
+	return waitFor(ctx, "pod logs of deployment smoke", time.Minute, func() (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=smoke"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, fmt.Errorf("pods of deployment smoke: %d, %v", len(pods.Items), err)
+		}
+		out, err := cs.CoreV1().Pods(ns).GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "app"}).DoRaw(ctx)
+		if err != nil {
+			return false, err
+		}
+		if got := strings.TrimSpace(string(out)); got != line {
+			return false, fmt.Errorf("logs %q, want %q", got, line)
+		}
+		return true, nil
 	})
 }

@@ -117,7 +117,7 @@ func TestClusterUsableWaitsForEveryNode(t *testing.T) {
 		t.Fatalf("%d nodes, want 3", len(nodes.Items))
 	}
 	// What kwok and the node lifecycle controller do to a node as it comes up.
-	update := func(i int, ready bool, taint string) {
+	update := func(i int, ready bool, taint string, port int32) {
 		node, err := cs.CoreV1().Nodes().Get(ctx, nodeName(i), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -127,6 +127,7 @@ func TestClusterUsableWaitsForEveryNode(t *testing.T) {
 			status = corev1.ConditionTrue
 		}
 		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = port
 		node.Spec.Taints = nil
 		if taint != "" {
 			node.Spec.Taints = []corev1.Taint{{Key: taint, Effect: corev1.TaintEffectNoSchedule}}
@@ -139,22 +140,25 @@ func TestClusterUsableWaitsForEveryNode(t *testing.T) {
 		node        int
 		ready       bool
 		taint       string
+		port        int32  // the kubelet port kwok has written into the node's status
 		wantBlocked string // the node the gate still waits for; "" when the cluster is usable
 	}{
-		{0, true, "", "kwok-node-1"},
-		{1, true, "node.kubernetes.io/not-ready", "kwok-node-1"},
-		{1, true, "", "kwok-node-2"},
-		{2, false, "", "kwok-node-2"},
-		{2, true, "node.kubernetes.io/unreachable", "kwok-node-2"},
-		{2, true, "", ""},
+		{0, true, "", 10250, "kwok-node-1"},
+		{1, true, "node.kubernetes.io/not-ready", 10250, "kwok-node-1"},
+		{1, true, "", 10250, "kwok-node-2"},
+		{2, false, "", 10250, "kwok-node-2"},
+		{2, true, "node.kubernetes.io/unreachable", 10250, "kwok-node-2"},
+		// Without its kubelet port, nothing reaches a node's pods' logs.
+		{2, true, "", 0, "kwok-node-2"},
+		{2, true, "", 10250, ""},
 	} {
-		update(step.node, step.ready, step.taint)
+		update(step.node, step.ready, step.taint, step.port)
 		err := clusterUsable(ctx, cs, 3)
 		switch {
 		case step.wantBlocked == "" && err != nil:
-			t.Errorf("after node %d ready=%v taint=%q: %v, want usable", step.node, step.ready, step.taint, err)
+			t.Errorf("after node %d ready=%v taint=%q port=%d: %v, want usable", step.node, step.ready, step.taint, step.port, err)
 		case step.wantBlocked != "" && (err == nil || !strings.Contains(err.Error(), step.wantBlocked)):
-			t.Errorf("after node %d ready=%v taint=%q: %v, want waiting for %s", step.node, step.ready, step.taint, err, step.wantBlocked)
+			t.Errorf("after node %d ready=%v taint=%q port=%d: %v, want waiting for %s", step.node, step.ready, step.taint, step.port, err, step.wantBlocked)
 		}
 	}
 	// A single-node harness does not wait for nodes it never made.

@@ -21,9 +21,12 @@ import (
 	"syscall"
 	"time"
 
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	kwokclient "sigs.k8s.io/kwok/pkg/client/clientset/versioned"
 )
 
 type upOptions struct {
@@ -236,6 +239,13 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		"--service-cluster-ip-range=10.0.0.0/16",
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
+		// The kubelet API (pods/log) is kwok's server. Every fake node's Hostname
+		// is its name, which resolves nowhere: reach nodes at their InternalIP (127.0.0.1),
+		// verify kwok's certificate and present a client certificate, as a real cluster does.
+		"--kubelet-preferred-address-types=InternalIP,InternalDNS,Hostname,ExternalIP,ExternalDNS",
+		"--kubelet-certificate-authority="+p.CACert,
+		"--kubelet-client-certificate="+p.KubeletClientCert,
+		"--kubelet-client-key="+p.KubeletClientKey,
 		"--profiling=false",
 		"--max-requests-inflight=800", "--max-mutating-requests-inflight=400",
 		"--v=1",
@@ -247,6 +257,15 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		return err
 	}
 	if err := cp.poll(ctx, "kube-apiserver /readyz", func() error { return httpOK(tlsClient, server+"/readyz") }); err != nil {
+		return err
+	}
+
+	// kwok watches its Logs and ClusterLogs resources from the start: serve them first.
+	crdClient, err := apiextensionsClient(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := cp.poll(ctx, "kwok CRDs Established", func() error { return ensureKwokCRDs(ctx, crdClient) }); err != nil {
 		return err
 	}
 
@@ -284,8 +303,14 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		// Without a KwokConfiguration the lease is off by default; the node would then miss its
 		// heartbeats and be marked NotReady (and its pods with it) every ~50 s.
 		"--node-lease-duration-seconds=40",
+		// One server plays the kubelet API of every node kwok manages: --node-port is what
+		// kwok's node stage writes into each node's status.daemonEndpoints.kubeletEndpoint.
 		fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort),
 		fmt.Sprintf("--node-port=%d", kwokPort),
+		"--tls-cert-file="+p.KubeletCert, "--tls-private-key-file="+p.KubeletKey,
+		// What a container logs is the file named by a Logs or ClusterLogs object in the
+		// cluster (tests/kwok-stages/README.md).
+		"--enable-crds="+strings.Join(kwokCRDKinds, ","),
 	); err != nil {
 		return err
 	}
@@ -301,10 +326,21 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 	if err := cp.poll(ctx, "cluster usable", func() error { return clusterUsable(ctx, cs, o.nodes) }); err != nil {
 		return err
 	}
+	kubeletClient, err := kubeletHTTPClient(p)
+	if err != nil {
+		return err
+	}
+	if err := cp.poll(ctx, "kubelet API reachable", func() error { return kubeletsReachable(ctx, cs, kubeletClient, o.nodes) }); err != nil {
+		return err
+	}
 	logf("control plane ready after %s; fake nodes: %d", time.Since(started).Round(time.Millisecond), o.nodes)
 	if o.smoke {
 		smokeStart := time.Now()
-		if err := smoke(ctx, cs); err != nil {
+		kwok, err := kwokClient(o.kubeconfig)
+		if err != nil {
+			return err
+		}
+		if err := smoke(ctx, cs, kwok, o.dir); err != nil {
 			return fmt.Errorf("smoke test: %w", err)
 		}
 		logf("smoke test passed in %s", time.Since(smokeStart).Round(time.Millisecond))
@@ -417,6 +453,20 @@ func adminHTTPClient(p *pki) (*http.Client, error) {
 	}}}, nil
 }
 
+// kubeletHTTPClient talks to the kubelet API as the apiserver does: it trusts the cluster CA and
+// presents the apiserver's kubelet client certificate.
+func kubeletHTTPClient(p *pki) (*http.Client, error) {
+	cert, err := tls.LoadX509KeyPair(p.KubeletClientCert, p.KubeletClientKey)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(p.caPEM)
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+	}}}, nil
+}
+
 func writeKubeconfig(path, server string, p *pki) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["kube-harness"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: p.caPEM}
@@ -437,4 +487,22 @@ func clientset(kubeconfig string) (*kubernetes.Clientset, error) {
 	rc.QPS, rc.Burst = 200, 400
 	rc.Timeout = 10 * time.Second
 	return kubernetes.NewForConfig(rc)
+}
+
+func kwokClient(kubeconfig string) (*kwokclient.Clientset, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.Timeout = 10 * time.Second
+	return kwokclient.NewForConfig(rc)
+}
+
+func apiextensionsClient(kubeconfig string) (*apiextensions.Clientset, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.Timeout = 10 * time.Second
+	return apiextensions.NewForConfig(rc)
 }

@@ -116,6 +116,8 @@ where
 impl Drop for TestNamespace {
     fn drop(&mut self) {
         let name = self.name.clone();
+        // What its pods logged (support::logs); the objects pointing at it go with the namespace.
+        let _ = std::fs::remove_dir_all(super::logs::dir(&name));
         // The namespace controller finishes the deletion after the test.
         clean_up_after_test(move |client| async move {
             let api: Api<Namespace> = Api::all(client);

@@ -1,11 +1,12 @@
 //! Shared test support: the control plane client and waits (`cluster`), and one test's whole
 //! world — Sandcastle, the GitHub stand-in and a blueprint (`world`); the blueprint fixtures as
-//! a user loads them (`fixtures`).
+//! a user loads them (`fixtures`); what the pods of a namespace log (`logs`).
 
 pub mod api;
 pub mod audit;
 pub mod cluster;
 pub mod fixtures;
+pub mod logs;
 pub mod proxy;
 pub mod world;
 
