@@ -136,6 +136,13 @@ pub(super) async fn sync(
             }
             true
         }
+        // Retrying soon will not change GitHub's mind (a commit it does not know, a permission
+        // the App lacks): the condition says why, and the next pass at the usual pace tries again.
+        Err(e) if !e.is_retryable() => {
+            tracing::warn!(preview = %pe.name_any(), error = %e, "GitHub refused the report; trying again at the next pass");
+            set_condition(st, false, format!("GitHub: {e}"), now);
+            true
+        }
         Err(e) => {
             tracing::warn!(preview = %pe.name_any(), error = %e, "reporting to GitHub failed; will retry");
             set_condition(st, false, format!("GitHub: {e}"), now);

@@ -75,9 +75,7 @@ pub async fn modify_quietly(
     name: &str,
     mut change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
 ) -> Result<bool, kube::Error> {
-    Ok(update(api, name, |pe| change(pe).ok())
-        .await?
-        .is_some())
+    Ok(update(api, name, |pe| change(pe).ok()).await?.is_some())
 }
 
 /// Read-modify-write `name` with `f` (retried on conflicts); `None` when it does not exist or is
