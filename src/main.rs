@@ -13,9 +13,12 @@ use sandcastle::github::client::{ClientSettings, GitHubApp};
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The demo narrates on stdout and render prints YAML there; keep their logs to warnings
-    // unless asked.
-    let default_level = if matches!(cli.command, Command::Demo(_) | Command::Render(_)) {
+    // The demo narrates on stdout, render prints YAML and previews answers there; keep their
+    // logs to warnings unless asked.
+    let default_level = if matches!(
+        cli.command,
+        Command::Demo(_) | Command::Render(_) | Command::Previews(_)
+    ) {
         "warn"
     } else {
         "info"
@@ -73,6 +76,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             "openapi",
         ),
         Command::Render(args) => sandcastle::cli::render::run(&args).await,
+        Command::Previews(args) => sandcastle::cli::previews::run(*args).await,
     }
 }
 

@@ -26,7 +26,7 @@ use kube::{Client, ResourceExt};
 pub use auth::{Authority, Caller};
 pub use create::CreatePreview;
 pub use error::AgentError;
-pub use observe::{EventsView, LogLines, LogQuery, WaitFor, WaitOutcome, WaitResult};
+pub use observe::{EventsView, LogEntry, LogLines, LogQuery, WaitFor, WaitOutcome, WaitResult};
 pub use operation::Operation;
 pub use token::{TokenRequestBody, TokenView};
 pub use view::{Addresses, ListFilter, PreviewList, PreviewView};

@@ -23,9 +23,8 @@ pub struct PreviewView {
     pub pull_request: Option<u64>,
     /// The branch (head ref) previewed.
     pub branch: String,
-    /// `Pending`, `Deploying`, `Ready`, `Stopped`, `Failed`, `Terminating`, `Removed`, or
-    /// `Unknown` before the controller first looked.
-    pub phase: String,
+    /// `Pending` until the controller first looked.
+    pub phase: Phase,
     /// One sentence: what is happening, or what went wrong.
     pub reason: Option<String>,
     /// What the rollout is stuck on, when the cluster says (unschedulable pods, an image that
@@ -114,8 +113,7 @@ pub struct ListFilter {
     pub pr: Option<u64>,
     pub branch: Option<String>,
     pub blueprint: Option<String>,
-    /// A phase, e.g. `Ready`.
-    pub phase: Option<String>,
+    pub phase: Option<Phase>,
     /// At most this many (default 50, at most 500).
     pub limit: Option<u32>,
     /// From a previous page's `continue`.
@@ -145,8 +143,11 @@ impl Addresses {
     }
 }
 
-fn phase_name(phase: Option<Phase>) -> String {
-    phase.map_or("Unknown", Phase::as_str).to_owned()
+fn phase_of(pe: &PreviewEnvironment) -> Phase {
+    pe.status
+        .as_ref()
+        .and_then(|s| s.phase)
+        .unwrap_or(Phase::Pending)
 }
 
 /// The preview namespace of `pe`, as the controller names it.
@@ -180,7 +181,7 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
         repository: pe.spec.repository.clone(),
         pull_request: pe.spec.pull_request,
         branch: pe.spec.git_ref.clone(),
-        phase: phase_name(st.phase),
+        phase: st.phase.unwrap_or(Phase::Pending),
         reason: st.message.clone(),
         stuck_on: st.stuck_on.clone(),
         url: st.url.clone(),
@@ -239,7 +240,6 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
 
 /// Whether `pe` passes `filter`.
 pub fn matches(pe: &PreviewEnvironment, filter: &ListFilter) -> bool {
-    let phase = phase_name(pe.status.as_ref().and_then(|s| s.phase));
     filter
         .repo
         .as_ref()
@@ -250,10 +250,7 @@ pub fn matches(pe: &PreviewEnvironment, filter: &ListFilter) -> bool {
             .blueprint
             .as_ref()
             .is_none_or(|b| *b == pe.spec.blueprint)
-        && filter
-            .phase
-            .as_ref()
-            .is_none_or(|p| p.eq_ignore_ascii_case(&phase))
+        && filter.phase.is_none_or(|p| p == phase_of(pe))
 }
 
 #[cfg(test)]
@@ -309,7 +306,7 @@ mod tests {
     #[test]
     fn a_preview_as_the_api_shows_it() {
         let v = view(&pe(), &addresses());
-        assert_eq!(v.phase, "Ready");
+        assert_eq!(v.phase, Phase::Ready);
         assert_eq!((v.services_ready, v.services_total), (1, 2));
         assert_eq!(v.namespace, "shop-pr-42");
         assert_eq!(
@@ -353,11 +350,11 @@ mod tests {
             ..Default::default()
         }));
         assert!(by(ListFilter {
-            phase: Some("ready".into()),
+            phase: Some(Phase::Ready),
             ..Default::default()
         }));
         assert!(!by(ListFilter {
-            phase: Some("Failed".into()),
+            phase: Some(Phase::Failed),
             ..Default::default()
         }));
         assert!(!by(ListFilter {

@@ -1,6 +1,8 @@
-//! Sandcastle's commands besides `serve`: `render` (the plan of a preview, printed) and `demo`
-//! (the whole loop on a local control plane against the GitHub stand-in).
+//! Sandcastle's commands besides `serve`: `render` (the plan of a preview, printed), `previews`
+//! (the REST API from a shell) and `demo` (the whole loop on a local control plane against the
+//! GitHub stand-in).
 
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod previews;
 pub mod render;

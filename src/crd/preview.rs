@@ -328,7 +328,9 @@ pub struct StickyComment {
     pub refreshed: Option<String>,
 }
 
-#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(
+    JsonSchema, utoipa::ToSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq,
+)]
 pub enum Phase {
     Pending,
     Deploying,

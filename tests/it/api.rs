@@ -341,7 +341,7 @@ async fn a_sandboxs_whole_life_through_the_api() {
         PrSpec::new(pr(4), head.clone(), "feature/login"),
     );
     assert_eq!(world.deliver(&opened).await.0, 200);
-    let pr_preview = format!("sbx-pr-4");
+    let pr_preview = "sbx-pr-4".to_owned();
     let adopted = world.wait_phase(&pr_preview, Phase::Ready, T).await;
     assert_eq!(
         adopted.status.unwrap().namespace.as_deref(),

@@ -8,6 +8,7 @@ mod api_observe;
 
 mod bare_workloads;
 mod chart;
+mod cli;
 mod comebacks;
 mod commands;
 mod conversation;

@@ -1,0 +1,198 @@
+//! The HTTP side of `sandcastle previews`: one call to a Sandcastle server's `/api/v1` with the
+//! caller's bearer token, answering the JSON, or the API's error with its stable code.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::domain::Secret;
+
+/// How long a call may take beyond what it asks the server to wait.
+const SLACK: Duration = Duration::from_secs(30);
+
+/// Why a call gave no answer to use.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The API said no, in its one error shape.
+    #[error("{code}: {message}")]
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+    },
+    #[error("could not reach Sandcastle at {server}: {reason}")]
+    Unreachable { server: String, reason: String },
+    /// An answer that is not the API's (a proxy's error page, another service on the port).
+    #[error("{server} answered {status} with no Sandcastle API answer; is --server right?")]
+    Foreign { server: String, status: u16 },
+    #[error(
+        "no token: pass --token or set SANDCASTLE_TOKEN (e.g. `kubectl create token NAME -n NAMESPACE`)"
+    )]
+    NoToken,
+}
+
+/// A Sandcastle server and the token to call it with.
+#[derive(Debug)]
+pub struct Server {
+    base: String,
+    token: Option<Secret>,
+    http: reqwest::Client,
+}
+
+/// One request: method, path under `/api/v1`, query pairs, JSON body, extra headers.
+#[derive(Debug, Default)]
+pub struct Call<'a> {
+    pub method: Method,
+    pub path: String,
+    pub query: Vec<(&'a str, String)>,
+    pub body: Option<Value>,
+    pub headers: Vec<(&'a str, String)>,
+    /// How long the server is asked to wait (a `wait`), added to the call's own bound.
+    pub waits: Duration,
+}
+
+impl Call<'_> {
+    pub fn get(path: String) -> Self {
+        Self {
+            path,
+            ..Self::default()
+        }
+    }
+
+    pub fn post(path: String, body: Option<Value>) -> Self {
+        Self {
+            method: Method::POST,
+            path,
+            body,
+            ..Self::default()
+        }
+    }
+}
+
+/// What a path segment keeps as it is (RFC 3986 unreserved characters).
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `/previews/{name}` with the name escaped as a path segment.
+pub fn preview_path(name: &str, rest: &str) -> String {
+    let name = percent_encoding::utf8_percent_encode(name, SEGMENT);
+    format!("/previews/{name}{rest}")
+}
+
+impl Server {
+    pub fn new(base: &str, token: Option<Secret>) -> Result<Self, reqwest::Error> {
+        // rustls is built with ring only; make it the process's provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("sandcastle-cli/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self {
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+            http,
+        })
+    }
+
+    /// Make `call`; the JSON answer of a 2xx, or why there is none.
+    pub async fn call(&self, call: Call<'_>) -> Result<Value, CallError> {
+        let token = self.token.as_ref().ok_or(CallError::NoToken)?;
+        let url = format!("{}/api/v1{}", self.base, call.path);
+        let mut req = self
+            .http
+            .request(call.method, url)
+            .bearer_auth(token.expose())
+            .timeout(call.waits + SLACK)
+            .query(&call.query);
+        for (k, v) in &call.headers {
+            req = req.header(*k, v);
+        }
+        if let Some(body) = &call.body {
+            req = req.json(body);
+        }
+        let unreachable = |e: reqwest::Error| CallError::Unreachable {
+            server: self.base.clone(),
+            reason: without_url(&e),
+        };
+        let resp = req.send().await.map_err(unreachable)?;
+        let status = resp.status().as_u16();
+        let body: Option<Value> = resp.json().await.ok();
+        answer(status, body).map_err(|e| match e {
+            CallError::Foreign { status, .. } => CallError::Foreign {
+                server: self.base.clone(),
+                status,
+            },
+            e => e,
+        })
+    }
+}
+
+/// What a status and a (JSON) body mean.
+fn answer(status: u16, body: Option<Value>) -> Result<Value, CallError> {
+    let foreign = || CallError::Foreign {
+        server: String::new(),
+        status,
+    };
+    let body = body.ok_or_else(foreign)?;
+    if (200..300).contains(&status) {
+        return Ok(body);
+    }
+    let error = &body["error"];
+    match (error["code"].as_str(), error["message"].as_str()) {
+        (Some(code), Some(message)) => Err(CallError::Api {
+            status,
+            code: code.to_owned(),
+            message: message.to_owned(),
+        }),
+        _ => Err(foreign()),
+    }
+}
+
+/// reqwest's error text without the URL (which can carry a query the user typed) repeated.
+fn without_url(e: &reqwest::Error) -> String {
+    let mut reason = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        reason = s.to_string();
+        source = s.source();
+    }
+    reason
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn answers_are_the_json_or_the_apis_error() {
+        assert_eq!(answer(200, Some(json!({"a": 1}))).unwrap(), json!({"a": 1}));
+        let e = answer(
+            404,
+            Some(json!({"error": {"code": "preview_not_found", "message": "preview x does not exist"}})),
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "preview_not_found: preview x does not exist");
+        assert!(matches!(
+            answer(502, None),
+            Err(CallError::Foreign { status: 502, .. })
+        ));
+        assert!(matches!(
+            answer(500, Some(json!({"oops": true}))),
+            Err(CallError::Foreign { .. })
+        ));
+    }
+
+    #[test]
+    fn names_are_one_path_segment() {
+        assert_eq!(
+            preview_path("shop-pr-1", "/wait"),
+            "/previews/shop-pr-1/wait"
+        );
+        assert_eq!(preview_path("a/b", ""), "/previews/a%2Fb");
+    }
+}

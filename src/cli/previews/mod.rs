@@ -1,0 +1,230 @@
+//! `sandcastle previews …`: the REST API from a shell. Each subcommand is one API call (a list
+//! follows every page); answers print as a table for people or as the API's JSON or YAML
+//! (`-o`). Exit codes a script can use: 0 done, 1 refused or failed (the API's code and message
+//! on stderr), and for `wait` 0 Ready (or the state asked for), 1 Failed or gone, 2 timed out.
+
+mod client;
+mod show;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::agent::{EventsView, LogLines, PreviewList, PreviewView, WaitOutcome, WaitResult};
+use crate::config::{Output, PreviewsAction, PreviewsArgs};
+use client::{Call, CallError, Server, preview_path};
+
+/// A wait longer than this is the server's to refuse; the client only bounds its own call.
+const LONGEST_WAIT: Duration = Duration::from_secs(3600);
+
+/// Run one `sandcastle previews` subcommand.
+pub async fn run(args: PreviewsArgs) -> anyhow::Result<ExitCode> {
+    let server =
+        Server::new(&args.server, args.token.clone()).context("setting up the HTTP client")?;
+    match act(&server, &args).await {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// What the subcommand printed it ended with.
+async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError> {
+    let out = args.output;
+    match &args.action {
+        PreviewsAction::List(l) => {
+            let mut query: Vec<(&str, String)> = Vec::new();
+            for (k, v) in [
+                ("repo", &l.repo),
+                ("branch", &l.branch),
+                ("blueprint", &l.blueprint),
+                ("phase", &l.phase),
+            ] {
+                if let Some(v) = v {
+                    query.push((k, v.clone()));
+                }
+            }
+            if let Some(pr) = l.pr {
+                query.push(("pr", pr.to_string()));
+            }
+            let items = list_all(server, query).await?;
+            print(out, &json!({ "items": items }), |v| {
+                let list: PreviewList = typed(v)?;
+                Some(show::previews(&list.items, jiff::Timestamp::now()))
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        PreviewsAction::Get(n) => one(server, out, Call::get(preview_path(&n.name, ""))).await,
+        PreviewsAction::Create(c) => {
+            let mut body = json!({"blueprint": c.blueprint, "repository": c.repo});
+            for (k, v) in [
+                ("branch", &c.branch),
+                ("commit", &c.commit),
+                ("name", &c.name),
+                ("ttl", &c.ttl),
+            ] {
+                if let Some(v) = v {
+                    body[k] = json!(v);
+                }
+            }
+            let mut call = Call::post("/previews".to_owned(), Some(body));
+            if let Some(key) = &c.idempotency_key {
+                call.headers.push(("idempotency-key", key.clone()));
+            }
+            one(server, out, call).await
+        }
+        PreviewsAction::Wait(w) => {
+            let mut call = Call::get(preview_path(&w.name, "/wait"));
+            call.query = vec![("for", w.for_.clone()), ("timeout", w.timeout.clone())];
+            call.waits = crate::domain::duration::parse(&w.timeout, false)
+                .map_or(LONGEST_WAIT, |d| d.min(LONGEST_WAIT));
+            let v = server.call(call).await?;
+            print(out, &v, |v| {
+                typed::<WaitResult>(v).map(|w| show::waited(&w))
+            });
+            Ok(wait_code(&v, &w.for_))
+        }
+        PreviewsAction::Logs(l) => {
+            let mut call = Call::get(preview_path(&l.name, "/logs"));
+            for (k, v) in [
+                ("workload", l.workload.clone()),
+                ("container", l.container.clone()),
+                ("tailLines", l.tail.map(|t| t.to_string())),
+                ("since", l.since.clone()),
+                ("previous", l.previous.then(|| "true".to_owned())),
+            ] {
+                if let Some(v) = v {
+                    call.query.push((k, v));
+                }
+            }
+            let v = server.call(call).await?;
+            print(out, &v, |v| {
+                let lines: LogLines = typed(v)?;
+                if let Some(note) = show::logs_note(&lines) {
+                    eprintln!("note: {note}");
+                }
+                Some(show::logs(&lines))
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        PreviewsAction::Events(n) => {
+            let v = server
+                .call(Call::get(preview_path(&n.name, "/events")))
+                .await?;
+            print(out, &v, |v| {
+                typed::<EventsView>(v).map(|e| show::events(&e, jiff::Timestamp::now()))
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        PreviewsAction::Token(t) => {
+            let body = t
+                .expiration_seconds
+                .map(|s| json!({ "expirationSeconds": s }));
+            let v = server
+                .call(Call::post(preview_path(&t.name, "/token"), body))
+                .await?;
+            // Like `kubectl create token`: the token alone, for `$(…)`.
+            print(out, &v, |v| v["token"].as_str().map(|t| format!("{t}\n")));
+            Ok(ExitCode::SUCCESS)
+        }
+        PreviewsAction::Redeploy(r) => {
+            let body = r.commit.as_ref().map(|c| json!({ "commit": c }));
+            one(
+                server,
+                out,
+                Call::post(preview_path(&r.name, "/redeploy"), body),
+            )
+            .await
+        }
+        PreviewsAction::Extend(e) => {
+            let body = Some(json!({ "duration": e.by }));
+            one(
+                server,
+                out,
+                Call::post(preview_path(&e.name, "/extend"), body),
+            )
+            .await
+        }
+        PreviewsAction::Stop(n) => write(server, out, &n.name, "/stop").await,
+        PreviewsAction::Wake(n) => write(server, out, &n.name, "/wake").await,
+        PreviewsAction::Reset(n) => write(server, out, &n.name, "/reset").await,
+        PreviewsAction::Delete(n) => {
+            let mut call = Call::get(preview_path(&n.name, ""));
+            call.method = Method::DELETE;
+            one(server, out, call).await
+        }
+    }
+}
+
+/// Every page of the list.
+async fn list_all(server: &Server, query: Vec<(&str, String)>) -> Result<Vec<Value>, CallError> {
+    let mut items = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut call = Call::get("/previews".to_owned());
+        call.query.clone_from(&query);
+        call.query.push(("limit", "500".to_owned()));
+        if let Some(a) = &after {
+            call.query.push(("continue", a.clone()));
+        }
+        let page = server.call(call).await?;
+        items.extend(page["items"].as_array().cloned().unwrap_or_default());
+        match page["continue"].as_str() {
+            Some(next) => after = Some(next.to_owned()),
+            None => return Ok(items),
+        }
+    }
+}
+
+/// A POST without a body that answers the preview.
+async fn write(
+    server: &Server,
+    out: Output,
+    name: &str,
+    action: &str,
+) -> Result<ExitCode, CallError> {
+    one(server, out, Call::post(preview_path(name, action), None)).await
+}
+
+/// A call that answers one preview.
+async fn one(server: &Server, out: Output, call: Call<'_>) -> Result<ExitCode, CallError> {
+    let v = server.call(call).await?;
+    print(out, &v, |v| {
+        typed::<PreviewView>(v).map(|p| show::preview(&p, jiff::Timestamp::now()))
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+fn typed<T: DeserializeOwned>(v: &Value) -> Option<T> {
+    serde_json::from_value(v.clone()).ok()
+}
+
+/// Print `v` as asked; a table from `table`, or the JSON when the answer is not what this CLI
+/// knows (a newer server).
+fn print(out: Output, v: &Value, table: impl FnOnce(&Value) -> Option<String>) {
+    let json = || serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
+    let text = match out {
+        Output::Json => json(),
+        Output::Yaml => serde_saphyr::to_string(v).unwrap_or_else(|_| json()),
+        Output::Table => table(v).unwrap_or_else(json),
+    };
+    print!("{text}");
+}
+
+/// `wait`'s exit code: 0 for what was asked, 1 Failed (or gone when not asked for), 2 timeout.
+fn wait_code(v: &Value, wanted: &str) -> ExitCode {
+    let outcome: Option<WaitOutcome> = serde_json::from_value(v["outcome"].clone()).ok();
+    match outcome {
+        Some(WaitOutcome::Timeout) => ExitCode::from(2),
+        Some(WaitOutcome::Failed) => ExitCode::FAILURE,
+        Some(WaitOutcome::Removed) if !wanted.eq_ignore_ascii_case("removed") => ExitCode::FAILURE,
+        Some(_) => ExitCode::SUCCESS,
+        None => ExitCode::FAILURE,
+    }
+}

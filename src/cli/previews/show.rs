@@ -1,0 +1,383 @@
+//! How `sandcastle previews` prints answers for people: kubectl-style tables (upper-case
+//! headers, columns padded with spaces, no borders), a `describe`-like page for one preview, log
+//! lines prefixed with their pod and container. Pure. The tables are written here: kubectl's
+//! plain columns are a few lines, and table crates draw borders and wrap cells we would turn off.
+
+use std::fmt::Write as _;
+
+use jiff::Timestamp;
+
+use crate::agent::{EventsView, LogLines, PreviewView, WaitResult};
+use crate::domain::duration;
+
+/// Columns padded to their widest cell, three spaces apart; the last one is not padded.
+fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let last = cells.len().saturating_sub(1);
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i == last {
+                out.push_str(cell);
+            } else {
+                let pad = w - cell.chars().count();
+                let _ = write!(out, "{cell}{}   ", " ".repeat(pad));
+            }
+        }
+        out.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(headers.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// `3h 12m` from now, `5m ago`, or `-` for no time.
+fn relative(at: Option<&str>, now: Timestamp) -> String {
+    let Some(at) = at.and_then(|a| a.parse::<Timestamp>().ok()) else {
+        return "-".to_owned();
+    };
+    let secs = at.as_second() - now.as_second();
+    let span = std::time::Duration::from_secs(secs.unsigned_abs());
+    if secs >= 0 {
+        format!("in {}", duration::human(span))
+    } else {
+        format!("{} ago", duration::human(span))
+    }
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(7)]
+}
+
+fn or_dash(s: Option<&str>) -> String {
+    s.filter(|s| !s.is_empty()).unwrap_or("-").to_owned()
+}
+
+/// The list of previews.
+pub fn previews(items: &[PreviewView], now: Timestamp) -> String {
+    if items.is_empty() {
+        return "No previews.\n".to_owned();
+    }
+    let rows: Vec<Vec<String>> = items
+        .iter()
+        .map(|p| {
+            vec![
+                p.name.clone(),
+                p.phase.as_str().to_owned(),
+                format!("{}/{}", p.services_ready, p.services_total),
+                p.pull_request
+                    .map_or_else(|| format!("sandbox:{}", p.branch), |n| format!("#{n}")),
+                short(&p.commit.desired).to_owned(),
+                or_dash(p.url.as_deref()),
+                relative(p.expires_at.as_deref(), now),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "NAME", "PHASE", "READY", "SOURCE", "COMMIT", "URL", "EXPIRES",
+        ],
+        &rows,
+    )
+}
+
+/// One preview, as `kubectl describe` would show it.
+pub fn preview(p: &PreviewView, now: Timestamp) -> String {
+    let mut out = String::new();
+    let mut field = |k: &str, v: String| {
+        let _ = writeln!(out, "{:<14}{v}", format!("{k}:"));
+    };
+    field("Name", p.name.clone());
+    let phase = match &p.reason {
+        Some(r) => format!("{} ({r})", p.phase.as_str()),
+        None => p.phase.as_str().to_owned(),
+    };
+    field("Phase", phase);
+    if let Some(stuck) = &p.stuck_on {
+        field("Stuck on", stuck.clone());
+    }
+    field("URL", or_dash(p.url.as_deref()));
+    field("Repository", p.repository.clone());
+    field(
+        "Source",
+        p.pull_request.map_or_else(
+            || format!("sandbox of branch {}", p.branch),
+            |n| format!("pull request #{n} ({})", p.branch),
+        ),
+    );
+    let deployed = p.commit.deployed.as_deref().map_or("none", short);
+    field(
+        "Commit",
+        format!("{} (deployed: {deployed})", short(&p.commit.desired)),
+    );
+    field("Blueprint", p.blueprint.clone());
+    field("Namespace", p.namespace.clone());
+    field("Expires", relative(p.expires_at.as_deref(), now));
+    if let Some(q) = p.queue_position {
+        field("Queue", format!("{q} in line"));
+    }
+    field("Requested by", p.requested_by.clone());
+    field("Page", p.links.page.clone());
+    if let Some(pr) = &p.links.pull_request {
+        field("Pull request", pr.clone());
+    }
+    if !p.services.is_empty() {
+        out.push_str("\nServices:\n");
+        let rows: Vec<Vec<String>> = p
+            .services
+            .iter()
+            .map(|s| {
+                vec![
+                    format!("  {}", s.name),
+                    s.kind.clone(),
+                    format!("{}/{}", s.ready, s.desired),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["  NAME", "KIND", "READY"], &rows));
+    }
+    if !p.history.is_empty() {
+        out.push_str("\nHistory:\n");
+        let rows: Vec<Vec<String>> = p
+            .history
+            .iter()
+            .map(|h| {
+                vec![
+                    format!("  {}", relative(Some(&h.time), now)),
+                    h.actor.clone(),
+                    h.action.clone(),
+                    or_dash(h.result.as_deref()),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["  WHEN", "ACTOR", "ACTION", "RESULT"], &rows));
+    }
+    out
+}
+
+/// The preview's Events, then its namespace's.
+pub fn events(e: &EventsView, now: Timestamp) -> String {
+    let rows: Vec<Vec<String>> = e
+        .preview
+        .iter()
+        .chain(&e.namespace)
+        .map(|e| {
+            vec![
+                relative(e.time.as_deref(), now),
+                or_dash(e.type_.as_deref()),
+                or_dash(e.reason.as_deref()),
+                e.object.clone(),
+                or_dash(e.note.as_deref()),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "No events.\n".to_owned();
+    }
+    table(&["WHEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], &rows)
+}
+
+/// Log lines; prefixed `[pod/container]` when they come from more than one container.
+pub fn logs(l: &LogLines) -> String {
+    let prefixed = l.entries.len() > 1;
+    let mut out = String::new();
+    for e in &l.entries {
+        for line in &e.lines {
+            if prefixed {
+                let _ = writeln!(out, "[{}/{}] {line}", e.pod, e.container);
+            } else {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+    out
+}
+
+/// What follows the logs on stderr: that some were cut or masked.
+pub fn logs_note(l: &LogLines) -> Option<String> {
+    let mut notes = Vec::new();
+    if l.truncated {
+        notes.push("cut at the server's bound (use --tail, --since, --workload)".to_owned());
+    }
+    if l.redacted > 0 {
+        notes.push(format!("{} secret value(s) redacted", l.redacted));
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
+}
+
+/// How a wait ended, in one line.
+pub fn waited(w: &WaitResult) -> String {
+    let outcome = serde_json::to_value(w.outcome)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    match &w.preview {
+        Some(p) => {
+            let why = p
+                .reason
+                .as_deref()
+                .map_or(String::new(), |r| format!(": {r}"));
+            let url = p.url.as_deref().map_or(String::new(), |u| format!(" {u}"));
+            format!("{} {outcome} ({}{why}){url}\n", p.name, p.phase.as_str())
+        }
+        None => format!("{outcome}: the preview is gone\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::view::{Commits, HistoryView, Links, ServiceView};
+    use crate::agent::{LogEntry, WaitOutcome};
+    use crate::crd::Phase;
+
+    fn now() -> Timestamp {
+        "2026-12-01T12:00:00Z".parse().unwrap()
+    }
+
+    fn view(name: &str, pr: Option<u64>) -> PreviewView {
+        PreviewView {
+            name: name.into(),
+            blueprint: "shop".into(),
+            repository: "acme/shop".into(),
+            pull_request: pr,
+            branch: "feature/login".into(),
+            phase: Phase::Ready,
+            reason: Some("2/2 services ready".into()),
+            stuck_on: None,
+            url: Some(format!("http://{name}.preview.example.com")),
+            commit: Commits {
+                desired: "0123456789abcdef0123456789abcdef01234567".into(),
+                deployed: Some("0123456789abcdef0123456789abcdef01234567".into()),
+            },
+            services: vec![ServiceView {
+                name: "web".into(),
+                kind: "Deployment".into(),
+                ready: 1,
+                desired: 1,
+            }],
+            services_ready: 2,
+            services_total: 2,
+            expires_at: Some("2026-12-01T15:30:00Z".into()),
+            queue_position: None,
+            stopped: false,
+            sandbox: pr.is_none(),
+            namespace: name.into(),
+            requested_by: "@maria".into(),
+            created_at: None,
+            history: vec![HistoryView {
+                time: "2026-12-01T11:55:00Z".into(),
+                actor: "@maria".into(),
+                action: "Ready".into(),
+                commit: None,
+                result: Some("2/2 services ready".into()),
+            }],
+            links: Links {
+                self_: format!("https://sandcastle.example.com/api/v1/previews/{name}"),
+                page: format!("https://sandcastle.example.com/previews/{name}"),
+                pull_request: None,
+                deployment: None,
+            },
+        }
+    }
+
+    #[test]
+    fn previews_print_as_a_table() {
+        let out = previews(
+            &[view("shop-pr-42", Some(42)), view("shop-agent", None)],
+            now(),
+        );
+        insta::assert_snapshot!(out, @r"
+        NAME         PHASE   READY   SOURCE                  COMMIT    URL                                     EXPIRES
+        shop-pr-42   Ready   2/2     #42                     0123456   http://shop-pr-42.preview.example.com   in 3h 30m
+        shop-agent   Ready   2/2     sandbox:feature/login   0123456   http://shop-agent.preview.example.com   in 3h 30m
+        ");
+        assert_eq!(previews(&[], now()), "No previews.\n");
+    }
+
+    #[test]
+    fn one_preview_prints_as_a_page() {
+        insta::assert_snapshot!(preview(&view("shop-agent", None), now()), @r"
+        Name:         shop-agent
+        Phase:        Ready (2/2 services ready)
+        URL:          http://shop-agent.preview.example.com
+        Repository:   acme/shop
+        Source:       sandbox of branch feature/login
+        Commit:       0123456 (deployed: 0123456)
+        Blueprint:    shop
+        Namespace:    shop-agent
+        Expires:      in 3h 30m
+        Requested by: @maria
+        Page:         https://sandcastle.example.com/previews/shop-agent
+
+        Services:
+          NAME   KIND         READY
+          web    Deployment   1/1
+
+        History:
+          WHEN     ACTOR    ACTION   RESULT
+          5m ago   @maria   Ready    2/2 services ready
+        ");
+    }
+
+    #[test]
+    fn logs_are_prefixed_only_when_they_mix_containers() {
+        let entry = |pod: &str, c: &str, lines: &[&str]| LogEntry {
+            pod: pod.into(),
+            container: c.into(),
+            lines: lines.iter().map(|l| (*l).to_owned()).collect(),
+        };
+        let one = LogLines {
+            entries: vec![entry("web-1", "web", &["a", "b"])],
+            truncated: false,
+            redacted: 0,
+        };
+        assert_eq!(logs(&one), "a\nb\n");
+        assert_eq!(logs_note(&one), None);
+        let two = LogLines {
+            entries: vec![
+                entry("web-1", "web", &["a"]),
+                entry("web-1", "proxy", &["b"]),
+            ],
+            truncated: true,
+            redacted: 2,
+        };
+        assert_eq!(logs(&two), "[web-1/web] a\n[web-1/proxy] b\n");
+        assert_eq!(
+            logs_note(&two).unwrap(),
+            "cut at the server's bound (use --tail, --since, --workload); 2 secret value(s) redacted"
+        );
+    }
+
+    #[test]
+    fn a_wait_says_how_it_ended() {
+        let w = WaitResult {
+            outcome: WaitOutcome::Timeout,
+            preview: Some(view("shop-agent", None)),
+        };
+        assert_eq!(
+            waited(&w),
+            "shop-agent timeout (Ready: 2/2 services ready) http://shop-agent.preview.example.com\n"
+        );
+        let gone = WaitResult {
+            outcome: WaitOutcome::Removed,
+            preview: None,
+        };
+        assert_eq!(waited(&gone), "removed: the preview is gone\n");
+    }
+
+    #[test]
+    fn times_are_relative() {
+        assert_eq!(relative(Some("2026-12-01T11:58:00Z"), now()), "2m ago");
+        assert_eq!(relative(Some("2026-12-02T13:00:00Z"), now()), "in 1d 1h");
+        assert_eq!(relative(None, now()), "-");
+        assert_eq!(relative(Some("soon"), now()), "-");
+    }
+}
