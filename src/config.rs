@@ -141,6 +141,10 @@ pub struct PreviewArgs {
     /// The longest a token minted for a preview through the API lives (never past the preview).
     #[arg(long, env = "SANDCASTLE_TOKEN_MAX_LIFETIME", default_value = "1h", value_parser = duration_arg)]
     pub token_max_lifetime: Duration,
+
+    /// The longest one API `wait` call may ask to wait.
+    #[arg(long, env = "SANDCASTLE_API_MAX_WAIT", default_value = "10m", value_parser = duration_arg)]
+    pub api_max_wait: Duration,
 }
 
 /// Housekeeping and leader election.
@@ -340,7 +344,7 @@ pub struct ListArgs {
     pub repo: Option<String>,
     /// Only this pull request's previews.
     #[arg(long)]
-    pub pr: Option<u64>,
+    pub pr: Option<u32>,
     #[arg(long)]
     pub branch: Option<String>,
     #[arg(long)]
@@ -408,7 +412,7 @@ pub struct TokenArgs {
     pub name: String,
     /// Lifetime in seconds (bounded by the preview's expiry and the server's maximum).
     #[arg(long)]
-    pub expiration_seconds: Option<u64>,
+    pub expiration_seconds: Option<u32>,
 }
 
 #[derive(Debug, Args)]

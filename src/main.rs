@@ -101,6 +101,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     settings.ingress_namespace = args.previews.ingress_namespace.clone();
     settings.tombstone_retention = args.previews.tombstone_retention;
     settings.token_lifetime = args.previews.token_max_lifetime;
+    settings.api_max_wait = args.previews.api_max_wait;
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();
     if settings.resync {

@@ -165,6 +165,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         authority: Authority::new(parts.client.clone(), &parts.settings.home),
         limits: Limits {
             token_lifetime: parts.settings.token_lifetime,
+            wait: parts.settings.api_max_wait,
             ..Limits::default()
         },
     };

@@ -21,7 +21,7 @@ use crate::crd::labels::{
 };
 use crate::crd::{Blueprint, PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind};
 use crate::domain::naming::repo_label_value;
-use crate::domain::{NamespaceName, RepoName, Sha, duration, intent};
+use crate::domain::{NamespaceName, RepoName, Sha, duration, intent, naming};
 use crate::k8s::events::note_request;
 
 /// A sandbox to create.
@@ -29,16 +29,30 @@ use crate::k8s::events::note_request;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreatePreview {
     /// The Blueprint to clone (in Sandcastle's namespace).
+    #[schema(
+        pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 253
+    )]
     pub blueprint: String,
     /// `owner/name`; the Blueprint must allow it.
+    #[schema(pattern = r"^[A-Za-z0-9_-]{1,39}/[A-Za-z0-9_.-]{1,100}$")]
     pub repository: String,
     /// The branch to preview (its head now, unless `commit` is given).
+    #[schema(min_length = 1, max_length = 255)]
     pub branch: Option<String>,
     /// The commit to deploy (40 hex characters).
+    #[schema(pattern = r"^[0-9a-fA-F]{40}$")]
     pub commit: Option<String>,
     /// The preview's name (a DNS label); made up from the Blueprint and branch if absent.
+    #[schema(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 63
+    )]
     pub name: Option<String>,
     /// How long it lives (`90m`, `8h`, `2d`); at most the Blueprint's `maxTtl`.
+    #[schema(pattern = r"^([0-9]+[wdhmsWDHMS])+$")]
     pub ttl: Option<String>,
 }
 
@@ -196,7 +210,12 @@ impl Agent {
         let repo = RepoName::new(&req.repository)
             .map_err(|e| AgentError::invalid("invalid_repository", "repository", e.to_string()))?;
         let blueprints: Api<Blueprint> = Api::namespaced(self.client.clone(), &self.home);
-        let Some(blueprint) = blueprints.get_opt(&req.blueprint).await? else {
+        let found = if naming::is_object_name(&req.blueprint) {
+            blueprints.get_opt(&req.blueprint).await?
+        } else {
+            None
+        };
+        let Some(blueprint) = found else {
             return Err(AgentError::invalid(
                 "unknown_blueprint",
                 "blueprint",
@@ -211,6 +230,15 @@ impl Agent {
             ));
         }
         let ttl = self.ttl_of(req, &blueprint)?;
+        if let Some(branch) = &req.branch
+            && !naming::is_branch_name(branch)
+        {
+            return Err(AgentError::invalid(
+                "invalid_branch",
+                "branch",
+                format!("{branch:?} is not a branch name Git accepts"),
+            ));
+        }
         let (sha, installation) = match (&req.commit, &req.branch) {
             (Some(c), _) => {
                 let sha = Sha::new(c)

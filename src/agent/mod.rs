@@ -34,6 +34,7 @@ pub use view::{Addresses, ListFilter, PreviewList, PreviewView};
 use crate::crd::PreviewEnvironment;
 use crate::crd::labels::LAST_ACTIVITY;
 use crate::domain::clock::Clock;
+use crate::domain::naming;
 use crate::github::client::GitHubApp;
 use crate::k8s::events::Request;
 
@@ -95,6 +96,9 @@ impl Agent {
 
     /// The preview `name`, read fresh (a write just made is seen).
     async fn fetch(&self, name: &str) -> Result<PreviewEnvironment, AgentError> {
+        if !naming::is_object_name(name) {
+            return Err(AgentError::NotFound(name.to_owned()));
+        }
         self.api()
             .get_opt(name)
             .await?
@@ -108,6 +112,10 @@ impl Agent {
         op: Operation,
         name: &str,
     ) -> Result<PreviewEnvironment, AgentError> {
+        if !naming::is_object_name(name) {
+            // No preview can have it: nothing to learn, nothing to ask Kubernetes.
+            return Err(AgentError::NotFound(name.to_owned()));
+        }
         let pe = self.fetch(name).await;
         // Whether a preview exists is itself something only the authorized may learn.
         let namespace = match &pe {

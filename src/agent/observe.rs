@@ -17,7 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{Agent, AgentError, Caller, Operation, PreviewView, view};
 use crate::crd::{Phase, PreviewEnvironment};
-use crate::domain::{duration, redact::Redactor};
+use crate::domain::{duration, naming, redact::Redactor};
 
 /// What to wait for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema, Default)]
@@ -81,6 +81,8 @@ pub struct LogQuery {
     pub workload: Option<String>,
     pub container: Option<String>,
     /// The last this many lines of each container (default 200).
+    #[param(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
+    #[schema(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
     pub tail_lines: Option<u32>,
     /// Only lines newer than this (`10m`, `1h`).
     pub since: Option<String>,
@@ -126,6 +128,17 @@ pub struct EventView {
     pub object: String,
 }
 
+fn unknown_workload(w: &str) -> AgentError {
+    AgentError::invalid(
+        "unknown_workload",
+        "workload",
+        format!("the preview has no Deployment, StatefulSet, ReplicaSet or Job {w}"),
+    )
+}
+
+/// How long a wait that names no timeout waits.
+const DEFAULT_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Events kept per list.
 const EVENTS_LIMIT: usize = 200;
 
@@ -152,16 +165,20 @@ fn event_view(e: &Event) -> EventView {
 }
 
 impl Agent {
-    /// Wait until `name` is what `wanted` asks, or `timeout` (at most the configured bound).
+    /// Wait until `name` is what `wanted` asks, or `timeout` (at most the configured bound;
+    /// by default five minutes, or the bound when it is shorter).
     pub async fn wait(
         &self,
         caller: &Caller,
         name: &str,
         wanted: WaitFor,
-        timeout: &str,
+        timeout: Option<&str>,
     ) -> Result<WaitResult, AgentError> {
-        let timeout = duration::parse(timeout, false)
-            .map_err(|e| AgentError::invalid("invalid_duration", "timeout", e.to_string()))?;
+        let timeout = match timeout {
+            Some(t) => duration::parse(t, false)
+                .map_err(|e| AgentError::invalid("invalid_duration", "timeout", e.to_string()))?,
+            None => DEFAULT_WAIT.min(self.limits.wait),
+        };
         if timeout > self.limits.wait {
             return Err(AgentError::invalid(
                 "timeout_too_long",
@@ -278,13 +295,12 @@ impl Agent {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         let selector = match workload {
             None => None,
-            Some(w) => Some(self.selector_of(ns, w).await?.ok_or_else(|| {
-                AgentError::invalid(
-                    "unknown_workload",
-                    "workload",
-                    format!("the preview has no Deployment, StatefulSet, ReplicaSet or Job {w}"),
-                )
-            })?),
+            Some(w) if !naming::is_object_name(w) => return Err(unknown_workload(w)),
+            Some(w) => Some(
+                self.selector_of(ns, w)
+                    .await?
+                    .ok_or_else(|| unknown_workload(w))?,
+            ),
         };
         let params = match &selector {
             Some(s) => ListParams::default().labels(s),

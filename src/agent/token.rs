@@ -24,7 +24,8 @@ const SHORTEST: Duration = Duration::from_secs(600);
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TokenRequestBody {
     /// Seconds (at least 600).
-    pub expiration_seconds: Option<u64>,
+    #[schema(value_type = Option<u64>, minimum = 600, maximum = 4_294_967_295_u64)]
+    pub expiration_seconds: Option<u32>,
 }
 
 /// A token for the preview's `preview-agent` ServiceAccount.
@@ -66,7 +67,9 @@ impl Agent {
             });
         }
         let now = self.clock.now();
-        let asked = body.expiration_seconds.map(Duration::from_secs);
+        let asked = body
+            .expiration_seconds
+            .map(|s| Duration::from_secs(u64::from(s)));
         if asked.is_some_and(|d| d < SHORTEST) {
             return Err(AgentError::invalid(
                 "invalid_expiration",

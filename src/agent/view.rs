@@ -110,11 +110,16 @@ pub struct PreviewList {
 pub struct ListFilter {
     /// `owner/name`.
     pub repo: Option<String>,
-    pub pr: Option<u64>,
+    /// A pull request number.
+    #[param(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
+    #[schema(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
+    pub pr: Option<u32>,
     pub branch: Option<String>,
     pub blueprint: Option<String>,
     pub phase: Option<Phase>,
-    /// At most this many (default 50, at most 500).
+    /// At most this many (default 50; more than 500 is 500).
+    #[param(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
+    #[schema(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
     pub limit: Option<u32>,
     /// From a previous page's `continue`.
     #[serde(rename = "continue")]
@@ -244,7 +249,9 @@ pub fn matches(pe: &PreviewEnvironment, filter: &ListFilter) -> bool {
         .repo
         .as_ref()
         .is_none_or(|r| r.eq_ignore_ascii_case(&pe.spec.repository))
-        && filter.pr.is_none_or(|n| pe.spec.pull_request == Some(n))
+        && filter
+            .pr
+            .is_none_or(|n| pe.spec.pull_request == Some(u64::from(n)))
         && filter.branch.as_ref().is_none_or(|b| *b == pe.spec.git_ref)
         && filter
             .blueprint

@@ -54,6 +54,8 @@ pub struct Settings {
     pub leader_election: Option<LeaderElection>,
     /// The longest a token minted for a preview through the API lives.
     pub token_lifetime: Duration,
+    /// The longest one API `wait` call may wait.
+    pub api_max_wait: Duration,
 }
 
 impl Settings {
@@ -74,6 +76,7 @@ impl Settings {
             orphan_grace: None,
             leader_election: None,
             token_lifetime: Duration::from_secs(3600),
+            api_max_wait: Duration::from_secs(600),
         }
     }
 }

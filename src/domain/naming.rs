@@ -99,9 +99,73 @@ pub fn repo_label_value(repo: &RepoName) -> String {
     format!("{}.{}", repo.owner(), repo.name())
 }
 
+/// Whether `s` can name a Kubernetes object (a DNS-1123 subdomain: dot-separated labels, at
+/// most 253 characters). Names that cannot are answered "not found" without asking the API
+/// server, which would refuse the request itself.
+pub fn is_object_name(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(|label| NamespaceName::new(label).is_ok())
+}
+
+/// Whether `s` is a branch name Git accepts (`git check-ref-format --branch`'s rules) within
+/// GitHub's 255 bytes: no empty, `.`-led or `.lock`-ended component, no `..`, `@{`, `//`,
+/// control characters, spaces or any of `~^:?*[\`, not `@`, not ending in `/` or `.`.
+pub fn is_branch_name(s: &str) -> bool {
+    let bad_char = |c: char| c.is_control() || " ~^:?*[\\".contains(c);
+    !s.is_empty()
+        && s.len() <= 255
+        && s != "@"
+        && !s.contains("..")
+        && !s.contains("@{")
+        && !s.ends_with('.')
+        && !s.chars().any(bad_char)
+        && s.split('/')
+            .all(|part| !part.is_empty() && !part.starts_with('.') && !part.ends_with(".lock"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn branch_names_follow_git() {
+        for good in [
+            "main",
+            "feature/cart",
+            "agent/fix-1.2",
+            "v1.0",
+            "a@b",
+            "UPPER_case",
+        ] {
+            assert!(is_branch_name(good), "{good}");
+        }
+        let long = "b".repeat(256);
+        for bad in [
+            "",
+            "@",
+            "a..b",
+            "a@{1}",
+            "a//b",
+            "/a",
+            "a/",
+            "a.",
+            ".a",
+            "a/.b",
+            "a.lock",
+            "a/b.lock/c",
+            "a b",
+            "a~1",
+            "a^",
+            "a:b",
+            "a?",
+            "a*",
+            "a[b",
+            "a\\b",
+            "a\tb",
+            &long,
+        ] {
+            assert!(!is_branch_name(bad), "{bad:?}");
+        }
+    }
 
     fn id<'a>(blueprint: &'a str, repo: &'a RepoName, pr: u64) -> PreviewIdentity<'a> {
         PreviewIdentity {
@@ -163,5 +227,22 @@ mod tests {
         let shop = RepoName::new("acme/shop").unwrap();
         let name = preview_name(id("shop", &shop, 42));
         assert_eq!(github_environment(name.as_str()), "preview/shop-pr-42");
+    }
+
+    #[test]
+    fn object_names_are_dns_subdomains() {
+        assert!(is_object_name("shop-pr-42"));
+        assert!(is_object_name("web.v2"));
+        for bad in [
+            "",
+            "Shop",
+            "a..b",
+            "-a",
+            "a/b",
+            "\u{e9}t\u{e9}",
+            &"a".repeat(254),
+        ] {
+            assert!(!is_object_name(bad), "{bad:?}");
+        }
     }
 }

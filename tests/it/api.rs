@@ -172,6 +172,24 @@ async fn bad_requests_are_answered_naming_the_field() {
         "{:?}",
         a.body
     );
+    // An empty branch beside a commit once reached the API server (and answered 503).
+    for branch in ["", "a..b", "feature/x.lock"] {
+        let a = post(
+            json!({"blueprint": world.repo.name(), "repository": world.repo.as_str(),
+            "commit": sha().as_str(), "branch": branch, "name": "o"}),
+        )
+        .await;
+        assert_eq!(
+            (
+                a.status,
+                a.body["error"]["code"].as_str(),
+                a.body["error"]["field"].as_str()
+            ),
+            (422, Some("invalid_branch"), Some("branch")),
+            "{branch:?}: {:?}",
+            a.body
+        );
+    }
     let a = post(json!({"blueprint": world.repo.name(), "extra": 1})).await;
     assert_eq!(
         (a.status, a.body["error"]["code"].as_str()),

@@ -21,6 +21,7 @@ mod lifecycle;
 mod logs;
 mod metrics;
 mod nodes;
+mod schemathesis;
 mod serve;
 mod server_side_apply;
 mod webhook;

@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -97,7 +97,8 @@ impl FromRequestParts<AppState> for Authenticated {
     }
 }
 
-/// A JSON body; malformed ones are answered 400 (syntax) or 422 (a field) in the one shape.
+/// A JSON body; one that is not `application/json` is answered 415, not JSON 400, not an object
+/// or with a field that cannot be used 422 naming the field, each in the one shape.
 #[derive(Debug)]
 pub struct Body<T>(pub T);
 
@@ -105,10 +106,26 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
     type Rejection = Failed;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Failed> {
-        match <Json<T> as FromRequest<S>>::from_request(req, state).await {
-            Ok(Json(v)) => Ok(Self(v)),
-            Err(e) => Err(Failed(body_error(&e))),
+        let json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                let essence = v.split(';').next().unwrap_or_default().trim();
+                essence.eq_ignore_ascii_case("application/json")
+                    || essence.to_ascii_lowercase().ends_with("+json")
+            });
+        if !json {
+            return Err(Failed(AgentError::invalid(
+                "unsupported_media_type",
+                "body",
+                "send the body as application/json",
+            )));
         }
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| Failed(AgentError::invalid("invalid_body", "body", e.body_text())))?;
+        parse(&bytes).map(Self).map_err(Failed)
     }
 }
 
@@ -123,26 +140,26 @@ impl<T: DeserializeOwned, S: Send + Sync> OptionalFromRequest<S> for Body<T> {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(None);
         }
-        serde_json::from_slice(&bytes)
-            .map(|v| Some(Self(v)))
-            .map_err(|e| {
-                let code = if e.is_data() {
-                    "invalid_field"
-                } else {
-                    "invalid_body"
-                };
-                Failed(AgentError::invalid(code, "body", e.to_string()))
-            })
+        parse(&bytes).map(|v| Some(Self(v))).map_err(Failed)
     }
 }
 
-fn body_error(e: &JsonRejection) -> AgentError {
-    let code = match e {
-        JsonRejection::JsonDataError(_) => "invalid_field",
-        JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
-        _ => "invalid_body",
-    };
-    AgentError::invalid(code, "body", e.body_text())
+/// A JSON object read into `T`; what is wrong names the field (`ttl`, `body`).
+fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AgentError> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| AgentError::invalid("invalid_body", "body", format!("not JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(AgentError::invalid(
+            "invalid_field",
+            "body",
+            "the body must be a JSON object",
+        ));
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "body".to_owned() } else { path };
+        AgentError::invalid("invalid_field", &field, e.into_inner().to_string())
+    })
 }
 
 /// A query string; one that cannot be read is answered 422 in the one shape.

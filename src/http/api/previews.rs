@@ -22,6 +22,7 @@ type Answer<T> = Result<T, Failed>;
 pub struct RedeployBody {
     /// The commit to deploy (40 hex characters); without it, the same commit again (a sandbox of
     /// a branch: the branch's head now).
+    #[schema(pattern = r"^[0-9a-fA-F]{40}$")]
     pub commit: Option<String>,
 }
 
@@ -30,6 +31,7 @@ pub struct RedeployBody {
 #[serde(deny_unknown_fields)]
 pub struct ExtendBody {
     /// How much longer (`4h`, `2d`); never past the Blueprint's `maxTtl` from creation.
+    #[schema(pattern = r"^([0-9]+[wdhmsWDHMS])+$")]
     pub duration: String,
 }
 
@@ -41,7 +43,8 @@ pub struct WaitQuery {
     #[serde(rename = "for", default)]
     #[param(rename = "for", inline)]
     pub wanted: WaitFor,
-    /// How long at most (`30s`, `5m`; default `5m`, at most `10m`).
+    /// How long at most (`30s`, `5m`; default `5m`, at most the server's `--api-max-wait`, `10m`
+    /// unless configured).
     pub timeout: Option<String>,
 }
 
@@ -50,7 +53,8 @@ const NAME: &str = "the preview's name";
 #[utoipa::path(get, path = "/api/v1/previews", tag = "previews", params(ListFilter),
     security(("bearer" = [])),
     responses((status = 200, body = PreviewList), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
 /// List previews (those a preview token belongs to, for such a token).
 pub(super) async fn list(
     State(state): State<AppState>,
@@ -66,7 +70,8 @@ pub(super) async fn list(
     responses((status = 201, body = PreviewView, description = "Created"),
         (status = 200, body = PreviewView, description = "Created before, with the same Idempotency-Key and body"),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody),
+        (status = 415, body = ErrorBody, description = "The body is not `application/json`")))]
 /// Create a sandbox: a preview without a pull request.
 pub(super) async fn create(
     State(state): State<AppState>,
@@ -90,7 +95,8 @@ pub(super) async fn create(
 #[utoipa::path(get, path = "/api/v1/previews/{name}", tag = "previews",
     params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
     responses((status = 200, body = PreviewView), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
 /// One preview.
 pub(super) async fn get(
     State(state): State<AppState>,
@@ -118,7 +124,8 @@ pub(super) async fn delete(
 #[utoipa::path(get, path = "/api/v1/previews/{name}/wait", tag = "previews",
     params(("name" = String, Path, description = NAME), WaitQuery), security(("bearer" = [])),
     responses((status = 200, body = WaitResult), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
 /// Wait until the preview is Ready (or Failed, or what `for` asks), or the timeout passes.
 pub(super) async fn wait(
     State(state): State<AppState>,
@@ -126,16 +133,19 @@ pub(super) async fn wait(
     Path(name): Path<String>,
     Params(q): Params<WaitQuery>,
 ) -> Answer<Json<WaitResult>> {
-    let timeout = q.timeout.as_deref().unwrap_or("5m");
     Ok(Json(
-        state.agent.wait(&caller, &name, q.wanted, timeout).await?,
+        state
+            .agent
+            .wait(&caller, &name, q.wanted, q.timeout.as_deref())
+            .await?,
     ))
 }
 
 #[utoipa::path(get, path = "/api/v1/previews/{name}/logs", tag = "previews",
     params(("name" = String, Path, description = NAME), LogQuery), security(("bearer" = [])),
     responses((status = 200, body = LogLines), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
 /// The logs of the preview's workloads: bounded, with Secret values and tokens redacted.
 pub(super) async fn logs(
     State(state): State<AppState>,
@@ -149,7 +159,8 @@ pub(super) async fn logs(
 #[utoipa::path(get, path = "/api/v1/previews/{name}/events", tag = "previews",
     params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
     responses((status = 200, body = EventsView), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
 /// Sandcastle's Events on the preview and the Events of its namespace.
 pub(super) async fn events(
     State(state): State<AppState>,
@@ -163,7 +174,8 @@ pub(super) async fn events(
     params(("name" = String, Path, description = NAME)), request_body = Option<RedeployBody>,
     security(("bearer" = [])),
     responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"), (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`")))]
 /// Deploy again: another commit, or the same one as a new rollout.
 pub(super) async fn redeploy(
     State(state): State<AppState>,
@@ -182,7 +194,8 @@ pub(super) async fn redeploy(
 #[utoipa::path(post, path = "/api/v1/previews/{name}/stop", tag = "previews",
     params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
     responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
 /// Scale the preview to zero, keeping its data.
 pub(super) async fn stop(
     State(state): State<AppState>,
@@ -198,7 +211,8 @@ pub(super) async fn stop(
 #[utoipa::path(post, path = "/api/v1/previews/{name}/wake", tag = "previews",
     params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
     responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
 /// Start a stopped preview again.
 pub(super) async fn wake(
     State(state): State<AppState>,
@@ -215,7 +229,8 @@ pub(super) async fn wake(
     params(("name" = String, Path, description = NAME)), request_body = ExtendBody,
     security(("bearer" = [])),
     responses((status = 200, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"), (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`")))]
 /// Push the expiry back.
 pub(super) async fn extend(
     State(state): State<AppState>,
@@ -231,7 +246,8 @@ pub(super) async fn extend(
 #[utoipa::path(post, path = "/api/v1/previews/{name}/reset", tag = "previews",
     params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
     responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
 /// Throw the preview's data away and seed it again from the Blueprint.
 pub(super) async fn reset(
     State(state): State<AppState>,
@@ -248,7 +264,8 @@ pub(super) async fn reset(
     params(("name" = String, Path, description = NAME)), request_body = Option<TokenRequestBody>,
     security(("bearer" = [])),
     responses((status = 201, body = TokenView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"), (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`")))]
 /// A short-lived token for the preview's `preview-agent` account, voided with the preview.
 pub(super) async fn token(
     State(state): State<AppState>,
