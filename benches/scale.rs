@@ -121,30 +121,6 @@ impl Sandcastle {
     }
 }
 
-/// Wait (watching) until every preview in `names` is Ready; returns how long it took.
-async fn all_ready(api: &Api<PreviewEnvironment>, names: &HashSet<String>) -> Duration {
-    let t = Instant::now();
-    let mut left = names.clone();
-    let mut events = watcher(api.clone(), watcher::Config::default())
-        .applied_objects()
-        .boxed();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(1800);
-    while !left.is_empty() {
-        match tokio::time::timeout_at(deadline, events.try_next()).await {
-            Ok(Ok(Some(pe))) => {
-                let ready = pe.status.as_ref().and_then(|s| s.phase) == Some(Phase::Ready);
-                if ready {
-                    left.remove(&kube::ResourceExt::name_any(&pe));
-                }
-            }
-            Ok(Ok(None)) => panic!("watch ended"),
-            Ok(Err(e)) => eprintln!("watch: {e}"),
-            Err(_) => panic!("{} previews not Ready after 30 min", left.len()),
-        }
-    }
-    t.elapsed()
-}
-
 /// `rounds` synchronize deliveries, one at a time, over the first five pull requests: the
 /// webhook's answer time and the time to Ready at the new commit.
 async fn event_cost(
@@ -186,35 +162,6 @@ async fn event_cost(
     (answer, ready)
 }
 
-/// Fake nodes for `pods` pods at 110 per node, as kwok plays them (the harness has one).
-async fn ensure_nodes(client: &kube::Client, pods: u64) {
-    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
-    for i in 1..pods.div_ceil(100) {
-        let name = format!("scale-node-{i}");
-        let node = json!({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {
-                "name": name,
-                "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                    "kubernetes.io/arch": "amd64", "type": "kwok"},
-            },
-            "status": {
-                "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-                "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-            },
-        });
-        nodes
-            .patch(
-                &name,
-                &PatchParams::apply("bench").force(),
-                &Patch::Apply(&node),
-            )
-            .await
-            .unwrap();
-    }
-}
-
 #[tokio::main]
 async fn main() {
     let total = arg("--previews", 500);
@@ -226,7 +173,7 @@ async fn main() {
     sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30))
         .await
         .unwrap();
-    ensure_nodes(&client, total + 10).await;
+    support::ensure_nodes(&client, total + 10).await;
     ensure_namespace(&client, &home).await.unwrap();
     ensure_namespace(&client, &staging).await.unwrap();
     load(&client, &staging, APP).await.unwrap();
@@ -323,7 +270,7 @@ async fn main() {
     };
 
     let few = deliver_all(open(1..=5)).await;
-    all_ready(&api, &few).await;
+    support::all_ready(&api, &few).await;
     let (rss5, _) = memory(pid);
     let (answer5, ready5) = event_cost(&sc, &gh, &repo, &api, rounds).await;
 
@@ -331,7 +278,7 @@ async fn main() {
     let t = Instant::now();
     let many = deliver_all(open(6..=total)).await;
     let delivered = t.elapsed();
-    let took = all_ready(&api, &many).await;
+    let took = support::all_ready(&api, &many).await;
     let calls = gh.take_calls().len();
     let (rss_many, _) = memory(pid);
     let (mut answer_many, mut ready_many) = event_cost(&sc, &gh, &repo, &api, rounds).await;

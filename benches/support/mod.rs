@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
+use futures::{StreamExt, TryStreamExt};
 use kube::Client;
+use kube::runtime::WatchStreamExt;
+use serde_json::json;
 
 /// A client from `KUBECONFIG` (set by `scripts/bench-*`); exits with instructions without one.
 pub async fn client() -> Client {
@@ -42,4 +45,59 @@ pub fn summary(samples: &mut [Duration]) -> String {
         pick(0.99),
         pick(1.0)
     )
+}
+
+/// Fake nodes for `pods` pods at 110 per node, as kwok plays them (the harness has one).
+pub async fn ensure_nodes(client: &kube::Client, pods: u64) {
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+    for i in 1..pods.div_ceil(100) {
+        let name = format!("scale-node-{i}");
+        let node = json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {
+                "name": name,
+                "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64", "type": "kwok"},
+            },
+            "status": {
+                "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            },
+        });
+        nodes
+            .patch(
+                &name,
+                &kube::api::PatchParams::apply("bench").force(),
+                &kube::api::Patch::Apply(&node),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// Wait (watching) until every preview in `names` is Ready; returns how long it took.
+pub async fn all_ready(
+    api: &kube::Api<sandcastle::crd::PreviewEnvironment>,
+    names: &std::collections::HashSet<String>,
+) -> Duration {
+    let t = Instant::now();
+    let mut left = names.clone();
+    let mut events = kube::runtime::watcher(api.clone(), kube::runtime::watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1800);
+    while !left.is_empty() {
+        match tokio::time::timeout_at(deadline, events.try_next()).await {
+            Ok(Ok(Some(pe))) => {
+                if pe.status.as_ref().and_then(|s| s.phase) == Some(sandcastle::crd::Phase::Ready) {
+                    left.remove(&kube::ResourceExt::name_any(&pe));
+                }
+            }
+            Ok(Ok(None)) => panic!("watch ended"),
+            Ok(Err(e)) => eprintln!("watch: {e}"),
+            Err(_) => panic!("{} previews not Ready after 30 min", left.len()),
+        }
+    }
+    t.elapsed()
 }

@@ -1,0 +1,347 @@
+//! The agent API on the local control plane (run with `scripts/bench-api`): how long an agent
+//! waits from `POST /previews` to Ready (through the API's own `wait`) side by side with a pull
+//! request's `opened` → Ready for the same guestbook Blueprint, and what reads cost with 5 and
+//! with 500 live previews — `get`, a page of `list`, the whole list, a filtered list — with the
+//! authorization cache warm, and a first call with a new token (TokenReview and
+//! SubjectAccessReview). Sandcastle runs in this process, as in `sandcastle demo`, with its
+//! GitHub stand-in.
+
+mod support;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use sandcastle::cli::demo::stage::{Stage, ensure_namespace, load};
+use sandcastle::crd::{self, Phase, PreviewEnvironment};
+use sandcastle::domain::{PrNumber, Sha};
+use sandcastle::fake_github::PrSpec;
+use serde_json::{Value, json};
+
+/// A small application for the many sandboxes: configuration, one workload, its Service.
+const TINY: &str = r"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {GREETING: hello}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: registry.example/web:main
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+";
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn random_sha() -> Sha {
+    Sha::new(&hex::encode(rand::random::<[u8; 20]>())).unwrap()
+}
+
+fn apply() -> PatchParams {
+    PatchParams::apply("bench").force()
+}
+
+/// A ServiceAccount allowed everything on previews, and a token for it.
+async fn admin(client: &kube::Client, ns: &str) -> (Api<ServiceAccount>, String) {
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bench"}});
+    sas.patch("bench", &apply(), &Patch::Apply(&sa))
+        .await
+        .unwrap();
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "bench"},
+        "rules": [{"apiGroups": ["sandcastle.dev"], "resources": ["*"], "verbs": ["*"]}]});
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "bench"},
+        "subjects": [{"kind": "ServiceAccount", "name": "bench", "namespace": ns}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "bench"}});
+    Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(client.clone(), ns)
+        .patch("bench", &apply(), &Patch::Apply(&role))
+        .await
+        .unwrap();
+    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(client.clone(), ns)
+        .patch("bench", &apply(), &Patch::Apply(&binding))
+        .await
+        .unwrap();
+    let token = token(&sas).await;
+    (sas, token)
+}
+
+async fn token(sas: &Api<ServiceAccount>) -> String {
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        }),
+        ..TokenRequest::default()
+    };
+    sas.create_token_request("bench", &PostParams::default(), &request)
+        .await
+        .unwrap()
+        .status
+        .and_then(|s| s.token)
+        .unwrap()
+}
+
+/// Calls the API with one token; returns the status, the JSON answer and the time taken.
+struct Caller {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Caller {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value, Duration) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let t = Instant::now();
+        let resp = req.send().await.expect("the API answers");
+        let status = resp.status().as_u16();
+        let value = resp.json::<Value>().await.unwrap_or(Value::Null);
+        (status, value, t.elapsed())
+    }
+
+    async fn get(&self, path: &str) -> Duration {
+        let (status, body, took) = self.call(reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+        took
+    }
+
+    async fn create(&self, blueprint: &str, name: &str) -> Duration {
+        let body = json!({"blueprint": blueprint, "repository": "acme/guestbook",
+            "commit": random_sha().as_str(), "name": name});
+        let (status, answer, took) = self
+            .call(reqwest::Method::POST, "/api/v1/previews", Some(body))
+            .await;
+        assert_eq!(status, 201, "create {name}: {answer}");
+        took
+    }
+}
+
+/// A pull request's `opened` → Ready (watched), for the guestbook Blueprint.
+async fn pr_to_ready(stage: &Stage, api: &Api<PreviewEnvironment>, n: u64) -> Duration {
+    let name = format!("guestbook-pr-{n}");
+    let mut events = watcher(
+        api.clone(),
+        watcher::Config::default().fields(&format!("metadata.name={name}")),
+    )
+    .applied_objects()
+    .boxed();
+    let d = stage.gh.open_pull_request(
+        &stage.repo,
+        PrSpec::new(PrNumber::new(n).unwrap(), random_sha(), "b"),
+    );
+    let t = Instant::now();
+    let (status, _) = stage.deliver(&d).await.unwrap();
+    assert_eq!(status, 200);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
+    while let Ok(Some(Ok(pe))) = tokio::time::timeout_at(deadline, events.next()).await {
+        if pe.status.and_then(|s| s.phase) == Some(Phase::Ready) {
+            return t.elapsed();
+        }
+    }
+    panic!("{name} not Ready within 5 minutes");
+}
+
+/// `POST /previews` → Ready as an agent sees it: the create, then the API's `wait`.
+async fn api_to_ready(caller: &Caller, name: &str) -> (Duration, Duration) {
+    let t = Instant::now();
+    let posted = caller.create("guestbook", name).await;
+    let (status, answer, _) = caller
+        .call(
+            reqwest::Method::GET,
+            &format!("/api/v1/previews/{name}/wait?timeout=5m"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "wait {name}: {answer}");
+    assert_eq!(answer["outcome"], "ready", "{name}: {answer}");
+    (posted, t.elapsed())
+}
+
+/// Read costs with the previews live now: `rounds` of each read.
+async fn reads(caller: &Caller, names: &[String], rounds: usize) -> Vec<(String, Vec<Duration>)> {
+    let mut out = Vec::new();
+    let mut get = Vec::new();
+    for name in names.iter().cycle().take(rounds) {
+        get.push(caller.get(&format!("/api/v1/previews/{name}")).await);
+    }
+    out.push(("get one".to_owned(), get));
+    for (label, path) in [
+        ("list, first page (50)", "/api/v1/previews".to_owned()),
+        (
+            "list, all (limit 500)",
+            "/api/v1/previews?limit=500".to_owned(),
+        ),
+        (
+            "list, filtered to one",
+            format!(
+                "/api/v1/previews?blueprint=tiny&phase=Ready&branch=nothing-{}",
+                1
+            ),
+        ),
+    ] {
+        let mut took = Vec::new();
+        for _ in 0..rounds {
+            took.push(caller.get(&path).await);
+        }
+        out.push((label.to_owned(), took));
+    }
+    out
+}
+
+fn print_reads(live: usize, reads: &mut [(String, Vec<Duration>)]) {
+    for (label, took) in reads {
+        println!("{live:>3} live, {label:<24} {}", support::summary(took));
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let total = arg("--previews", 500);
+    let rounds = arg("--rounds", 5);
+    let reads_each = usize::try_from(arg("--reads", 200)).unwrap();
+    let client = support::client().await;
+    let home = support::unique("api-home");
+    let staging = support::unique("api-staging");
+    let tiny_staging = support::unique("api-tiny");
+    let stage = Stage::prepare(client.clone(), &home, &staging, 0, true)
+        .await
+        .expect("stage");
+    support::ensure_nodes(&client, total + 20).await;
+    ensure_namespace(&client, &tiny_staging).await.unwrap();
+    load(&client, &tiny_staging, TINY).await.unwrap();
+    let blueprints: Api<crd::Blueprint> = Api::namespaced(client.clone(), &home);
+    let tiny = json!({
+        "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint", "metadata": {"name": "tiny"},
+        "spec": {
+            "source": {"namespace": tiny_staging},
+            "repositories": ["acme/guestbook"],
+            "images": [{"repository": "registry.example/web", "tag": "{{shortSha}}"}],
+            "maxPreviews": total + 10,
+        }
+    });
+    blueprints
+        .patch("tiny", &apply(), &Patch::Apply(&tiny))
+        .await
+        .unwrap();
+    let (sas, token) = admin(&client, &home).await;
+    let caller = Caller {
+        http: reqwest::Client::new(),
+        base: format!("http://{}", stage.addr()),
+        token,
+    };
+    let api: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
+
+    // Side by side: a pull request's preview, then an agent's sandbox, of the same Blueprint.
+    let (mut pr, mut posted, mut sandbox) = (Vec::new(), Vec::new(), Vec::new());
+    for n in 1..=rounds {
+        pr.push(pr_to_ready(&stage, &api, n).await);
+        let (post, ready) = api_to_ready(&caller, &format!("guestbook-api-{n}")).await;
+        posted.push(post);
+        sandbox.push(ready);
+    }
+
+    // Reads with a few sandboxes, then with `total`.
+    let names: Vec<String> = (1..=total).map(|i| format!("tiny-{i:04}")).collect();
+    let mut creates = Vec::new();
+    for name in &names[..5] {
+        creates.push(caller.create("tiny", name).await);
+    }
+    support::all_ready(&api, &names[..5].iter().cloned().collect()).await;
+    let live_few = api.list(&Default::default()).await.unwrap().items.len();
+    let mut few = reads(&caller, &names[..5], reads_each).await;
+
+    let t = Instant::now();
+    let made: Vec<Duration> = futures::stream::iter(&names[5..])
+        .map(|name| caller.create("tiny", name))
+        .buffer_unordered(4)
+        .collect()
+        .await;
+    let created_in = t.elapsed();
+    creates.extend(made);
+    let ready_in = support::all_ready(&api, &names[5..].iter().cloned().collect()).await;
+    let live_many = api.list(&Default::default()).await.unwrap().items.len();
+    let mut many = reads(&caller, &names, reads_each).await;
+
+    // A first call with a new token: TokenReview and SubjectAccessReview, not cached.
+    let mut cold = Vec::new();
+    for name in names.iter().take(20) {
+        let fresh = Caller {
+            token: token(&sas).await,
+            http: caller.http.clone(),
+            base: caller.base.clone(),
+        };
+        cold.push(fresh.get(&format!("/api/v1/previews/{name}")).await);
+    }
+
+    println!("agent API, Sandcastle in process (debug assertions off), local control plane");
+    println!(
+        "guestbook ({} objects in staging), one after another:",
+        stage.objects
+    );
+    println!(
+        "  PR opened → Ready (watched):     {}",
+        support::summary(&mut pr)
+    );
+    println!(
+        "  POST /previews answered:         {}",
+        support::summary(&mut posted)
+    );
+    println!(
+        "  POST /previews → wait says ready: {}",
+        support::summary(&mut sandbox)
+    );
+    println!(
+        "{} tiny sandboxes created through the API (4 at a time) in {:.1} s, all Ready {:.1} s later",
+        total - 5,
+        created_in.as_secs_f64(),
+        ready_in.as_secs_f64()
+    );
+    println!(
+        "  POST /previews answered:         {}",
+        support::summary(&mut creates)
+    );
+    print_reads(live_few, &mut few);
+    print_reads(live_many, &mut many);
+    println!(
+        "{live_many:>3} live, get one, new token       {}",
+        support::summary(&mut cold)
+    );
+}
