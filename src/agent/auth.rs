@@ -23,6 +23,25 @@ use super::error::AgentError;
 use super::operation::Operation;
 use crate::domain::guardrails::PREVIEW_AGENT;
 
+/// The token of an `Authorization: Bearer <token>` header, or why there is none to use.
+pub fn bearer(header: Option<&str>) -> Result<&str, AgentError> {
+    let header = header.ok_or_else(|| {
+        AgentError::Unauthenticated(
+            "send a Kubernetes bearer token: Authorization: Bearer <token>".to_owned(),
+        )
+    })?;
+    header
+        .strip_prefix("Bearer ")
+        .or_else(|| header.strip_prefix("bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            AgentError::Unauthenticated(
+                "the Authorization header must be `Bearer <token>`".to_owned(),
+            )
+        })
+}
+
 /// How long a review's answer is reused.
 pub const CACHE_FOR: Duration = Duration::from_secs(30);
 /// Entries kept at most in each cache before it is emptied.
@@ -35,6 +54,25 @@ pub struct Caller {
     pub uid: Option<String>,
     pub groups: Vec<String>,
     pub extra: BTreeMap<String, Vec<String>>,
+    /// Which interface the call came through (audit lines and history say so).
+    pub via: Via,
+}
+
+/// The interface a call came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Via {
+    #[default]
+    Api,
+    Mcp,
+}
+
+impl Via {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Api => "api",
+            Self::Mcp => "mcp",
+        }
+    }
 }
 
 impl Caller {
@@ -129,6 +167,7 @@ impl Authority {
                 uid: user.uid,
                 groups: user.groups.unwrap_or_default(),
                 extra: user.extra.unwrap_or_default(),
+                via: Via::Api,
             }),
             _ => Err(status.error.map_or_else(
                 || "the bearer token is not valid (invalid, expired or revoked)".to_owned(),
@@ -241,6 +280,7 @@ mod tests {
             uid: None,
             groups: Vec::new(),
             extra: BTreeMap::new(),
+            via: Via::Api,
         }
     }
 

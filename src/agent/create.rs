@@ -10,6 +10,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, PostParams};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
@@ -25,7 +26,7 @@ use crate::domain::{NamespaceName, RepoName, Sha, duration, intent, naming};
 use crate::k8s::events::note_request;
 
 /// A sandbox to create.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreatePreview {
     /// The Blueprint to clone (in Sandcastle's namespace).
@@ -34,15 +35,22 @@ pub struct CreatePreview {
         min_length = 1,
         max_length = 253
     )]
+    #[schemars(
+        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"),
+        length(min = 1, max = 253)
+    )]
     pub blueprint: String,
     /// `owner/name`; the Blueprint must allow it.
     #[schema(pattern = r"^[A-Za-z0-9_-]{1,39}/[A-Za-z0-9_.-]{1,100}$")]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,39}/[A-Za-z0-9_.-]{1,100}$"))]
     pub repository: String,
     /// The branch to preview (its head now, unless `commit` is given).
     #[schema(min_length = 1, max_length = 255)]
+    #[schemars(length(min = 1, max = 255))]
     pub branch: Option<String>,
     /// The commit to deploy (40 hex characters).
     #[schema(pattern = r"^[0-9a-fA-F]{40}$")]
+    #[schemars(regex(pattern = r"^[0-9a-fA-F]{40}$"))]
     pub commit: Option<String>,
     /// The preview's name (a DNS label); made up from the Blueprint and branch if absent.
     #[schema(
@@ -50,9 +58,14 @@ pub struct CreatePreview {
         min_length = 1,
         max_length = 63
     )]
+    #[schemars(
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"),
+        length(min = 1, max = 63)
+    )]
     pub name: Option<String>,
     /// How long it lives (`90m`, `8h`, `2d`); at most the Blueprint's `maxTtl`.
     #[schema(pattern = r"^([0-9]+[wdhmsWDHMS])+$")]
+    #[schemars(regex(pattern = r"^([0-9]+[wdhmsWDHMS])+$"))]
     pub ttl: Option<String>,
 }
 
@@ -304,9 +317,10 @@ impl Agent {
         pe.annotations_mut()
             .insert(LAST_ACTIVITY.to_owned(), now.to_string());
         let note = format!(
-            "sandbox of {repo} at {} ({}) through the API",
+            "sandbox of {repo} at {} ({}) {}",
             req.branch.as_deref().unwrap_or("a commit"),
-            sha.short()
+            sha.short(),
+            super::write::through(caller)
         );
         note_request(&mut pe, &self.request(caller, Operation::Create, note));
         Ok(pe)
@@ -345,6 +359,7 @@ impl Agent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::auth::Via;
 
     #[test]
     fn made_up_names_are_dns_labels_and_stable_for_a_key() {
@@ -363,6 +378,7 @@ mod tests {
             uid: None,
             groups: Vec::new(),
             extra: BTreeMap::new(),
+            via: Via::Api,
         };
         assert_eq!(
             requester(&c("system:serviceaccount:ci:agent")).kind,

@@ -12,6 +12,7 @@ mod create;
 pub mod error;
 mod observe;
 pub mod operation;
+pub mod remote;
 mod token;
 pub mod view;
 mod write;
@@ -23,13 +24,16 @@ use kube::api::Api;
 use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 
-pub use auth::{Authority, Caller};
+pub use auth::{Authority, Caller, Via};
 pub use create::CreatePreview;
 pub use error::AgentError;
-pub use observe::{EventsView, LogEntry, LogLines, LogQuery, WaitFor, WaitOutcome, WaitResult};
+pub use observe::{
+    EventsView, LogEntry, LogLines, LogQuery, WaitFor, WaitOutcome, WaitQuery, WaitResult,
+};
 pub use operation::Operation;
 pub use token::{TokenRequestBody, TokenView};
 pub use view::{Addresses, ListFilter, PreviewList, PreviewView};
+pub use write::{ExtendBody, RedeployBody};
 
 use crate::crd::PreviewEnvironment;
 use crate::crd::labels::LAST_ACTIVITY;
@@ -139,14 +143,14 @@ impl Agent {
             id: String::new(),
             at: self.clock.now(),
             actor: caller.user.clone(),
-            action: format!("api-{}", op.name()),
+            action: format!("{}-{}", caller.via.name(), op.name()),
             note,
         }
     }
 
     /// The audit line of a write (the history entry and the Event follow from the request).
     fn audit(&self, caller: &Caller, op: Operation, preview: &str, sha: &str, result: &str) {
-        tracing::info!(target: "audit", actor = %caller.user, action = op.name(), preview, sha, result, via = "api", "preview operation");
+        tracing::info!(target: "audit", actor = %caller.user, action = op.name(), preview, sha, result, via = caller.via.name(), "preview operation");
     }
 
     /// Previews `caller` may see that pass `filter`, a page at a time, from the watch cache.
@@ -178,6 +182,17 @@ impl Agent {
             items: all.iter().map(|p| self.view(p)).collect(),
             next,
         })
+    }
+
+    /// Whether `caller` may run `op` on preview `name`, changing nothing: the preview as it is
+    /// (the first step of a two-step write, such as MCP's `destroy`).
+    pub async fn check(
+        &self,
+        caller: &Caller,
+        op: Operation,
+        name: &str,
+    ) -> Result<PreviewView, AgentError> {
+        Ok(self.view(&self.authorized(caller, op, name).await?))
     }
 
     /// One preview.

@@ -12,6 +12,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, LogParams};
 use kube::runtime::wait::await_condition;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -20,7 +21,9 @@ use crate::crd::{Phase, PreviewEnvironment};
 use crate::domain::{duration, naming, redact::Redactor};
 
 /// What to wait for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema, JsonSchema, Default,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum WaitFor {
     /// Ready — or Failed, which will not become Ready by waiting.
@@ -29,6 +32,19 @@ pub enum WaitFor {
     Stopped,
     /// Torn down (Removed) or gone.
     Removed,
+}
+
+/// `GET /previews/{name}/wait`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, IntoParams, JsonSchema)]
+#[into_params(parameter_in = Query)]
+pub struct WaitQuery {
+    /// What to wait for (default `ready`: Ready or Failed).
+    #[serde(rename = "for", default)]
+    #[param(rename = "for", inline)]
+    pub wanted: WaitFor,
+    /// How long at most (`30s`, `5m`; default `5m`, at most the server's `--api-max-wait`, `10m`
+    /// unless configured).
+    pub timeout: Option<String>,
 }
 
 /// How a wait ended.
@@ -73,7 +89,9 @@ fn outcome(pe: Option<&PreviewEnvironment>, wanted: WaitFor) -> Option<WaitOutco
 }
 
 /// Which logs to read.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, IntoParams, ToSchema)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, IntoParams, ToSchema, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct LogQuery {

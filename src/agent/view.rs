@@ -2,6 +2,7 @@
 //! services, expiry, place in the queue, history, links — and the list filters. Pure: built from
 //! the PreviewEnvironment and Sandcastle's public addresses.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -104,7 +105,9 @@ pub struct PreviewList {
 }
 
 /// Which previews to list.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, IntoParams, ToSchema)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, IntoParams, ToSchema, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ListFilter {

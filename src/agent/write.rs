@@ -8,12 +8,36 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::Api;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::{Agent, AgentError, Caller, Operation, PreviewView};
 use crate::crd::labels::{REDEPLOY, RESET};
 use crate::crd::{Blueprint, DEFAULT_MAX_TTL, PreviewEnvironment, Teardown, TeardownReason};
 use crate::domain::{Sha, duration, lifecycle};
 use crate::k8s::previews::{self, Outcome};
+
+/// `POST /previews/{name}/redeploy`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedeployBody {
+    /// The commit to deploy (40 hex characters); without it, the same commit again (a sandbox of
+    /// a branch: the branch's head now).
+    #[schema(pattern = r"^[0-9a-fA-F]{40}$")]
+    #[schemars(regex(pattern = r"^[0-9a-fA-F]{40}$"))]
+    pub commit: Option<String>,
+}
+
+/// `POST /previews/{name}/extend`.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendBody {
+    /// How much longer (`4h`, `2d`); never past the Blueprint's `maxTtl` from creation.
+    #[schema(pattern = r"^([0-9]+[wdhmsWDHMS])+$")]
+    #[schemars(regex(pattern = r"^([0-9]+[wdhmsWDHMS])+$"))]
+    pub duration: String,
+}
 
 /// Stamp activity on `name` (best effort: a read is not refused because this failed).
 pub(super) async fn touch(api: &Api<PreviewEnvironment>, name: &str, now: Timestamp) {
@@ -24,6 +48,14 @@ pub(super) async fn touch(api: &Api<PreviewEnvironment>, name: &str, now: Timest
     .await;
     if let Err(e) = result {
         tracing::debug!(preview = name, error = %e, "stamping activity failed");
+    }
+}
+
+/// How a history note says where a write came from.
+pub(super) fn through(caller: &Caller) -> &'static str {
+    match caller.via {
+        super::Via::Api => "through the API",
+        super::Via::Mcp => "through MCP",
     }
 }
 
@@ -99,8 +131,8 @@ impl Agent {
         };
         let now = self.clock.now();
         let note = match &commit {
-            Some(sha) => format!("redeploy at commit {} through the API", sha.short()),
-            None => "redeploy through the API".to_owned(),
+            Some(sha) => format!("redeploy at commit {} {}", sha.short(), through(caller)),
+            None => format!("redeploy {}", through(caller)),
         };
         self.change(caller, Operation::Redeploy, name, note, |pe| {
             if let Some(sha) = &commit {
@@ -114,7 +146,7 @@ impl Agent {
     }
 
     pub async fn stop(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
-        let note = "stop through the API".to_owned();
+        let note = format!("stop {}", through(caller));
         self.change(caller, Operation::Stop, name, note, |pe| {
             pe.spec.stopped = true;
             Ok(())
@@ -123,7 +155,7 @@ impl Agent {
     }
 
     pub async fn wake(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
-        let note = "wake through the API".to_owned();
+        let note = format!("wake {}", through(caller));
         self.change(caller, Operation::Wake, name, note, |pe| {
             pe.spec.stopped = false;
             Ok(())
@@ -168,7 +200,7 @@ impl Agent {
                 ),
             ));
         }
-        let note = format!("extend by {} through the API", duration::human(by));
+        let note = format!("extend by {} {}", duration::human(by), through(caller));
         self.change(caller, Operation::Extend, name, note, |pe| {
             let current = pe.spec.expires_at.as_ref().map(|t| t.0);
             let ext = lifecycle::extend(created, current, now, by, max_ttl);
@@ -182,7 +214,7 @@ impl Agent {
     /// again, so the seed phase runs on fresh data.
     pub async fn reset(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
         let now = self.clock.now();
-        let note = "reset (data thrown away, seeded again) through the API".to_owned();
+        let note = format!("reset (data thrown away, seeded again) {}", through(caller));
         self.change(caller, Operation::Reset, name, note, |pe| {
             pe.spec.stopped = false;
             pe.annotations_mut().insert(RESET.to_owned(), token(now));
@@ -195,7 +227,7 @@ impl Agent {
     pub async fn delete(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
         let now = self.clock.now();
         let actor = caller.user.clone();
-        let note = "delete through the API".to_owned();
+        let note = format!("delete {}", through(caller));
         self.change(caller, Operation::Delete, name, note, |pe| {
             if pe.spec.teardown.is_some() {
                 return Err(Outcome::Unchanged);

@@ -3,7 +3,6 @@
 //! (`-o`). Exit codes a script can use: 0 done, 1 refused or failed (the API's code and message
 //! on stderr), and for `wait` 0 Ready (or the state asked for), 1 Failed or gone, 2 timed out.
 
-mod client;
 mod show;
 
 use std::process::ExitCode;
@@ -14,9 +13,9 @@ use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::agent::remote::{Call, CallError, Server, preview_path};
 use crate::agent::{EventsView, LogLines, PreviewList, PreviewView, WaitOutcome, WaitResult};
 use crate::config::{Output, PreviewsAction, PreviewsArgs};
-use client::{Call, CallError, Server, preview_path};
 
 /// A wait longer than this is the server's to refuse; the client only bounds its own call.
 const LONGEST_WAIT: Duration = Duration::from_secs(3600);
@@ -39,7 +38,7 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
     let out = args.output;
     match &args.action {
         PreviewsAction::List(l) => {
-            let mut query: Vec<(&str, String)> = Vec::new();
+            let mut query: Vec<(String, String)> = Vec::new();
             for (k, v) in [
                 ("repo", &l.repo),
                 ("branch", &l.branch),
@@ -47,11 +46,11 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
                 ("phase", &l.phase),
             ] {
                 if let Some(v) = v {
-                    query.push((k, v.clone()));
+                    query.push((k.to_owned(), v.clone()));
                 }
             }
             if let Some(pr) = l.pr {
-                query.push(("pr", pr.to_string()));
+                query.push(("pr".to_owned(), pr.to_string()));
             }
             let items = list_all(server, query).await?;
             print(out, &json!({ "items": items }), |v| {
@@ -81,7 +80,10 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
         }
         PreviewsAction::Wait(w) => {
             let mut call = Call::get(preview_path(&w.name, "/wait"));
-            call.query = vec![("for", w.for_.clone()), ("timeout", w.timeout.clone())];
+            call.query = vec![
+                ("for".to_owned(), w.for_.clone()),
+                ("timeout".to_owned(), w.timeout.clone()),
+            ];
             call.waits = crate::domain::duration::parse(&w.timeout, false)
                 .map_or(LONGEST_WAIT, |d| d.min(LONGEST_WAIT));
             let v = server.call(call).await?;
@@ -100,7 +102,7 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
                 ("previous", l.previous.then(|| "true".to_owned())),
             ] {
                 if let Some(v) = v {
-                    call.query.push((k, v));
+                    call.query.push((k.to_owned(), v));
                 }
             }
             let v = server.call(call).await?;
@@ -163,15 +165,15 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
 }
 
 /// Every page of the list.
-async fn list_all(server: &Server, query: Vec<(&str, String)>) -> Result<Vec<Value>, CallError> {
+async fn list_all(server: &Server, query: Vec<(String, String)>) -> Result<Vec<Value>, CallError> {
     let mut items = Vec::new();
     let mut after: Option<String> = None;
     loop {
         let mut call = Call::get("/previews".to_owned());
         call.query.clone_from(&query);
-        call.query.push(("limit", "500".to_owned()));
+        call.query.push(("limit".to_owned(), "500".to_owned()));
         if let Some(a) = &after {
-            call.query.push(("continue", a.clone()));
+            call.query.push(("continue".to_owned(), a.clone()));
         }
         let page = server.call(call).await?;
         items.extend(page["items"].as_array().cloned().unwrap_or_default());

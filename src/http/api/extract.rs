@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use utoipa::ToSchema;
 
+use crate::agent::auth::bearer;
 use crate::agent::{AgentError, Caller};
 use crate::http::AppState;
 
@@ -76,22 +77,8 @@ impl FromRequestParts<AppState> for Authenticated {
         let header = parts
             .headers
             .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| {
-                AgentError::Unauthenticated(
-                    "send a Kubernetes bearer token: Authorization: Bearer <token>".to_owned(),
-                )
-            })?;
-        let token = header
-            .strip_prefix("Bearer ")
-            .or_else(|| header.strip_prefix("bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                AgentError::Unauthenticated(
-                    "the Authorization header must be `Bearer <token>`".to_owned(),
-                )
-            })?;
+            .and_then(|v| v.to_str().ok());
+        let token = bearer(header)?;
         let caller = state.agent.authority.authenticate(token).await?;
         Ok(Self(caller))
     }

@@ -4,49 +4,15 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
 use super::extract::{Authenticated, Body, ErrorBody, Failed, Params};
 use crate::agent::{
-    CreatePreview, EventsView, ListFilter, LogLines, LogQuery, PreviewList, PreviewView,
-    TokenRequestBody, TokenView, WaitFor, WaitResult,
+    CreatePreview, EventsView, ExtendBody, ListFilter, LogLines, LogQuery, PreviewList,
+    PreviewView, RedeployBody, TokenRequestBody, TokenView, WaitQuery, WaitResult,
 };
 use crate::http::AppState;
 
 type Answer<T> = Result<T, Failed>;
-
-/// `POST /previews/{name}/redeploy`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RedeployBody {
-    /// The commit to deploy (40 hex characters); without it, the same commit again (a sandbox of
-    /// a branch: the branch's head now).
-    #[schema(pattern = r"^[0-9a-fA-F]{40}$")]
-    pub commit: Option<String>,
-}
-
-/// `POST /previews/{name}/extend`.
-#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ExtendBody {
-    /// How much longer (`4h`, `2d`); never past the Blueprint's `maxTtl` from creation.
-    #[schema(pattern = r"^([0-9]+[wdhmsWDHMS])+$")]
-    pub duration: String,
-}
-
-/// `GET /previews/{name}/wait`.
-#[derive(Debug, Clone, Deserialize, Serialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct WaitQuery {
-    /// What to wait for (default `ready`: Ready or Failed).
-    #[serde(rename = "for", default)]
-    #[param(rename = "for", inline)]
-    pub wanted: WaitFor,
-    /// How long at most (`30s`, `5m`; default `5m`, at most the server's `--api-max-wait`, `10m`
-    /// unless configured).
-    pub timeout: Option<String>,
-}
 
 const NAME: &str = "the preview's name";
 

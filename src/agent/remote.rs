@@ -1,5 +1,6 @@
-//! The HTTP side of `sandcastle previews`: one call to a Sandcastle server's `/api/v1` with the
-//! caller's bearer token, answering the JSON, or the API's error with its stable code.
+//! A Sandcastle server's `/api/v1` seen from outside: one call with the caller's bearer token,
+//! answering the JSON, or the API's error with its stable code (`sandcastle previews` and
+//! `sandcastle mcp` use it).
 
 use std::time::Duration;
 
@@ -45,7 +46,7 @@ pub struct Server {
 pub struct Call<'a> {
     pub method: Method,
     pub path: String,
-    pub query: Vec<(&'a str, String)>,
+    pub query: Vec<(String, String)>,
     pub body: Option<Value>,
     pub headers: Vec<(&'a str, String)>,
     /// How long the server is asked to wait (a `wait`), added to the call's own bound.
