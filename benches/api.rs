@@ -8,10 +8,9 @@
 
 mod support;
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -89,11 +88,11 @@ async fn admin(client: &kube::Client, ns: &str) -> (Api<ServiceAccount>, String)
         .patch("bench", &apply(), &Patch::Apply(&binding))
         .await
         .unwrap();
-    let token = token(&sas).await;
+    let token = mint(&sas).await;
     (sas, token)
 }
 
-async fn token(sas: &Api<ServiceAccount>) -> String {
+async fn mint(sas: &Api<ServiceAccount>) -> String {
     let request = TokenRequest {
         spec: Some(TokenRequestSpec {
             expiration_seconds: Some(3600),
@@ -304,7 +303,7 @@ async fn main() {
     let mut cold = Vec::new();
     for name in names.iter().take(20) {
         let fresh = Caller {
-            token: token(&sas).await,
+            token: mint(&sas).await,
             http: caller.http.clone(),
             base: caller.base.clone(),
         };

@@ -56,6 +56,29 @@ pub enum Command {
     Render(Box<RenderArgs>),
     /// Operate previews through a Sandcastle server's API, as an agent or a person would.
     Previews(Box<PreviewsArgs>),
+    /// An MCP server on stdin/stdout for a local agent (Claude Code, Cursor, Codex), calling a
+    /// Sandcastle server's API with a token.
+    Mcp(McpArgs),
+}
+
+/// `sandcastle mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Sandcastle's address (its `--listen`, or the Service or Ingress in front of it).
+    #[arg(
+        long,
+        env = "SANDCASTLE_SERVER",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub server: String,
+
+    /// Kubernetes bearer token to call the API with.
+    #[arg(long, env = "SANDCASTLE_TOKEN", hide_env_values = true)]
+    pub token: Option<Secret>,
+
+    /// Offer write tools too (the token's RBAC still decides each call).
+    #[arg(long, env = "SANDCASTLE_MCP_WRITE")]
+    pub write: bool,
 }
 
 #[derive(Debug, Args)]
@@ -145,6 +168,11 @@ pub struct PreviewArgs {
     /// The longest one API `wait` call may ask to wait.
     #[arg(long, env = "SANDCASTLE_API_MAX_WAIT", default_value = "10m", value_parser = duration_arg)]
     pub api_max_wait: Duration,
+
+    /// Offer write tools (create, redeploy, extend, stop, wake, reset, destroy, tokens) on `/mcp`;
+    /// callers still need the RBAC for each.
+    #[arg(long, env = "SANDCASTLE_MCP_WRITE")]
+    pub mcp_write: bool,
 }
 
 /// Housekeeping and leader election.

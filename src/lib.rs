@@ -6,9 +6,12 @@
 //! - [`cli`]: `render` and `demo`, the commands besides `serve`; [`serve`] assembles a running
 //!   process; [`config`] is the only reader of flags and environment.
 //! - [`http`]: the axum router — the GitHub webhook (pull request events written as desired
-//!   state, `/preview` commands recorded, check runs), health, metrics, preview pages.
+//!   state, `/preview` commands recorded, check runs), the REST API, health, metrics, preview
+//!   pages; [`mcp`]: the MCP server (`/mcp`, and over stdio for `sandcastle mcp`).
 //! - [`controller`]: the reconcile loop that makes each preview true (one verdict per pass,
 //!   reported to GitHub once and saved once), carries out recorded commands, and housekeeping.
+//! - [`agent`]: the operations on previews agents and people run (authenticated by TokenReview,
+//!   authorized by SubjectAccessReview, audited), and a client of a server's API.
 //! - [`github`]: webhook verification and parsing, triggers, the command parser, a repository's
 //!   `.github/sandcastle.yml`, who may run commands, what people read, the App client.
 //! - [`k8s`]: everything done through the Kubernetes API (desired-state writes, sources,
@@ -33,5 +36,6 @@ pub mod fake_github;
 pub mod github;
 pub mod http;
 pub mod k8s;
+pub mod mcp;
 pub mod metrics;
 pub mod serve;

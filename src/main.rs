@@ -13,11 +13,11 @@ use sandcastle::github::client::{ClientSettings, GitHubApp};
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The demo narrates on stdout, render prints YAML and previews answers there; keep their
-    // logs to warnings unless asked.
+    // The demo narrates on stdout, render prints YAML, previews answers there and mcp speaks
+    // MCP there; keep their logs (on stderr) to warnings unless asked.
     let default_level = if matches!(
         cli.command,
-        Command::Demo(_) | Command::Render(_) | Command::Previews(_)
+        Command::Demo(_) | Command::Render(_) | Command::Previews(_) | Command::Mcp(_)
     ) {
         "warn"
     } else {
@@ -77,6 +77,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         ),
         Command::Render(args) => sandcastle::cli::render::run(&args).await,
         Command::Previews(args) => sandcastle::cli::previews::run(*args).await,
+        Command::Mcp(args) => sandcastle::cli::mcp::run(args).await,
     }
 }
 
@@ -102,6 +103,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     settings.tombstone_retention = args.previews.tombstone_retention;
     settings.token_lifetime = args.previews.token_max_lifetime;
     settings.api_max_wait = args.previews.api_max_wait;
+    settings.mcp_write = args.previews.mcp_write;
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();
     if settings.resync {

@@ -23,6 +23,7 @@ use crate::domain::Secret;
 use crate::domain::clock::Clock;
 use crate::github::client::GitHubApp;
 use crate::http::{self, AppState, Deliveries};
+use crate::mcp::{self, Backend, Confirmations, Mcp};
 use crate::metrics::Metrics;
 
 /// Everything needed to run Sandcastle.
@@ -186,7 +187,30 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         .await
         .with_context(|| format!("binding {}", parts.listen))?;
     let addr = listener.local_addr()?;
-    let router = http::app(state);
+    let mcp = {
+        let (agent, writes, clock) = (
+            state.agent.clone(),
+            parts.settings.mcp_write,
+            parts.clock.clone(),
+        );
+        // Replicas share the webhook secret, so each accepts the others' destroy confirmations.
+        let secret = parts
+            .webhook_secrets
+            .first()
+            .map_or(&b""[..], |s| s.expose().as_bytes());
+        let confirmations = Arc::new(Confirmations::from_secret(secret));
+        let authority = agent.authority.clone();
+        mcp::router(
+            move || Mcp {
+                backend: Backend::Local(agent.clone()),
+                writes,
+                confirmations: confirmations.clone(),
+                clock: clock.clone(),
+            },
+            authority,
+        )
+    };
+    let router = http::app(state, mcp);
     let until = stop.clone().cancelled_owned();
     tasks.push((
         "http server",

@@ -7,7 +7,7 @@
 //! 7  cli/                                          (render, demo, previews: commands besides serve)
 //! 6  serve.rs                                      (assembles a running Sandcastle)
 //! 5  config.rs                                     (flags and environment)
-//! 4  controller/   http/                           (act on previews · answer requests)
+//! 4  controller/   http/   mcp/                    (act on previews · answer requests · MCP)
 //! 3  agent/                                        (operations on previews for API, MCP, CLI)
 //! 2  github/   k8s/                                (GitHub's API · Kubernetes' API)
 //! 1  domain/   metrics.rs                          (pure rules · counters)
@@ -31,6 +31,7 @@ fn layers() -> BTreeMap<&'static str, u8> {
         ("agent", 3),
         ("controller", 4),
         ("http", 4),
+        ("mcp", 4),
         ("config", 5),
         ("serve", 6),
         ("cli", 7),

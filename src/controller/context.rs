@@ -56,6 +56,8 @@ pub struct Settings {
     pub token_lifetime: Duration,
     /// The longest one API `wait` call may wait.
     pub api_max_wait: Duration,
+    /// Whether `/mcp` offers write tools (`--mcp-write`).
+    pub mcp_write: bool,
 }
 
 impl Settings {
@@ -77,6 +79,7 @@ impl Settings {
             leader_election: None,
             token_lifetime: Duration::from_secs(3600),
             api_max_wait: Duration::from_secs(600),
+            mcp_write: false,
         }
     }
 }

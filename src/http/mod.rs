@@ -62,7 +62,7 @@ impl std::fmt::Debug for AppState {
 }
 
 /// The whole HTTP surface.
-pub fn app(state: AppState) -> Router {
+pub fn app(state: AppState, more: Router) -> Router {
     Router::new()
         .route("/github/webhook", post(webhook::receive))
         .route("/healthz", get(health::healthz))
@@ -71,8 +71,9 @@ pub fn app(state: AppState) -> Router {
         .route("/", get(pages::index))
         .route("/previews/{name}", get(pages::preview))
         .merge(api::router())
+        .with_state(state)
+        .merge(more)
         // The webhook reads its body itself, under its own limit with a JSON error.
         .layer(DefaultBodyLimit::disable())
         .layer(TraceLayer::new_for_http())
-        .with_state(state)
 }

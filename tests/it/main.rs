@@ -19,6 +19,7 @@ mod guardrails_lifecycle;
 mod harness;
 mod lifecycle;
 mod logs;
+mod mcp;
 mod metrics;
 mod nodes;
 mod schemathesis;

@@ -1,0 +1,305 @@
+//! The MCP server, driven by the official SDKs as agents run them: the Python SDK (`mcp`) and the
+//! TypeScript SDK (`@modelcontextprotocol/sdk`) over Streamable HTTP with a bearer token, and the
+//! Python SDK's stdio client starting `sandcastle mcp`. The clients are `tests/mcp/client.py`
+//! and `client.mjs` (each asserts what it sees and prints a JSON summary); this side sets up
+//! real previews on the local control plane and checks what happened to them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::api::{ALL, account, call};
+use crate::support::logs::{ContainerLogs, set_pod_logs};
+use crate::support::world::{World, sha};
+
+const APP: &str = r"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: ghcr.io/acme/web:1.0}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: db}
+stringData: {password: correct-horse-battery-staple-42}
+";
+const SECRET: &str = "correct-horse-battery-staple-42";
+const READ_TOOLS: [&str; 6] = [
+    "list_previews",
+    "get_preview",
+    "wait_for_preview",
+    "get_logs",
+    "get_events",
+    "diagnose_preview",
+];
+
+fn clients_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp")
+}
+
+/// Run `program client scenario` with `case`; the client's JSON summary.
+async fn run_client(program: &str, client: &str, scenario: &str, case: &Value) -> Value {
+    let out = tokio::time::timeout(
+        Duration::from_secs(300),
+        tokio::process::Command::new(program)
+            .arg(clients_dir().join(client))
+            .arg(scenario)
+            .env("SANDCASTLE_MCP_CASE", case.to_string())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{client} {scenario} ends within 5 minutes"))
+    .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{client} {scenario} failed ({:?}):\n{stdout}\n{stderr}",
+        out.status.code()
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("{client} {scenario} printed no JSON summary ({e}):\n{stdout}"))
+}
+
+/// The Python with the `mcp` SDK (`SANDCASTLE_MCP_PYTHON`, set by `.ci/run` and `scripts/test`).
+fn python() -> String {
+    std::env::var("SANDCASTLE_MCP_PYTHON").unwrap_or_else(|_| {
+        panic!(
+            "SANDCASTLE_MCP_PYTHON is not set: it names a Python with the `mcp` SDK (pip install -r tests/requirements.txt); scripts/test and .ci/run set it"
+        )
+    })
+}
+
+/// Node, with the TypeScript SDK installed in tests/mcp/node_modules.
+fn node() -> String {
+    assert!(
+        clients_dir()
+            .join("node_modules/@modelcontextprotocol/sdk")
+            .exists(),
+        "the TypeScript MCP SDK is not installed: run `npm ci --prefix tests/mcp` (scripts/test and .ci/run do)"
+    );
+    std::env::var("SANDCASTLE_MCP_NODE").unwrap_or_else(|_| "node".to_owned())
+}
+
+fn tools_of(summary: &Value) -> Vec<String> {
+    summary["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools in {summary}"))
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A sandbox made through the REST API, Ready, whose pod logs a line holding a Secret's value.
+async fn ready_sandbox(world: &World, admin: &str, name: &str) -> String {
+    let body = json!({"blueprint": world.repo.name(), "repository": world.repo.as_str(),
+        "commit": sha().as_str(), "branch": name, "name": name});
+    let made = call(world, "POST", "/api/v1/previews", Some(admin), Some(body)).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let path = format!("/api/v1/previews/{name}/wait?timeout=90s");
+    let waited = call(world, "GET", &path, Some(admin), None).await;
+    assert_eq!(waited.body["outcome"], "ready", "{:?}", waited.body);
+    let ns = waited.body["preview"]["namespace"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let line = format!("connecting with password {SECRET}");
+    set_pod_logs(
+        &world.client,
+        &ns,
+        &[ContainerLogs {
+            containers: &["web"],
+            lines: &["web listening on :8080", &line],
+            ..Default::default()
+        }],
+    )
+    .await;
+    ns
+}
+
+#[tokio::test]
+async fn official_sdks_read_previews_over_http_and_see_no_write_tools() {
+    let (py, node) = (python(), node());
+    let world = World::new("mcpread", APP, json!({})).await;
+    let admin = account(&world, "admin", &[ALL]).await;
+    ready_sandbox(&world, &admin, "mcpread-a").await;
+    let url = format!("http://{}/mcp", world.addr());
+    let case = json!({"url": url, "token": admin, "preview": "mcpread-a",
+        "logLine": "web listening on :8080", "secretValue": SECRET});
+
+    let py_read = run_client(&py, "client.py", "read", &case).await;
+    let ts_read = run_client(&node, "client.mjs", "read", &case).await;
+    let mut legacy = case.clone();
+    legacy["mode"] = json!("legacy");
+    let py_legacy = run_client(&py, "client.py", "read", &legacy).await;
+    println!(
+        "tools as the Python SDK lists them: {}",
+        serde_json::to_string_pretty(&py_read["annotations"]).unwrap()
+    );
+    for summary in [&py_read, &ts_read, &py_legacy] {
+        assert_eq!(tools_of(summary), READ_TOOLS, "{summary}");
+        let progress = summary["progress"].as_array();
+        assert!(
+            progress.is_some_and(|p| !p.is_empty()),
+            "wait_for_preview sends progress: {summary}"
+        );
+        println!(
+            "{} spoke protocol {}",
+            summary["sdk"], summary["protocolVersion"]
+        );
+    }
+    println!("latencies (ms): {}", py_read["latencyMs"]);
+    let refused = run_client(&py, "client.py", "unauthenticated", &json!({"url": url})).await;
+    assert_eq!(refused["refused"], true, "{refused}");
+    let refused = run_client(&node, "client.mjs", "unauthenticated", &json!({"url": url})).await;
+    assert_eq!(refused["refused"], true, "{refused}");
+    // Write tools are not callable either while writes are off.
+    let case = json!({"url": url, "token": admin, "tool": "destroy",
+        "arguments": {"name": "mcpread-a"}});
+    let answer = run_client(&py, "client.py", "call", &case).await;
+    assert_eq!(answer["isError"], true, "{answer}");
+    assert!(
+        answer["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("writes_disabled"),
+        "{answer}"
+    );
+    let pe = world.previews().get("mcpread-a").await.unwrap();
+    assert!(pe.spec.teardown.is_none(), "nothing was destroyed");
+}
+
+#[tokio::test]
+async fn writes_are_two_step_and_no_more_than_rbac_allows() {
+    let py = python();
+    let mut world = World::unstarted("mcpwrite", APP, json!({})).await;
+    world.configure = Some(|parts| parts.settings.mcp_write = true);
+    let clock = world.use_manual_clock().await;
+    let admin = account(&world, "admin", &[ALL]).await;
+    let no_delete = account(
+        &world,
+        "nodelete",
+        &[(
+            &[
+                "previewenvironments",
+                "previewenvironments/events",
+                "previewenvironments/logs",
+            ],
+            &["get", "list", "create", "update"],
+        )],
+    )
+    .await;
+    ready_sandbox(&world, &admin, "mcpwrite-a").await;
+    ready_sandbox(&world, &admin, "mcpwrite-b").await;
+    let url = format!("http://{}/mcp", world.addr());
+
+    // Create, extend and destroy in two steps (the client asserts each answer).
+    let case = json!({"url": url, "token": admin, "blueprint": world.repo.name(),
+        "repository": world.repo.as_str(), "commit": sha().as_str(), "name": "mcpwrite-made",
+        "idempotencyKey": "task-1"});
+    let wrote = run_client(&py, "client.py", "write", &case).await;
+    assert_eq!(tools_of(&wrote).len(), 14, "{wrote}");
+    let made = world.previews().get("mcpwrite-made").await.unwrap();
+    assert!(made.spec.teardown.is_some(), "destroyed: {:?}", made.spec);
+    // Every write is attributed to the caller and says it came through MCP.
+    let seen = call(
+        &world,
+        "GET",
+        "/api/v1/previews/mcpwrite-made",
+        Some(&admin),
+        None,
+    )
+    .await;
+    let history = seen.body["history"].as_array().unwrap().clone();
+    for action in ["mcp-create", "mcp-extend", "mcp-delete"] {
+        let entry = history
+            .iter()
+            .find(|h| h["action"] == action)
+            .unwrap_or_else(|| panic!("{action} in the history: {history:?}"));
+        assert!(
+            entry["actor"].as_str().unwrap().ends_with(":admin"),
+            "{entry}"
+        );
+        assert!(
+            entry["result"].as_str().unwrap().contains("through MCP"),
+            "{entry}"
+        );
+    }
+
+    let call_tool = |token: &str, tool: &str, arguments: Value| {
+        let case = json!({"url": url, "token": token, "tool": tool, "arguments": arguments});
+        let py = py.clone();
+        async move { run_client(&py, "client.py", "call", &case).await }
+    };
+    // RBAC without `delete`: refused at the first step already.
+    let answer = call_tool(&no_delete, "destroy", json!({"name": "mcpwrite-a"})).await;
+    assert_eq!(answer["isError"], true, "{answer}");
+    assert!(
+        answer["text"].as_str().unwrap().starts_with("forbidden"),
+        "{answer}"
+    );
+    // A token of preview A reads A, and nothing of B.
+    let minted = call_tool(&admin, "mint_preview_token", json!({"name": "mcpwrite-a"})).await;
+    assert_eq!(minted["isError"], false, "{minted}");
+    let token_a = minted["structured"]["token"].as_str().unwrap().to_owned();
+    let own = call_tool(&token_a, "get_preview", json!({"name": "mcpwrite-a"})).await;
+    assert_eq!(own["structured"]["name"], "mcpwrite-a", "{own}");
+    let other = call_tool(&token_a, "get_preview", json!({"name": "mcpwrite-b"})).await;
+    assert_eq!(other["isError"], true, "{other}");
+    assert!(
+        other["text"].as_str().unwrap().starts_with("forbidden"),
+        "{other}"
+    );
+    let other = call_tool(&token_a, "destroy", json!({"name": "mcpwrite-b"})).await;
+    assert!(
+        other["text"].as_str().unwrap().starts_with("forbidden"),
+        "{other}"
+    );
+
+    // A confirmation past its minute is refused, and nothing is deleted.
+    let case = json!({"url": url, "token": admin, "name": "mcpwrite-b"});
+    let asked = run_client(&py, "client.py", "ask-destroy", &case).await;
+    let confirm = asked["confirm"].as_str().unwrap().to_owned();
+    clock.advance(Duration::from_secs(61));
+    let mut late = case.clone();
+    late["confirm"] = json!(confirm);
+    let answer = run_client(&py, "client.py", "confirm-destroy", &late).await;
+    assert_eq!(answer["isError"], true, "{answer}");
+    assert!(
+        answer["text"].as_str().unwrap().contains("expired"),
+        "{answer}"
+    );
+    // Another caller cannot use a confirmation issued to admin.
+    let asked = run_client(&py, "client.py", "ask-destroy", &case).await;
+    let mut stolen = late.clone();
+    stolen["confirm"] = asked["confirm"].clone();
+    stolen["token"] = json!(no_delete);
+    let answer = run_client(&py, "client.py", "confirm-destroy", &stolen).await;
+    assert_eq!(answer["isError"], true, "{answer}");
+    for name in ["mcpwrite-a", "mcpwrite-b"] {
+        let pe = world.previews().get(name).await.unwrap();
+        assert!(pe.spec.teardown.is_none(), "{name} was not destroyed");
+    }
+}
+
+#[tokio::test]
+async fn the_stdio_server_serves_a_local_agent_with_a_token() {
+    let py = python();
+    let world = World::new("mcpstdio", APP, json!({})).await;
+    let admin = account(&world, "admin", &[ALL]).await;
+    ready_sandbox(&world, &admin, "mcpstdio-a").await;
+    let case = json!({"sandcastle": env!("CARGO_BIN_EXE_sandcastle"),
+        "server": format!("http://{}", world.addr()), "token": admin, "preview": "mcpstdio-a"});
+    let summary = run_client(&py, "client.py", "stdio", &case).await;
+    assert_eq!(tools_of(&summary), READ_TOOLS, "{summary}");
+    assert_eq!(summary["name"], "mcpstdio-a", "{summary}");
+    assert_eq!(summary["phase"], "Ready", "{summary}");
+}
