@@ -225,6 +225,99 @@ async fn reads(caller: &Caller, names: &[String], rounds: usize) -> Vec<(String,
     out
 }
 
+/// An MCP session on `/mcp` (Streamable HTTP, protocol 2025-11-25), spoken by hand: the
+/// official SDKs are Python and TypeScript, whose own overhead this would measure instead.
+struct McpSession<'a> {
+    caller: &'a Caller,
+    session: String,
+    next: u64,
+}
+
+impl<'a> McpSession<'a> {
+    async fn open(caller: &'a Caller) -> Self {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "bench-api", "version": "1"}}});
+        let resp = caller
+            .http
+            .post(format!("{}/mcp", caller.base))
+            .bearer_auth(&caller.token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&init)
+            .send()
+            .await
+            .unwrap();
+        let session = resp.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let _ = resp.text().await;
+        let mut me = Self {
+            caller,
+            session,
+            next: 1,
+        };
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let _ = me.post(&note).await;
+        me
+    }
+
+    async fn post(&mut self, body: &Value) -> String {
+        self.caller
+            .http
+            .post(format!("{}/mcp", self.caller.base))
+            .bearer_auth(&self.caller.token)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// One tool call; its time. Panics unless it answered a result that is not an error.
+    async fn call(&mut self, tool: &str, arguments: Value) -> Duration {
+        self.next += 1;
+        let body = json!({"jsonrpc": "2.0", "id": self.next, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}});
+        let t = Instant::now();
+        let text = self.post(&body).await;
+        let took = t.elapsed();
+        let answer: Value = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .find(|v: &Value| v["id"] == self.next)
+            .unwrap_or_else(|| panic!("no answer to {tool}: {text}"));
+        assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
+        took
+    }
+}
+
+async fn mcp_reads(
+    caller: &Caller,
+    names: &[String],
+    rounds: usize,
+) -> Vec<(String, Vec<Duration>)> {
+    let mut mcp = McpSession::open(caller).await;
+    let mut get = Vec::new();
+    for name in names.iter().cycle().take(rounds) {
+        get.push(mcp.call("get_preview", json!({"name": name})).await);
+    }
+    let mut list = Vec::new();
+    for _ in 0..rounds {
+        list.push(mcp.call("list_previews", json!({})).await);
+    }
+    vec![
+        ("MCP get_preview".to_owned(), get),
+        ("MCP list_previews (50)".to_owned(), list),
+    ]
+}
+
 fn print_reads(live: usize, reads: &mut [(String, Vec<Duration>)]) {
     for (label, took) in reads {
         println!("{live:>3} live, {label:<24} {}", support::summary(took));
@@ -260,6 +353,16 @@ async fn main() {
         .patch("tiny", &apply(), &Patch::Apply(&tiny))
         .await
         .unwrap();
+    // The demo's guestbook host names the pull request; sandboxes need a host without `{{pr}}`.
+    let host = json!({"spec": {"host": "{{preview}}.preview.localhost"}});
+    blueprints
+        .patch(
+            "guestbook",
+            &kube::api::PatchParams::default(),
+            &Patch::Merge(&host),
+        )
+        .await
+        .unwrap();
     let (sas, token) = admin(&client, &home).await;
     let caller = Caller {
         http: reqwest::Client::new(),
@@ -286,6 +389,7 @@ async fn main() {
     support::all_ready(&api, &names[..5].iter().cloned().collect()).await;
     let live_few = api.list(&Default::default()).await.unwrap().items.len();
     let mut few = reads(&caller, &names[..5], reads_each).await;
+    few.extend(mcp_reads(&caller, &names[..5], reads_each).await);
 
     let t = Instant::now();
     let made: Vec<Duration> = futures::stream::iter(&names[5..])
@@ -298,6 +402,7 @@ async fn main() {
     let ready_in = support::all_ready(&api, &names[5..].iter().cloned().collect()).await;
     let live_many = api.list(&Default::default()).await.unwrap().items.len();
     let mut many = reads(&caller, &names, reads_each).await;
+    many.extend(mcp_reads(&caller, &names, reads_each).await);
 
     // A first call with a new token: TokenReview and SubjectAccessReview, not cached.
     let mut cold = Vec::new();

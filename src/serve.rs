@@ -202,7 +202,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         let authority = agent.authority.clone();
         mcp::router(
             move || Mcp {
-                backend: Backend::Local(agent.clone()),
+                backend: Backend::Local(Box::new(agent.clone())),
                 writes,
                 confirmations: confirmations.clone(),
                 clock: clock.clone(),

@@ -49,7 +49,7 @@ impl From<CallError> for Refusal {
 #[derive(Clone)]
 pub enum Backend {
     /// This process's operations (the caller comes with each call).
-    Local(Agent),
+    Local(Box<Agent>),
     /// A Sandcastle server's REST API, with its token.
     Remote(Arc<Server>),
 }

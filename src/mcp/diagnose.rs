@@ -58,7 +58,7 @@ pub fn report(preview: &Value, events: &Value, logs: Vec<Value>) -> Value {
             s["ready"],
             s["desired"]
         ),
-        (false, None, None) => format!("{phase}"),
+        (false, None, None) => phase.to_owned(),
     };
     json!({
         "name": preview["name"],

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use sandcastle::crd::labels::LAST_ACTIVITY;
 use serde_json::{Value, json};
 
 use crate::support::api::{ALL, account, call};
@@ -277,6 +278,17 @@ async fn writes_are_two_step_and_no_more_than_rbac_allows() {
         answer["text"].as_str().unwrap().contains("expired"),
         "{answer}"
     );
+    // An MCP read is activity: it keeps the preview from being stopped as idle.
+    let stamp = |pe: &sandcastle::crd::PreviewEnvironment| -> jiff::Timestamp {
+        pe.metadata.annotations.as_ref().unwrap()[LAST_ACTIVITY]
+            .parse()
+            .unwrap()
+    };
+    let before = stamp(&world.previews().get("mcpwrite-b").await.unwrap());
+    let read = call_tool(&admin, "get_preview", json!({"name": "mcpwrite-b"})).await;
+    assert_eq!(read["isError"], false, "{read}");
+    let after = stamp(&world.previews().get("mcpwrite-b").await.unwrap());
+    assert_eq!(after, clock.now(), "stamped at the read (before: {before})");
     // Another caller cannot use a confirmation issued to admin.
     let asked = run_client(&py, "client.py", "ask-destroy", &case).await;
     let mut stolen = late.clone();

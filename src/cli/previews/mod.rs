@@ -14,7 +14,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::agent::remote::{Call, CallError, Server, preview_path};
-use crate::agent::{EventsView, LogLines, PreviewList, PreviewView, WaitOutcome, WaitResult};
+use crate::agent::{
+    EventsView, LogLines, Operation, PreviewList, PreviewView, WaitOutcome, WaitResult,
+};
 use crate::config::{Output, PreviewsAction, PreviewsArgs};
 
 /// A wait longer than this is the server's to refuse; the client only bounds its own call.
@@ -228,5 +230,47 @@ fn wait_code(v: &Value, wanted: &str) -> ExitCode {
         Some(WaitOutcome::Removed) if !wanted.eq_ignore_ascii_case("removed") => ExitCode::FAILURE,
         Some(_) => ExitCode::SUCCESS,
         None => ExitCode::FAILURE,
+    }
+}
+
+/// The subcommand each operation is offered as. Exhaustive: a new operation does not compile
+/// until the CLI offers it (the test below checks the subcommand exists).
+pub fn subcommand_of(op: Operation) -> &'static str {
+    match op {
+        Operation::List => "list",
+        Operation::Get => "get",
+        Operation::Wait => "wait",
+        Operation::Events => "events",
+        Operation::Logs => "logs",
+        Operation::Create => "create",
+        Operation::Redeploy => "redeploy",
+        Operation::Stop => "stop",
+        Operation::Wake => "wake",
+        Operation::Extend => "extend",
+        Operation::Reset => "reset",
+        Operation::Delete => "delete",
+        Operation::Token => "token",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+    use crate::config::Cli;
+
+    #[test]
+    fn every_operation_is_a_subcommand() {
+        let cli = Cli::command();
+        let previews = cli.find_subcommand("previews").unwrap();
+        for op in Operation::ALL {
+            assert!(
+                previews.find_subcommand(subcommand_of(op)).is_some(),
+                "sandcastle previews {} for {op:?}",
+                subcommand_of(op)
+            );
+        }
+        assert_eq!(previews.get_subcommands().count(), Operation::ALL.len());
     }
 }
