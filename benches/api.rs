@@ -17,50 +17,9 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use sandcastle::cli::demo::stage::{Stage, ensure_namespace, load};
 use sandcastle::crd::{self, Phase, PreviewEnvironment};
-use sandcastle::domain::{PrNumber, Sha};
+use sandcastle::domain::PrNumber;
 use sandcastle::fake_github::PrSpec;
 use serde_json::{Value, json};
-
-/// A small application for the many sandboxes: configuration, one workload, its Service.
-const TINY: &str = r"
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings}
-data: {GREETING: hello}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: registry.example/web:main
----
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  selector: {app: web}
-  ports: [{port: 80}]
-";
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn random_sha() -> Sha {
-    Sha::new(&hex::encode(rand::random::<[u8; 20]>())).unwrap()
-}
 
 fn apply() -> PatchParams {
     PatchParams::apply("bench").force()
@@ -144,7 +103,7 @@ impl Caller {
 
     async fn create(&self, blueprint: &str, name: &str) -> Duration {
         let body = json!({"blueprint": blueprint, "repository": "acme/guestbook",
-            "commit": random_sha().as_str(), "name": name});
+            "commit": support::random_sha().as_str(), "name": name});
         let (status, answer, took) = self
             .call(reqwest::Method::POST, "/api/v1/previews", Some(body))
             .await;
@@ -164,7 +123,7 @@ async fn pr_to_ready(stage: &Stage, api: &Api<PreviewEnvironment>, n: u64) -> Du
     .boxed();
     let d = stage.gh.open_pull_request(
         &stage.repo,
-        PrSpec::new(PrNumber::new(n).unwrap(), random_sha(), "b"),
+        PrSpec::new(PrNumber::new(n).unwrap(), support::random_sha(), "b"),
     );
     let t = Instant::now();
     let (status, _) = stage.deliver(&d).await.unwrap();
@@ -326,9 +285,9 @@ fn print_reads(live: usize, reads: &mut [(String, Vec<Duration>)]) {
 
 #[tokio::main]
 async fn main() {
-    let total = arg("--previews", 500);
-    let rounds = arg("--rounds", 5);
-    let reads_each = usize::try_from(arg("--reads", 200)).unwrap();
+    let total = support::arg("--previews", 500);
+    let rounds = support::arg("--rounds", 5);
+    let reads_each = usize::try_from(support::arg("--reads", 200)).unwrap();
     let client = support::client().await;
     let home = support::unique("api-home");
     let staging = support::unique("api-staging");
@@ -338,7 +297,9 @@ async fn main() {
         .expect("stage");
     support::ensure_nodes(&client, total + 20).await;
     ensure_namespace(&client, &tiny_staging).await.unwrap();
-    load(&client, &tiny_staging, TINY).await.unwrap();
+    load(&client, &tiny_staging, support::SMALL_APP)
+        .await
+        .unwrap();
     let blueprints: Api<crd::Blueprint> = Api::namespaced(client.clone(), &home);
     let tiny = json!({
         "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint", "metadata": {"name": "tiny"},

@@ -20,54 +20,13 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use sandcastle::cli::demo::stage::{ensure_namespace, load};
 use sandcastle::crd::{self, Phase, PreviewEnvironment};
-use sandcastle::domain::{PrNumber, RepoName, Sha};
+use sandcastle::domain::{PrNumber, RepoName};
 use sandcastle::fake_github::{
     Delivery, FakeConfig, FakeGitHub, PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
 };
 use serde_json::json;
 
 const SECRET: &str = "bench-scale-secret";
-/// A small application: configuration, one workload, its Service.
-const APP: &str = r"
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings}
-data: {GREETING: hello}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: registry.example/web:main
-        envFrom: [{configMapRef: {name: settings}}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  selector: {app: web}
-  ports: [{port: 80}]
-";
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn random_sha() -> Sha {
-    Sha::new(&hex::encode(rand::random::<[u8; 20]>())).unwrap()
-}
 
 /// Resident and peak memory of process `pid`, in MiB.
 fn memory(pid: u32) -> (f64, f64) {
@@ -134,7 +93,7 @@ async fn event_cost(
     for i in 0..rounds {
         let n = i % 5 + 1;
         let name = format!("scale-pr-{n}");
-        let sha = random_sha();
+        let sha = support::random_sha();
         let mut events = watcher(
             api.clone(),
             watcher::Config::default().fields(&format!("metadata.name={name}")),
@@ -164,8 +123,8 @@ async fn event_cost(
 
 #[tokio::main]
 async fn main() {
-    let total = arg("--previews", 500);
-    let rounds = arg("--rounds", 20);
+    let total = support::arg("--previews", 500);
+    let rounds = support::arg("--rounds", 20);
     let client = support::client().await;
     let kubeconfig = std::env::var("KUBECONFIG").unwrap();
     let home = support::unique("scale-home");
@@ -176,7 +135,7 @@ async fn main() {
     support::ensure_nodes(&client, total + 10).await;
     ensure_namespace(&client, &home).await.unwrap();
     ensure_namespace(&client, &staging).await.unwrap();
-    load(&client, &staging, APP).await.unwrap();
+    load(&client, &staging, support::SMALL_APP).await.unwrap();
     let blueprint = json!({
         "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint", "metadata": {"name": "scale"},
         "spec": {
@@ -248,7 +207,7 @@ async fn main() {
             .map(|n| {
                 let d = gh.open_pull_request(
                     &repo,
-                    PrSpec::new(PrNumber::new(n).unwrap(), random_sha(), "feature"),
+                    PrSpec::new(PrNumber::new(n).unwrap(), support::random_sha(), "feature"),
                 );
                 (format!("scale-pr-{n}"), d)
             })

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use axum::serve::ListenerExt as _;
 use futures::StreamExt;
 use kube::Client;
 use kube::api::Api;
@@ -187,6 +188,13 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         .await
         .with_context(|| format!("binding {}", parts.listen))?;
     let addr = listener.local_addr()?;
+    // Answers streamed in pieces (MCP's server-sent events) would otherwise wait on Nagle's
+    // algorithm and the peer's delayed ACK: about 40 ms a call.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set on a connection");
+        }
+    });
     let mcp = {
         let (agent, writes, clock) = (
             state.agent.clone(),

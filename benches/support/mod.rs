@@ -101,3 +101,47 @@ pub async fn all_ready(
     }
     t.elapsed()
 }
+
+/// A small application: configuration, one workload, its Service.
+pub const SMALL_APP: &str = r"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {GREETING: hello}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: registry.example/web:main
+        envFrom: [{configMapRef: {name: settings}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+";
+
+/// The value after `name` among the benchmark's arguments, or `default`.
+pub fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A random commit.
+pub fn random_sha() -> sandcastle::domain::Sha {
+    sandcastle::domain::Sha::new(&hex::encode(rand::random::<[u8; 20]>())).unwrap()
+}

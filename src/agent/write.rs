@@ -7,13 +7,13 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, Patch, PatchParams};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{Agent, AgentError, Caller, Operation, PreviewView};
-use crate::crd::labels::{REDEPLOY, RESET};
+use crate::crd::labels::{LAST_ACTIVITY, REDEPLOY, RESET};
 use crate::crd::{Blueprint, DEFAULT_MAX_TTL, PreviewEnvironment, Teardown, TeardownReason};
 use crate::domain::{Sha, duration, lifecycle};
 use crate::k8s::previews::{self, Outcome};
@@ -41,11 +41,11 @@ pub struct ExtendBody {
 
 /// Stamp activity on `name` (best effort: a read is not refused because this failed).
 pub(super) async fn touch(api: &Api<PreviewEnvironment>, name: &str, now: Timestamp) {
-    let result = previews::modify_quietly(api, name, |pe| {
-        previews::touch(pe, now);
-        Ok(())
-    })
-    .await;
+    // One merge patch of one annotation: no read first, nothing to conflict with.
+    let stamp = serde_json::json!({"metadata": {"annotations": {LAST_ACTIVITY: now.to_string()}}});
+    let result = api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&stamp))
+        .await;
     if let Err(e) = result {
         tracing::debug!(preview = name, error = %e, "stamping activity failed");
     }

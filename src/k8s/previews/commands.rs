@@ -68,16 +68,6 @@ pub async fn modify(
     .await
 }
 
-/// Change `name` with `change` without a request or a delivery record (activity stamps):
-/// `Ok(false)` when it does not exist, is being deleted, or `change` left it as it was.
-pub async fn modify_quietly(
-    api: &Api<PreviewEnvironment>,
-    name: &str,
-    mut change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
-) -> Result<bool, kube::Error> {
-    Ok(update(api, name, |pe| change(pe).ok()).await?.is_some())
-}
-
 /// Read-modify-write `name` with `f` (retried on conflicts); `None` when it does not exist or is
 /// being deleted. `f` returns what it decided, or `None` to write nothing.
 async fn update<T>(

@@ -26,7 +26,7 @@ use crate::domain::{PrNumber, RepoName};
 mod commands;
 
 pub use crate::domain::transitions::{Outcome, touch};
-pub use commands::{deploy_now, extend, modify, modify_quietly, set_stopped};
+pub use commands::{deploy_now, extend, modify, set_stopped};
 
 /// Annotation holding the last delivery ids applied to a preview (for redelivery detection).
 pub const DELIVERIES: &str = "sandcastle.dev/deliveries";
