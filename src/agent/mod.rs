@@ -164,18 +164,22 @@ impl Agent {
             .await?;
         let limit = filter.limit.unwrap_or(50).clamp(1, 500) as usize;
         let own = caller.preview_namespace();
-        let mut all: Vec<PreviewEnvironment> = self
-            .previews
-            .state()
+        // The cache's own objects, shared: only the page is turned into views.
+        let state = self.previews.state();
+        let mut all: Vec<&std::sync::Arc<PreviewEnvironment>> = state
             .iter()
             .filter(|p| view::matches(p, filter))
             .filter(|p| {
                 own.is_none_or(|ns| view::namespace_of(p, &self.addresses.namespace_prefix) == ns)
             })
-            .filter(|p| filter.after.as_ref().is_none_or(|a| p.name_any() > *a))
-            .map(|p| (**p).clone())
+            .filter(|p| {
+                filter
+                    .after
+                    .as_ref()
+                    .is_none_or(|a| p.metadata.name.as_deref().unwrap_or_default() > a.as_str())
+            })
             .collect();
-        all.sort_by_key(ResourceExt::name_any);
+        all.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let next = (all.len() > limit).then(|| all[limit - 1].name_any());
         all.truncate(limit);
         Ok(PreviewList {
@@ -198,12 +202,12 @@ impl Agent {
     /// One preview.
     pub async fn get(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
         let pe = self.authorized(caller, Operation::Get, name).await?;
-        self.read_activity(&pe).await;
+        self.read_activity(&pe);
         Ok(self.view(&pe))
     }
 
     /// A read is activity: stamp it, at most once a minute.
-    async fn read_activity(&self, pe: &PreviewEnvironment) {
+    fn read_activity(&self, pe: &PreviewEnvironment) {
         let now = self.clock.now();
         let last = pe
             .annotations()
@@ -213,7 +217,9 @@ impl Agent {
             Duration::try_from(now.duration_since(l)).unwrap_or_default() >= READ_ACTIVITY_EVERY
         });
         if stale && pe.spec.teardown.is_none() {
-            write::touch(&self.api(), &pe.name_any(), now).await;
+            // In the background: an agent's read does not wait on a write to the API server.
+            let (api, name) = (self.api(), pe.name_any());
+            tokio::spawn(async move { write::touch(&api, &name, now).await });
         }
     }
 }

@@ -205,7 +205,7 @@ impl Agent {
             ));
         }
         let pe = self.authorized(caller, Operation::Wait, name).await?;
-        self.read_activity(&pe).await;
+        self.read_activity(&pe);
         let done = move |p: Option<&PreviewEnvironment>| outcome(p, wanted).is_some();
         let waited = tokio::time::timeout(timeout, await_condition(self.api(), name, done)).await;
         let last = match waited {
@@ -231,7 +231,7 @@ impl Agent {
         q: &LogQuery,
     ) -> Result<LogLines, AgentError> {
         let pe = self.authorized(caller, Operation::Logs, name).await?;
-        self.read_activity(&pe).await;
+        self.read_activity(&pe);
         let ns = view::namespace_of(&pe, &self.addresses.namespace_prefix);
         let since = match &q.since {
             Some(s) => Some(
@@ -378,7 +378,7 @@ impl Agent {
     /// Sandcastle's Events on `name`, and the Events in its namespace, newest last.
     pub async fn events(&self, caller: &Caller, name: &str) -> Result<EventsView, AgentError> {
         let pe = self.authorized(caller, Operation::Events, name).await?;
-        self.read_activity(&pe).await;
+        self.read_activity(&pe);
         let ns = view::namespace_of(&pe, &self.addresses.namespace_prefix);
         let own: Api<Event> = Api::namespaced(self.client.clone(), &self.home);
         let fields = format!("regarding.name={name},regarding.kind=PreviewEnvironment");

@@ -1464,14 +1464,16 @@ async fn measure_fixtures() {
         let p = preview_fixture(name).await;
         p.assert_faithful_but_for(prose_of(name)).await;
         let planned = p.plan.objects().count() + p.plan.pre_delete.len();
+        let sandbox = sandbox_ready(&p, name).await;
         rows.push(format!(
-            "| {name} | {} | {} + {} guardrails | left out: {} | {:.2} s | {:.2} s |",
+            "| {name} | {} | {} + {} guardrails | left out: {} | {:.2} s | {:.2} s | {:.2} s |",
             p.source_objects,
             planned,
             p.guardrails,
             left_out(&p.plan),
             p.timeline.applied.as_secs_f64(),
             p.timeline.ready.as_secs_f64(),
+            sandbox.as_secs_f64(),
         ));
         drop(p);
     }
@@ -1497,7 +1499,7 @@ async fn measure_fixtures() {
         ctx.source_namespace = f.source_namespace.clone();
         let refused = plan::plan(&f.objects, &spec, &ctx).unwrap_err();
         rows.push(format!(
-            "| {name} | {} | 0: refused, nothing applied | {} problem{}: {} | – | – |",
+            "| {name} | {} | 0: refused, nothing applied | {} problem{}: {} | – | – | – |",
             f.objects.len(),
             refused.problems.len(),
             if refused.problems.len() == 1 { "" } else { "s" },
@@ -1505,11 +1507,45 @@ async fn measure_fixtures() {
         ));
     }
     println!(
-        "\n| blueprint | objects in | objects applied | left out or refused | opened → all applied | opened → Ready |\n|---|---|---|---|---|---|"
+        "\n| blueprint | objects in | objects applied | left out or refused | opened → all applied | opened → Ready | API create → Ready |\n|---|---|---|---|---|---|---|"
     );
     for row in rows {
         println!("{row}");
     }
+}
+
+/// The same Blueprint as a sandbox through the API: `POST /previews`, then the API's `wait`,
+/// as an agent waits. `{{pr}}` has no value without a pull request, so it gives way to
+/// `{{preview}}` in the host and image tags first.
+async fn sandbox_ready(p: &Previewed, name: &str) -> Duration {
+    let world = &p.world;
+    let blueprints = Api::<Blueprint>::namespaced(world.client.clone(), &world.home.name);
+    let spec = serde_json::to_value(&blueprints.get(name).await.unwrap().spec).unwrap();
+    let without_pr = |v: &Value| {
+        serde_json::from_str::<Value>(&v.to_string().replace("{{pr}}", "{{preview}}")).unwrap()
+    };
+    let patch =
+        json!({"spec": {"host": without_pr(&spec["host"]), "images": without_pr(&spec["images"])}});
+    blueprints
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    let admin = crate::support::api::account(world, "bench", &[crate::support::api::ALL]).await;
+    let body = json!({"blueprint": name, "repository": world.repo.as_str(),
+        "commit": sha().as_str(), "name": format!("{name}-sandbox")});
+    let start = Instant::now();
+    let made =
+        crate::support::api::call(world, "POST", "/api/v1/previews", Some(&admin), Some(body))
+            .await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let path = format!("/api/v1/previews/{name}-sandbox/wait?timeout=5m");
+    let waited = crate::support::api::call(world, "GET", &path, Some(&admin), None).await;
+    assert_eq!(waited.body["outcome"], "ready", "{:?}", waited.body);
+    start.elapsed()
 }
 
 fn preview_context_for(repo: &RepoName) -> PreviewContext {

@@ -11,6 +11,7 @@ use sandcastle::crd::labels::LAST_ACTIVITY;
 use serde_json::{Value, json};
 
 use crate::support::api::{ALL, account, call};
+use crate::support::eventually;
 use crate::support::logs::{ContainerLogs, set_pod_logs};
 use crate::support::world::{World, sha};
 
@@ -287,8 +288,27 @@ async fn writes_are_two_step_and_no_more_than_rbac_allows() {
     let before = stamp(&world.previews().get("mcpwrite-b").await.unwrap());
     let read = call_tool(&admin, "get_preview", json!({"name": "mcpwrite-b"})).await;
     assert_eq!(read["isError"], false, "{read}");
-    let after = stamp(&world.previews().get("mcpwrite-b").await.unwrap());
-    assert_eq!(after, clock.now(), "stamped at the read (before: {before})");
+    let previews = world.previews();
+    eventually(
+        "the read stamped as activity",
+        Duration::from_secs(30),
+        || {
+            let previews = previews.clone();
+            let now = clock.now();
+            async move {
+                let after = stamp(
+                    &previews
+                        .get("mcpwrite-b")
+                        .await
+                        .map_err(|e| e.to_string())?,
+                );
+                (after == now).then_some(()).ok_or(format!(
+                    "stamp {after} (before the read: {before}; now {now})"
+                ))
+            }
+        },
+    )
+    .await;
     // Another caller cannot use a confirmation issued to admin.
     let asked = run_client(&py, "client.py", "ask-destroy", &case).await;
     let mut stolen = late.clone();
