@@ -1516,16 +1516,16 @@ async fn measure_fixtures() {
 
 /// The same Blueprint as a sandbox through the API: `POST /previews`, then the API's `wait`,
 /// as an agent waits. `{{pr}}` has no value without a pull request, so it gives way to
-/// `{{preview}}` in the host and image tags first.
+/// `{{preview}}` in the host and `{{branch}}` in image tags first.
 async fn sandbox_ready(p: &Previewed, name: &str) -> Duration {
     let world = &p.world;
     let blueprints = Api::<Blueprint>::namespaced(world.client.clone(), &world.home.name);
     let spec = serde_json::to_value(&blueprints.get(name).await.unwrap().spec).unwrap();
-    let without_pr = |v: &Value| {
-        serde_json::from_str::<Value>(&v.to_string().replace("{{pr}}", "{{preview}}")).unwrap()
+    let without_pr = |v: &Value, by: &str| {
+        serde_json::from_str::<Value>(&v.to_string().replace("{{pr}}", by)).unwrap()
     };
-    let patch =
-        json!({"spec": {"host": without_pr(&spec["host"]), "images": without_pr(&spec["images"])}});
+    let patch = json!({"spec": {"host": without_pr(&spec["host"], "{{preview}}"),
+        "images": without_pr(&spec["images"], "{{branch}}")}});
     blueprints
         .patch(
             name,
