@@ -14,6 +14,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures::FutureExt as _;
 use std::sync::Arc;
 
 use kube::ResourceExt;
@@ -144,7 +145,16 @@ pub(super) async fn blueprints_for(
     base: &str,
 ) -> Result<Vec<Arc<Blueprint>>, ApiError> {
     let cached = state.blueprints.state();
-    if cached.iter().any(|b| intent::admits(&b.spec, repo, base)) {
+    // Once the watch has listed them, the cache is the truth: a Blueprint made a moment ago is
+    // seen within the watch's latency. Asking the API server for every delivery no Blueprint
+    // covers (most of what an App installed on a whole organization receives) cost a list per
+    // delivery. Before the first list, the API server answers.
+    let synced = state
+        .blueprints
+        .wait_until_ready()
+        .now_or_never()
+        .is_some_and(|r| r.is_ok());
+    if synced || cached.iter().any(|b| intent::admits(&b.spec, repo, base)) {
         return Ok(cached);
     }
     let api: Api<Blueprint> = Api::namespaced(state.client.clone(), &state.home);

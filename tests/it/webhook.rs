@@ -1,6 +1,8 @@
 //! The webhook edge: exact status codes and JSON reasons for bad input, real GitHub signatures,
 //! and a 503 — with nothing half-written — when Kubernetes cannot be reached.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use base64::Engine;
@@ -300,4 +302,90 @@ async fn health_endpoints() {
         }
     })
     .await;
+}
+
+/// A kube client that counts the Blueprint lists it sends (watches aside).
+async fn counting_client(lists: Arc<AtomicUsize>) -> Client {
+    let config = cluster::config().await;
+    let count = tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
+        let uri = req.uri();
+        let watch = uri.query().is_some_and(|q| q.contains("watch="));
+        if req.method() == http::Method::GET && uri.path().ends_with("/blueprints") && !watch {
+            lists.fetch_add(1, Ordering::SeqCst);
+        }
+        req
+    });
+    kube::client::ClientBuilder::try_from(config)
+        .expect("a client from the test kubeconfig")
+        .with_layer(&count)
+        .build()
+}
+
+#[tokio::test]
+async fn deliveries_no_blueprint_covers_are_answered_from_the_watch_cache() {
+    let world = world().await;
+    let lists = Arc::new(AtomicUsize::new(0));
+    let running = serve::start(world.parts(counting_client(lists.clone()).await))
+        .await
+        .unwrap();
+    eventually("readyz answers 200", Duration::from_secs(30), || async {
+        let (status, body) = world.get_from(running.addr, "/readyz").await;
+        (status == 200).then_some(()).ok_or(body.to_string())
+    })
+    .await;
+    let uncovered = sandcastle::domain::RepoName::new("elsewhere/unrelated").unwrap();
+    world.gh.add_installation(2, "elsewhere");
+    world.gh.add_repo(2, &uncovered);
+    let before = lists.load(Ordering::SeqCst);
+    for n in 1..=20 {
+        let d = world
+            .gh
+            .open_pull_request(&uncovered, PrSpec::new(pr(n), sha(), "feature"));
+        let (status, reply) = world
+            .post_to(running.addr, d.body.clone(), d.signed_headers(SECRET))
+            .await;
+        assert_eq!(status, 202, "{reply}");
+        assert_eq!(
+            reply["reason"],
+            "no Blueprint covers elsewhere/unrelated (base main)"
+        );
+    }
+    assert_eq!(
+        lists.load(Ordering::SeqCst),
+        before,
+        "20 uncovered deliveries listed Blueprints from the API server"
+    );
+
+    // A Blueprint made now covers the repository as soon as the watch brings it.
+    let blueprints: kube::Api<sandcastle::crd::Blueprint> =
+        kube::Api::namespaced(world.client.clone(), &world.home.name);
+    let mut spec = blueprints.get("guestbook").await.unwrap().spec;
+    spec.repositories = vec![uncovered.to_string()];
+    let made = sandcastle::crd::Blueprint::new("unrelated", spec);
+    blueprints
+        .create(&kube::api::PostParams::default(), &made)
+        .await
+        .unwrap();
+    let mut n = 100;
+    eventually(
+        "the new Blueprint covers the repository",
+        Duration::from_secs(10),
+        || {
+            n += 1;
+            let d = world
+                .gh
+                .open_pull_request(&uncovered, PrSpec::new(pr(n), sha(), "feature"));
+            let (world, addr) = (&world, running.addr);
+            async move {
+                let (status, reply) = world
+                    .post_to(addr, d.body.clone(), d.signed_headers(SECRET))
+                    .await;
+                (status == 200)
+                    .then_some(())
+                    .ok_or(format!("{status} {reply}"))
+            }
+        },
+    )
+    .await;
+    running.shutdown().await;
 }
