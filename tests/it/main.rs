@@ -25,4 +25,5 @@ mod nodes;
 mod schemathesis;
 mod serve;
 mod server_side_apply;
+mod supersede;
 mod webhook;
