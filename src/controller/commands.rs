@@ -31,6 +31,9 @@ mod act;
 pub const KEEP: Duration = Duration::from_secs(3600);
 /// How long GitHub may stay unreachable before a command is given up.
 pub const GIVE_UP: Duration = Duration::from_secs(3600);
+/// How long a recorded command waits for commands written before it but delivered after it
+/// (GitHub does not promise to deliver in order).
+pub const SETTLE: Duration = Duration::from_secs(1);
 /// Limit on one GitHub call.
 const GITHUB_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -119,6 +122,11 @@ pub(super) async fn reconcile(
         st.acknowledged = true;
         save(&api, &cmd, &st).await?;
     }
+    if let Some(left) = settling(&cmd, jiff::Timestamp::now(), ctx.settings.command_settle) {
+        // A comment written just before this one may be delivered just after it; once it is
+        // recorded, `earlier_unfinished` holds this one back at the next pass.
+        return Ok(Action::requeue(left));
+    }
     if st.outcome.is_none() {
         match act::carry_out(&ctx, &cmd, &talk).await {
             Ok(outcome) => {
@@ -155,6 +163,16 @@ pub(super) async fn reconcile(
 pub(super) fn error_policy(cmd: Arc<PreviewCommand>, err: &Error, _ctx: Arc<Context>) -> Action {
     tracing::warn!(command = %cmd.name_any(), error = %err, "carrying out a command failed; retrying");
     Action::requeue(Duration::from_secs(5))
+}
+
+/// How much longer `cmd` waits before it is carried out: `settle` from when it was recorded
+/// (the API server's clock), so that a command written earlier on the same pull request but
+/// delivered a moment later is recorded first and goes first. Never more than `settle` at a
+/// time, whatever the clocks' skew.
+fn settling(cmd: &PreviewCommand, now: jiff::Timestamp, settle: Duration) -> Option<Duration> {
+    let recorded = cmd.metadata.creation_timestamp.as_ref()?.0;
+    let waited = Duration::try_from(now.duration_since(recorded)).unwrap_or_default();
+    (waited < settle).then(|| (settle - waited).min(settle))
 }
 
 /// Whether a command written earlier on the same pull request is still to be carried out.
@@ -286,5 +304,35 @@ fn refused(command: &str, reply: String) -> CommandOutcome {
         refused: true,
         replies: vec![reply],
         previews: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    use super::*;
+
+    fn recorded_at(t: jiff::Timestamp) -> PreviewCommand {
+        let spec = json!({"repository": "acme/shop", "pullRequest": 1, "installationId": 1,
+            "commentId": 1, "author": "maria", "command": "/preview", "delivery": "d",
+            "receivedAt": "2026-01-01T00:00:00Z"});
+        let mut cmd = PreviewCommand::new("c", serde_json::from_value(spec).unwrap());
+        cmd.metadata.creation_timestamp = Some(Time(t));
+        cmd
+    }
+
+    #[test]
+    fn a_command_settles_for_a_moment_after_it_is_recorded() {
+        let t = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+        let at = |ms: i64| t + jiff::SignedDuration::from_millis(ms);
+        assert_eq!(
+            settling(&recorded_at(t), at(300), SETTLE),
+            Some(Duration::from_millis(700))
+        );
+        assert_eq!(settling(&recorded_at(t), at(1000), SETTLE), None);
+        assert_eq!(settling(&recorded_at(t), at(5000), SETTLE), None);
+        // Recorded "in the future" by a skewed clock: never more than one settle at a time.
+        assert_eq!(settling(&recorded_at(t), at(-60_000), SETTLE), Some(SETTLE));
     }
 }

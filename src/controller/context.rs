@@ -58,6 +58,9 @@ pub struct Settings {
     pub api_max_wait: Duration,
     /// Whether `/mcp` offers write tools (`--mcp-write`).
     pub mcp_write: bool,
+    /// How long a recorded `/preview` command waits for commands written before it but
+    /// delivered after it.
+    pub command_settle: Duration,
 }
 
 impl Settings {
@@ -80,6 +83,7 @@ impl Settings {
             token_lifetime: Duration::from_secs(3600),
             api_max_wait: Duration::from_secs(600),
             mcp_write: false,
+            command_settle: super::commands::SETTLE,
         }
     }
 }

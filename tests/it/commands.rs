@@ -29,7 +29,10 @@ spec:
 ";
 
 async fn ready_world(n: u64) -> World {
-    let world = World::new("cmds", APP, json!({})).await;
+    let mut world = World::unstarted("cmds", APP, json!({})).await;
+    // Room for the test's late delivery on a loaded machine (the default is a second).
+    world.configure = Some(|parts| parts.settings.command_settle = Duration::from_secs(3));
+    world.start().await;
     world.gh.set_role(&world.repo, MAINTAINER, Role::Write);
     let opened = world
         .gh
@@ -138,7 +141,8 @@ async fn a_redelivered_command_is_carried_out_once() {
 #[tokio::test]
 async fn a_pull_requests_commands_are_carried_out_in_the_order_written() {
     let world = ready_world(3).await;
-    // Written in this order, delivered at once, the last one first.
+    // Written in this order, delivered the last one first: the stop arrives only once the wake
+    // has been acknowledged (👀), as a delivery a moment late does.
     let stop = world
         .gh
         .comment(&world.repo, pr(3), MAINTAINER, "/preview stop");
@@ -146,6 +150,17 @@ async fn a_pull_requests_commands_are_carried_out_in_the_order_written() {
         .gh
         .comment(&world.repo, pr(3), MAINTAINER, "/preview wake");
     let (s1, wake_answer) = world.deliver(&wake).await;
+    let wake_id = serde_json::from_slice::<serde_json::Value>(&wake.body).unwrap()["comment"]["id"]
+        .as_u64()
+        .unwrap();
+    eventually("the wake is acknowledged", T, || async {
+        let seen = reactions(&world, 3, wake_id);
+        seen.iter()
+            .any(|r| r == "eyes")
+            .then_some(())
+            .ok_or(format!("reactions {seen:?}"))
+    })
+    .await;
     let (s2, stop_answer) = world.deliver(&stop).await;
     assert_eq!((s1, s2), (202, 202));
     let woke = world
@@ -174,10 +189,13 @@ async fn a_pull_requests_commands_are_carried_out_in_the_order_written() {
                 .0
         }
     };
+    let (stop_done, wake_done) = (
+        finished(stop_answer["record"].as_str().unwrap()).await,
+        finished(wake_answer["record"].as_str().unwrap()).await,
+    );
     assert!(
-        finished(stop_answer["record"].as_str().unwrap()).await
-            <= finished(wake_answer["record"].as_str().unwrap()).await,
-        "stop, written first, is carried out first"
+        stop_done <= wake_done,
+        "stop, written first, is carried out first (stop done {stop_done}, wake done {wake_done})"
     );
     // Stopped, then woken: the preview runs.
     let previews: Api<PreviewEnvironment> = Api::namespaced(world.client.clone(), &world.home.name);
