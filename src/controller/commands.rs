@@ -13,9 +13,8 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams};
 use kube::runtime::controller::Action;
-use serde_json::json;
 
 use super::context::Context;
 use super::error::Error;
@@ -24,6 +23,7 @@ use crate::crd::{Blueprint, CommandOutcome, CommandState, PreviewCommand, Previe
 use crate::domain::naming::repo_label_value;
 use crate::domain::{PrNumber, RepoName};
 use crate::github::client::{Installation, Reaction};
+use crate::k8s::status;
 
 mod act;
 
@@ -272,23 +272,7 @@ async fn save(
     if cmd.status.as_ref() == Some(st) {
         return Ok(());
     }
-    let patch = json!({
-        "apiVersion": "sandcastle.dev/v1alpha1",
-        "kind": "PreviewCommand",
-        "status": st,
-    });
-    match api
-        .patch_status(
-            &cmd.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(r)) if r.code == 404 => Ok(()),
-        Err(e) => Err(e),
-    }
+    status::apply(api, &cmd.name_any(), FIELD_MANAGER, st).await
 }
 
 /// The Blueprints in Sandcastle's namespace.
@@ -314,7 +298,7 @@ mod tests {
     use super::*;
 
     fn recorded_at(t: jiff::Timestamp) -> PreviewCommand {
-        let spec = json!({"repository": "acme/shop", "pullRequest": 1, "installationId": 1,
+        let spec = serde_json::json!({"repository": "acme/shop", "pullRequest": 1, "installationId": 1,
             "commentId": 1, "author": "maria", "command": "/preview", "delivery": "d",
             "receivedAt": "2026-01-01T00:00:00Z"});
         let mut cmd = PreviewCommand::new("c", serde_json::from_value(spec).unwrap());

@@ -8,11 +8,11 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
-use serde_json::json;
+use kube::api::Api;
 
 use crate::crd::labels::FIELD_MANAGER;
 use crate::crd::{HISTORY_LIMIT, HistoryEntry, Phase, PreviewEnvironment, PreviewStatus};
+use crate::k8s::status;
 
 /// What a pass decided. Phases build it without side effects on the status or GitHub; the
 /// reconcile then reports to GitHub once ([`super::report`]) and saves once ([`save`]).
@@ -59,23 +59,7 @@ pub(super) async fn save(
     if pe.status.as_ref() == Some(new) {
         return Ok(());
     }
-    let patch = json!({
-        "apiVersion": "sandcastle.dev/v1alpha1",
-        "kind": "PreviewEnvironment",
-        "status": new,
-    });
-    match api
-        .patch_status(
-            &pe.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(r)) if r.code == 404 => Ok(()),
-        Err(e) => Err(e),
-    }
+    status::apply(api, &pe.name_any(), FIELD_MANAGER, new).await
 }
 
 /// Move to `phase` with `message`; a phase change is recorded in the history and the `Ready`

@@ -10,3 +10,4 @@ pub mod previews;
 pub mod rbac;
 pub mod readiness;
 pub mod source;
+pub mod status;

@@ -9,7 +9,7 @@
 //! Blueprint's status counts stay true.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
@@ -23,6 +23,7 @@ use crate::crd::{
 };
 use crate::domain::lifecycle::{self, Admission};
 use crate::github::text::statuses::fit_description;
+use crate::k8s::status;
 
 /// Field manager of the Blueprint status counts.
 const COUNTS_MANAGER: &str = "sandcastle-capacity";
@@ -230,20 +231,9 @@ async fn counts(ctx: &Context, bp: &Blueprint, active: u32, queued: u32) {
     if now.is_some_and(|s| s.active_previews == active && s.queued_previews == queued) {
         return;
     }
-    let patch = json!({
-        "apiVersion": "sandcastle.dev/v1alpha1",
-        "kind": "Blueprint",
-        "status": {"activePreviews": active, "queuedPreviews": queued},
-    });
     let api: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
-    if let Err(e) = api
-        .patch_status(
-            &bp.name_any(),
-            &PatchParams::apply(COUNTS_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await
-    {
+    let counts = json!({"activePreviews": active, "queuedPreviews": queued});
+    if let Err(e) = status::apply(&api, &bp.name_any(), COUNTS_MANAGER, &counts).await {
         tracing::warn!(blueprint = %bp.name_any(), error = %e, "updating the preview counts failed");
     }
 }
