@@ -5,7 +5,12 @@
 use std::time::Duration;
 
 use reqwest::Method;
-use serde_json::Value;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{
+    CreatePreview, ExtendBody, ListFilter, LogQuery, RedeployBody, TokenRequestBody, WaitQuery,
+};
 
 use crate::domain::Secret;
 
@@ -82,6 +87,86 @@ const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
 pub fn preview_path(name: &str, rest: &str) -> String {
     let name = percent_encoding::utf8_percent_encode(name, SEGMENT);
     format!("/previews/{name}{rest}")
+}
+
+/// One operation on previews with its arguments, as the REST API takes them.
+#[derive(Debug)]
+pub enum Request {
+    List(ListFilter),
+    Get(String),
+    Wait(String, WaitQuery),
+    Logs(String, LogQuery),
+    Events(String),
+    Create(Box<CreatePreview>, Option<String>),
+    Redeploy(String, RedeployBody),
+    Extend(String, ExtendBody),
+    Stop(String),
+    Wake(String),
+    Reset(String),
+    Delete(String),
+    Token(String, TokenRequestBody),
+}
+
+fn to_json<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// A query pair for each field of `v` that is set (the REST API's query parameters).
+fn query_of<T: Serialize>(v: &T) -> Vec<(String, String)> {
+    let Value::Object(map) = to_json(v) else {
+        return Vec::new();
+    };
+    map.into_iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| {
+            let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+            (k, text)
+        })
+        .collect()
+}
+
+impl Request {
+    /// The REST call this is.
+    pub fn call(&self) -> Call<'static> {
+        rest_call(self)
+    }
+}
+
+fn rest_call(request: &Request) -> Call<'static> {
+    let post =
+        |name: &str, rest: &str, body: Value| Call::post(preview_path(name, rest), Some(body));
+    match request {
+        Request::List(filter) => Call {
+            query: query_of(filter),
+            ..Call::get("/previews".to_owned())
+        },
+        Request::Get(name) => Call::get(preview_path(name, "")),
+        Request::Wait(name, q) => Call {
+            query: query_of(q),
+            // The server bounds the wait; the call allows the longest it may ask for.
+            waits: Duration::from_secs(3600),
+            ..Call::get(preview_path(name, "/wait"))
+        },
+        Request::Logs(name, q) => Call {
+            query: query_of(q),
+            ..Call::get(preview_path(name, "/logs"))
+        },
+        Request::Events(name) => Call::get(preview_path(name, "/events")),
+        Request::Create(body, key) => Call {
+            headers: key.iter().map(|k| ("idempotency-key", k.clone())).collect(),
+            ..Call::post("/previews".to_owned(), Some(to_json(body)))
+        },
+        Request::Redeploy(name, body) => post(name, "/redeploy", to_json(body)),
+        Request::Extend(name, body) => post(name, "/extend", to_json(body)),
+        Request::Stop(name) => post(name, "/stop", json!({})),
+        Request::Wake(name) => post(name, "/wake", json!({})),
+        Request::Reset(name) => post(name, "/reset", json!({})),
+        Request::Delete(name) => Call {
+            method: Method::DELETE,
+            ..Call::get(preview_path(name, ""))
+        },
+        Request::Token(name, body) => post(name, "/token", to_json(body)),
+    }
 }
 
 impl Server {
@@ -167,7 +252,7 @@ fn without_url(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::agent::{ListFilter, LogQuery, WaitQuery};
 
     #[test]
     fn answers_are_the_json_or_the_apis_error() {
@@ -195,5 +280,35 @@ mod tests {
             "/previews/shop-pr-1/wait"
         );
         assert_eq!(preview_path("a/b", ""), "/previews/a%2Fb");
+    }
+
+    #[test]
+    fn requests_become_the_rest_calls() {
+        let c = rest_call(&Request::List(ListFilter {
+            repo: Some("acme/shop".into()),
+            limit: Some(5),
+            ..ListFilter::default()
+        }));
+        assert_eq!((c.method, c.path.as_str()), (Method::GET, "/previews"));
+        assert_eq!(
+            c.query,
+            [
+                ("limit".to_owned(), "5".to_owned()),
+                ("repo".to_owned(), "acme/shop".to_owned())
+            ]
+        );
+        let c = rest_call(&Request::Logs(
+            "p".into(),
+            LogQuery {
+                tail_lines: Some(20),
+                ..LogQuery::default()
+            },
+        ));
+        assert_eq!(c.path, "/previews/p/logs");
+        assert_eq!(c.query, [("tailLines".to_owned(), "20".to_owned())]);
+        let c = rest_call(&Request::Wait("p".into(), WaitQuery::default()));
+        assert_eq!(c.query, [("for".to_owned(), "ready".to_owned())]);
+        let c = rest_call(&Request::Delete("p".into()));
+        assert_eq!((c.method, c.path.as_str()), (Method::DELETE, "/previews/p"));
     }
 }

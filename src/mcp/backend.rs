@@ -2,15 +2,11 @@
 //! `/mcp` authenticated, or by a Sandcastle server's REST API with the token `sandcastle mcp`
 //! was given. Both answer the REST API's JSON, and refuse with its stable codes.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use reqwest::Method;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
+use std::sync::Arc;
 
-use super::tools::Request;
-use crate::agent::remote::{Call, CallError, Server, preview_path};
+use crate::agent::remote::{CallError, Request, Server};
 use crate::agent::{Agent, AgentError, Caller, Operation};
 
 /// A refusal, as a tool error says it: `code: message`.
@@ -69,7 +65,6 @@ fn json_of<T: Serialize>(v: &T) -> Value {
 
 impl Backend {
     /// Run `request` for `caller` (absent for a remote backend: its token is the caller).
-    /// `Diagnose` and the confirmation step of `Destroy` are the server's, not here.
     pub async fn run(&self, caller: Option<&Caller>, request: &Request) -> Result<Value, Refusal> {
         match self {
             Self::Local(agent) => {
@@ -78,7 +73,7 @@ impl Backend {
                 })?;
                 local(agent, caller, request).await.map_err(Refusal::from)
             }
-            Self::Remote(server) => Ok(server.call(remote(request)).await?),
+            Self::Remote(server) => Ok(server.call(request.call()).await?),
         }
     }
 
@@ -98,7 +93,7 @@ impl Backend {
 async fn local(agent: &Agent, caller: &Caller, request: &Request) -> Result<Value, AgentError> {
     Ok(match request {
         Request::List(filter) => json_of(&agent.list(caller, filter).await?),
-        Request::Get(name) | Request::Diagnose(name) => json_of(&agent.get(caller, name).await?),
+        Request::Get(name) => json_of(&agent.get(caller, name).await?),
         Request::Wait(name, q) => json_of(
             &agent
                 .wait(caller, name, q.wanted, q.timeout.as_deref())
@@ -114,95 +109,7 @@ async fn local(agent: &Agent, caller: &Caller, request: &Request) -> Result<Valu
         Request::Stop(name) => json_of(&agent.stop(caller, name).await?),
         Request::Wake(name) => json_of(&agent.wake(caller, name).await?),
         Request::Reset(name) => json_of(&agent.reset(caller, name).await?),
-        Request::Destroy(name, _) => json_of(&agent.delete(caller, name).await?),
+        Request::Delete(name) => json_of(&agent.delete(caller, name).await?),
         Request::Token(name, body) => json_of(&agent.token(caller, name, body).await?),
     })
-}
-
-/// A query pair for each field of `v` that is set (the REST API's query parameters).
-fn query_of<T: Serialize>(v: &T) -> Vec<(String, String)> {
-    let Value::Object(map) = json_of(v) else {
-        return Vec::new();
-    };
-    map.into_iter()
-        .filter(|(_, v)| !v.is_null())
-        .map(|(k, v)| {
-            let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-            (k, text)
-        })
-        .collect()
-}
-
-/// The REST call a request is.
-fn remote(request: &Request) -> Call<'static> {
-    let post =
-        |name: &str, rest: &str, body: Value| Call::post(preview_path(name, rest), Some(body));
-    match request {
-        Request::List(filter) => Call {
-            query: query_of(filter),
-            ..Call::get("/previews".to_owned())
-        },
-        Request::Get(name) | Request::Diagnose(name) => Call::get(preview_path(name, "")),
-        Request::Wait(name, q) => Call {
-            query: query_of(q),
-            // The server bounds the wait; the call allows the longest it may ask for.
-            waits: Duration::from_secs(3600),
-            ..Call::get(preview_path(name, "/wait"))
-        },
-        Request::Logs(name, q) => Call {
-            query: query_of(q),
-            ..Call::get(preview_path(name, "/logs"))
-        },
-        Request::Events(name) => Call::get(preview_path(name, "/events")),
-        Request::Create(body, key) => Call {
-            headers: key.iter().map(|k| ("idempotency-key", k.clone())).collect(),
-            ..Call::post("/previews".to_owned(), Some(json_of(body)))
-        },
-        Request::Redeploy(name, body) => post(name, "/redeploy", json_of(body)),
-        Request::Extend(name, body) => post(name, "/extend", json_of(body)),
-        Request::Stop(name) => post(name, "/stop", json!({})),
-        Request::Wake(name) => post(name, "/wake", json!({})),
-        Request::Reset(name) => post(name, "/reset", json!({})),
-        Request::Destroy(name, _) => Call {
-            method: Method::DELETE,
-            ..Call::get(preview_path(name, ""))
-        },
-        Request::Token(name, body) => post(name, "/token", json_of(body)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::agent::{ListFilter, LogQuery, WaitQuery};
-
-    #[test]
-    fn requests_become_the_rest_calls() {
-        let c = remote(&Request::List(ListFilter {
-            repo: Some("acme/shop".into()),
-            limit: Some(5),
-            ..ListFilter::default()
-        }));
-        assert_eq!((c.method, c.path.as_str()), (Method::GET, "/previews"));
-        assert_eq!(
-            c.query,
-            [
-                ("limit".to_owned(), "5".to_owned()),
-                ("repo".to_owned(), "acme/shop".to_owned())
-            ]
-        );
-        let c = remote(&Request::Logs(
-            "p".into(),
-            LogQuery {
-                tail_lines: Some(20),
-                ..LogQuery::default()
-            },
-        ));
-        assert_eq!(c.path, "/previews/p/logs");
-        assert_eq!(c.query, [("tailLines".to_owned(), "20".to_owned())]);
-        let c = remote(&Request::Wait("p".into(), WaitQuery::default()));
-        assert_eq!(c.query, [("for".to_owned(), "ready".to_owned())]);
-        let c = remote(&Request::Destroy("p".into(), Some("x".into())));
-        assert_eq!((c.method, c.path.as_str()), (Method::DELETE, "/previews/p"));
-    }
 }

@@ -21,6 +21,7 @@ use super::backend::{Backend, Refusal};
 use super::confirm::{Confirmations, VALID_FOR_SECONDS};
 use super::diagnose;
 use super::tools::{Request, Tool};
+use crate::agent::remote::Request as Api;
 use crate::agent::{Caller, ListFilter, LogQuery};
 use crate::domain::clock::Clock;
 
@@ -62,12 +63,12 @@ impl Mcp {
     ) -> Result<Value, Refusal> {
         let who = caller(ctx);
         match &request {
-            Request::Wait(..) => self.wait(who.as_ref(), &request, ctx).await,
+            Request::Api(wait @ Api::Wait(..)) => self.wait(who.as_ref(), wait, ctx).await,
+            Request::Api(api) => self.backend.run(who.as_ref(), api).await,
             Request::Diagnose(name) => self.diagnose(who.as_ref(), name).await,
             Request::Destroy(name, confirm) => {
                 self.destroy(who.as_ref(), name, confirm.as_deref()).await
             }
-            _ => self.backend.run(who.as_ref(), &request).await,
         }
     }
 
@@ -75,7 +76,7 @@ impl Mcp {
     async fn wait(
         &self,
         who: Option<&Caller>,
-        request: &Request,
+        request: &Api,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<Value, Refusal> {
         let token = ctx.meta.get_progress_token();
@@ -106,13 +107,10 @@ impl Mcp {
     }
 
     async fn diagnose(&self, who: Option<&Caller>, name: &str) -> Result<Value, Refusal> {
-        let preview = self
-            .backend
-            .run(who, &Request::Get(name.to_owned()))
-            .await?;
+        let preview = self.backend.run(who, &Api::Get(name.to_owned())).await?;
         let events = self
             .backend
-            .run(who, &Request::Events(name.to_owned()))
+            .run(who, &Api::Events(name.to_owned()))
             .await
             .unwrap_or(Value::Null);
         let failing = diagnose::failing_workloads(&preview);
@@ -123,10 +121,7 @@ impl Mcp {
                 tail_lines: Some(diagnose::TAIL_LINES),
                 ..LogQuery::default()
             };
-            let lines = self
-                .backend
-                .run(who, &Request::Logs(name.to_owned(), q))
-                .await;
+            let lines = self.backend.run(who, &Api::Logs(name.to_owned(), q)).await;
             logs.push(match lines {
                 Ok(v) => json!({"workload": workload, "entries": v["entries"]}),
                 Err(e) => {
@@ -156,9 +151,7 @@ impl Mcp {
         self.confirmations
             .check(token, user, name, now)
             .map_err(|e| Refusal::new("confirmation_invalid", e.to_string()))?;
-        self.backend
-            .run(who, &Request::Destroy(name.to_owned(), None))
-            .await
+        self.backend.run(who, &Api::Delete(name.to_owned())).await
     }
 }
 
@@ -252,7 +245,7 @@ impl ServerHandler for Mcp {
         };
         let page = self
             .backend
-            .run(caller(&ctx).as_ref(), &Request::List(filter))
+            .run(caller(&ctx).as_ref(), &Api::List(filter))
             .await
             .map_err(|r| McpError::internal_error(format!("{}: {}", r.code, r.message), None))?;
         let resources = page["items"]
@@ -284,7 +277,7 @@ impl ServerHandler for Mcp {
         };
         let preview = self
             .backend
-            .run(caller(&ctx).as_ref(), &Request::Get(name.to_owned()))
+            .run(caller(&ctx).as_ref(), &Api::Get(name.to_owned()))
             .await
             .map_err(|r| {
                 McpError::resource_not_found(format!("{}: {}", r.code, r.message), None)

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::agent::remote::{self, Request as Api};
 use crate::agent::{
     CreatePreview, ExtendBody, ListFilter, LogQuery, Operation, RedeployBody, TokenRequestBody,
     WaitQuery,
@@ -104,23 +105,14 @@ pub struct TokenArgs {
     pub body: TokenRequestBody,
 }
 
-/// A call's arguments, read and checked.
+/// A call's arguments, read and checked: an operation of the API, or one of MCP's own.
 #[derive(Debug)]
 pub enum Request {
-    List(ListFilter),
-    Get(String),
-    Wait(String, WaitQuery),
-    Logs(String, LogQuery),
-    Events(String),
+    Api(remote::Request),
+    /// The preview, its Events and its failing workloads' logs, read together.
     Diagnose(String),
-    Create(Box<CreatePreview>, Option<String>),
-    Redeploy(String, RedeployBody),
-    Extend(String, ExtendBody),
-    Stop(String),
-    Wake(String),
-    Reset(String),
+    /// The two steps of `destroy`: without a confirmation, ask for one.
     Destroy(String, Option<String>),
-    Token(String, TokenRequestBody),
 }
 
 impl Tool {
@@ -297,32 +289,32 @@ impl Tool {
     pub fn request(self, arguments: Option<JsonObject>) -> Result<Request, String> {
         let v = Value::Object(arguments.unwrap_or_default());
         Ok(match self {
-            Self::ListPreviews => Request::List(parse(v)?),
-            Self::GetPreview => Request::Get(parse::<Named>(v)?.name),
-            Self::GetEvents => Request::Events(parse::<Named>(v)?.name),
+            Self::ListPreviews => Request::Api(Api::List(parse(v)?)),
+            Self::GetPreview => Request::Api(Api::Get(parse::<Named>(v)?.name)),
+            Self::GetEvents => Request::Api(Api::Events(parse::<Named>(v)?.name)),
             Self::DiagnosePreview => Request::Diagnose(parse::<Named>(v)?.name),
-            Self::Stop => Request::Stop(parse::<Named>(v)?.name),
-            Self::Wake => Request::Wake(parse::<Named>(v)?.name),
-            Self::Reset => Request::Reset(parse::<Named>(v)?.name),
+            Self::Stop => Request::Api(Api::Stop(parse::<Named>(v)?.name)),
+            Self::Wake => Request::Api(Api::Wake(parse::<Named>(v)?.name)),
+            Self::Reset => Request::Api(Api::Reset(parse::<Named>(v)?.name)),
             Self::WaitForPreview => {
                 let (name, q) = named(v)?;
-                Request::Wait(name, q)
+                Request::Api(Api::Wait(name, q))
             }
             Self::GetLogs => {
                 let (name, q) = named(v)?;
-                Request::Logs(name, q)
+                Request::Api(Api::Logs(name, q))
             }
             Self::CreatePreview => {
                 let (key, preview) = split(v, "idempotencyKey")?;
-                Request::Create(Box::new(preview), key)
+                Request::Api(Api::Create(Box::new(preview), key))
             }
             Self::Redeploy => {
                 let (name, body) = named(v)?;
-                Request::Redeploy(name, body)
+                Request::Api(Api::Redeploy(name, body))
             }
             Self::Extend => {
                 let (name, body) = named(v)?;
-                Request::Extend(name, body)
+                Request::Api(Api::Extend(name, body))
             }
             Self::Destroy => {
                 let a: DestroyArgs = parse(v)?;
@@ -330,7 +322,7 @@ impl Tool {
             }
             Self::MintPreviewToken => {
                 let (name, body) = named(v)?;
-                Request::Token(name, body)
+                Request::Api(Api::Token(name, body))
             }
         })
     }
@@ -448,7 +440,7 @@ mod tests {
                 "branch": "main", "idempotencyKey": "k1"})))
             .unwrap();
         assert!(
-            matches!(&r, Request::Create(p, Some(k)) if p.blueprint == "shop" && k == "k1"),
+            matches!(&r, Request::Api(Api::Create(p, Some(k))) if p.blueprint == "shop" && k == "k1"),
             "{r:?}"
         );
         let e = Tool::GetLogs
@@ -467,7 +459,7 @@ mod tests {
             ))
             .unwrap();
         assert!(
-            matches!(r, Request::Wait(n, q) if n == "p" && q.timeout.as_deref() == Some("30s"))
+            matches!(r, Request::Api(Api::Wait(n, q)) if n == "p" && q.timeout.as_deref() == Some("30s"))
         );
     }
 }

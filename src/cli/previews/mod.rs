@@ -9,13 +9,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::agent::remote::{Call, CallError, Server, preview_path};
+use crate::agent::remote::{Call, CallError, Request, Server, preview_path};
 use crate::agent::{
-    EventsView, LogLines, Operation, PreviewList, PreviewView, WaitOutcome, WaitResult,
+    CreatePreview, EventsView, ExtendBody, LogLines, LogQuery, Operation, PreviewList, PreviewView,
+    RedeployBody, TokenRequestBody, WaitOutcome, WaitResult,
 };
 use crate::config::{Output, PreviewsAction, PreviewsArgs};
 
@@ -61,24 +61,18 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
             });
             Ok(ExitCode::SUCCESS)
         }
-        PreviewsAction::Get(n) => one(server, out, Call::get(preview_path(&n.name, ""))).await,
+        PreviewsAction::Get(n) => one(server, out, Request::Get(n.name.clone())).await,
         PreviewsAction::Create(c) => {
-            let mut body = json!({"blueprint": c.blueprint, "repository": c.repo});
-            for (k, v) in [
-                ("branch", &c.branch),
-                ("commit", &c.commit),
-                ("name", &c.name),
-                ("ttl", &c.ttl),
-            ] {
-                if let Some(v) = v {
-                    body[k] = json!(v);
-                }
-            }
-            let mut call = Call::post("/previews".to_owned(), Some(body));
-            if let Some(key) = &c.idempotency_key {
-                call.headers.push(("idempotency-key", key.clone()));
-            }
-            one(server, out, call).await
+            let body = CreatePreview {
+                blueprint: c.blueprint.clone(),
+                repository: c.repo.clone(),
+                branch: c.branch.clone(),
+                commit: c.commit.clone(),
+                name: c.name.clone(),
+                ttl: c.ttl.clone(),
+            };
+            let request = Request::Create(Box::new(body), c.idempotency_key.clone());
+            one(server, out, request).await
         }
         PreviewsAction::Wait(w) => {
             let mut call = Call::get(preview_path(&w.name, "/wait"));
@@ -95,19 +89,16 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
             Ok(wait_code(&v, &w.for_))
         }
         PreviewsAction::Logs(l) => {
-            let mut call = Call::get(preview_path(&l.name, "/logs"));
-            for (k, v) in [
-                ("workload", l.workload.clone()),
-                ("container", l.container.clone()),
-                ("tailLines", l.tail.map(|t| t.to_string())),
-                ("since", l.since.clone()),
-                ("previous", l.previous.then(|| "true".to_owned())),
-            ] {
-                if let Some(v) = v {
-                    call.query.push((k.to_owned(), v));
-                }
-            }
-            let v = server.call(call).await?;
+            let query = LogQuery {
+                workload: l.workload.clone(),
+                container: l.container.clone(),
+                tail_lines: l.tail,
+                since: l.since.clone(),
+                previous: l.previous.then_some(true),
+            };
+            let v = server
+                .call(Request::Logs(l.name.clone(), query).call())
+                .await?;
             print(out, &v, |v| {
                 let lines: LogLines = typed(v)?;
                 if let Some(note) = show::logs_note(&lines) {
@@ -118,51 +109,39 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
             Ok(ExitCode::SUCCESS)
         }
         PreviewsAction::Events(n) => {
-            let v = server
-                .call(Call::get(preview_path(&n.name, "/events")))
-                .await?;
+            let v = server.call(Request::Events(n.name.clone()).call()).await?;
             print(out, &v, |v| {
                 typed::<EventsView>(v).map(|e| show::events(&e, jiff::Timestamp::now()))
             });
             Ok(ExitCode::SUCCESS)
         }
         PreviewsAction::Token(t) => {
-            let body = t
-                .expiration_seconds
-                .map(|s| json!({ "expirationSeconds": s }));
+            let body = TokenRequestBody {
+                expiration_seconds: t.expiration_seconds,
+            };
             let v = server
-                .call(Call::post(preview_path(&t.name, "/token"), body))
+                .call(Request::Token(t.name.clone(), body).call())
                 .await?;
             // Like `kubectl create token`: the token alone, for `$(…)`.
             print(out, &v, |v| v["token"].as_str().map(|t| format!("{t}\n")));
             Ok(ExitCode::SUCCESS)
         }
         PreviewsAction::Redeploy(r) => {
-            let body = r.commit.as_ref().map(|c| json!({ "commit": c }));
-            one(
-                server,
-                out,
-                Call::post(preview_path(&r.name, "/redeploy"), body),
-            )
-            .await
+            let body = RedeployBody {
+                commit: r.commit.clone(),
+            };
+            one(server, out, Request::Redeploy(r.name.clone(), body)).await
         }
         PreviewsAction::Extend(e) => {
-            let body = Some(json!({ "duration": e.by }));
-            one(
-                server,
-                out,
-                Call::post(preview_path(&e.name, "/extend"), body),
-            )
-            .await
+            let body = ExtendBody {
+                duration: e.by.clone(),
+            };
+            one(server, out, Request::Extend(e.name.clone(), body)).await
         }
-        PreviewsAction::Stop(n) => write(server, out, &n.name, "/stop").await,
-        PreviewsAction::Wake(n) => write(server, out, &n.name, "/wake").await,
-        PreviewsAction::Reset(n) => write(server, out, &n.name, "/reset").await,
-        PreviewsAction::Delete(n) => {
-            let mut call = Call::get(preview_path(&n.name, ""));
-            call.method = Method::DELETE;
-            one(server, out, call).await
-        }
+        PreviewsAction::Stop(n) => one(server, out, Request::Stop(n.name.clone())).await,
+        PreviewsAction::Wake(n) => one(server, out, Request::Wake(n.name.clone())).await,
+        PreviewsAction::Reset(n) => one(server, out, Request::Reset(n.name.clone())).await,
+        PreviewsAction::Delete(n) => one(server, out, Request::Delete(n.name.clone())).await,
     }
 }
 
@@ -187,18 +166,9 @@ async fn list_all(server: &Server, query: Vec<(String, String)>) -> Result<Vec<V
 }
 
 /// A POST without a body that answers the preview.
-async fn write(
-    server: &Server,
-    out: Output,
-    name: &str,
-    action: &str,
-) -> Result<ExitCode, CallError> {
-    one(server, out, Call::post(preview_path(name, action), None)).await
-}
-
 /// A call that answers one preview.
-async fn one(server: &Server, out: Output, call: Call<'_>) -> Result<ExitCode, CallError> {
-    let v = server.call(call).await?;
+async fn one(server: &Server, out: Output, request: Request) -> Result<ExitCode, CallError> {
+    let v = server.call(request.call()).await?;
     print(out, &v, |v| {
         typed::<PreviewView>(v).map(|p| show::preview(&p, jiff::Timestamp::now()))
     });
