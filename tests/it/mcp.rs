@@ -31,6 +31,7 @@ kind: Secret
 metadata: {name: db}
 stringData: {password: correct-horse-battery-staple-42}
 ";
+const T: Duration = Duration::from_secs(30);
 const SECRET: &str = "correct-horse-battery-staple-42";
 const READ_TOOLS: [&str; 6] = [
     "list_previews",
@@ -211,21 +212,28 @@ async fn writes_are_two_step_and_no_more_than_rbac_allows() {
     assert_eq!(tools_of(&wrote).len(), 14, "{wrote}");
     let made = world.previews().get("mcpwrite-made").await.unwrap();
     assert!(made.spec.teardown.is_some(), "destroyed: {:?}", made.spec);
-    // Every write is attributed to the caller and says it came through MCP.
-    let seen = call(
-        &world,
-        "GET",
-        "/api/v1/previews/mcpwrite-made",
-        Some(&admin),
-        None,
-    )
-    .await;
-    let history = seen.body["history"].as_array().unwrap().clone();
-    for action in ["mcp-create", "mcp-extend", "mcp-delete"] {
-        let entry = history
+    // Every write is attributed to the caller and says it came through MCP (the controller
+    // writes the history from the requests, so it is waited for).
+    let history = eventually("the MCP writes in the history", T, || async {
+        let seen = call(
+            &world,
+            "GET",
+            "/api/v1/previews/mcpwrite-made",
+            Some(&admin),
+            None,
+        )
+        .await;
+        let history = seen.body["history"].as_array().cloned().unwrap_or_default();
+        let has = |a: &str| history.iter().any(|h| h["action"] == a);
+        ["mcp-create", "mcp-extend", "mcp-delete"]
             .iter()
-            .find(|h| h["action"] == action)
-            .unwrap_or_else(|| panic!("{action} in the history: {history:?}"));
+            .all(|a| has(a))
+            .then(|| history.clone())
+            .ok_or(format!("{history:?}"))
+    })
+    .await;
+    for action in ["mcp-create", "mcp-extend", "mcp-delete"] {
+        let entry = history.iter().find(|h| h["action"] == action).unwrap();
         assert!(
             entry["actor"].as_str().unwrap().ends_with(":admin"),
             "{entry}"
