@@ -173,6 +173,12 @@ pub struct PreviewArgs {
     /// callers still need the RBAC for each.
     #[arg(long, env = "SANDCASTLE_MCP_WRITE")]
     pub mcp_write: bool,
+
+    /// How Blueprints' HTTP readiness probes reach a preview: `url` (its URL, by DNS),
+    /// `connect-to:HOST:PORT` (its URL through this address, e.g. the ingress controller's
+    /// Service) or `service` (its primary Service in the cluster, with the preview's host).
+    #[arg(long, env = "SANDCASTLE_PROBE_VIA", default_value = "url")]
+    pub probe_via: crate::probe::ProbeVia,
 }
 
 /// Housekeeping and leader election.

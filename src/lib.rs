@@ -15,7 +15,7 @@
 //! - [`github`]: webhook verification and parsing, triggers, the command parser, a repository's
 //!   `.github/sandcastle.yml`, who may run commands, what people read, the App client.
 //! - [`k8s`]: everything done through the Kubernetes API (desired-state writes, sources,
-//!   apply, readiness, namespaces, Events, RBAC).
+//!   apply, readiness, namespaces, Events, RBAC); [`probe`]: the HTTP readiness probe's request.
 //! - [`domain`]: pure types and rules (identifiers, secrets, the clock, durations, naming,
 //!   intents, transitions, lifecycle, guardrails, the clone plan); [`metrics`]: the Prometheus
 //!   families the layers above count into.
@@ -38,4 +38,5 @@ pub mod http;
 pub mod k8s;
 pub mod mcp;
 pub mod metrics;
+pub mod probe;
 pub mod serve;

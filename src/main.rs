@@ -104,6 +104,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     settings.token_lifetime = args.previews.token_max_lifetime;
     settings.api_max_wait = args.previews.api_max_wait;
     settings.mcp_write = args.previews.mcp_write;
+    settings.probe_via = args.previews.probe_via.clone();
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();
     if settings.resync {

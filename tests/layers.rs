@@ -9,7 +9,7 @@
 //! 5  config.rs                                     (flags and environment)
 //! 4  controller/   http/   mcp/                    (act on previews · answer requests · MCP)
 //! 3  agent/                                        (operations on previews for API, MCP, CLI)
-//! 2  github/   k8s/                                (GitHub's API · Kubernetes' API)
+//! 2  github/   k8s/   probe/                       (GitHub's API · Kubernetes' API · HTTP probe)
 //! 1  domain/   metrics.rs                          (pure rules · counters)
 //! 0  crd/                                          (the resources' types; imports nothing)
 //!    fake_github/  (the GitHub stand-in, outside the product: imports domain only; only the
@@ -28,6 +28,7 @@ fn layers() -> BTreeMap<&'static str, u8> {
         ("metrics", 1),
         ("github", 2),
         ("k8s", 2),
+        ("probe", 2),
         ("agent", 3),
         ("controller", 4),
         ("http", 4),

@@ -61,6 +61,8 @@ pub struct Settings {
     /// How long a recorded `/preview` command waits for commands written before it but
     /// delivered after it.
     pub command_settle: Duration,
+    /// How the Blueprints' HTTP readiness probes reach previews.
+    pub probe_via: crate::probe::ProbeVia,
 }
 
 impl Settings {
@@ -84,6 +86,7 @@ impl Settings {
             api_max_wait: Duration::from_secs(600),
             mcp_write: false,
             command_settle: super::commands::SETTLE,
+            probe_via: crate::probe::ProbeVia::Url,
         }
     }
 }

@@ -130,6 +130,10 @@ pub struct BlueprintSpec {
     #[serde(default = "default_readiness_timeout")]
     pub readiness_timeout: GoDuration,
 
+    /// What must hold, besides ready workloads, before a preview is Ready (an HTTP probe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness: Option<super::ReadinessSpec>,
+
     /// Check runs that must have succeeded on the head commit before deploying (images built).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wait_for_checks: Vec<String>,

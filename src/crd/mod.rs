@@ -5,11 +5,13 @@ mod command;
 pub mod duration;
 pub mod labels;
 mod preview;
+mod readiness;
 
 pub use blueprint::*;
 pub use command::*;
 pub use duration::GoDuration;
 pub use preview::*;
+pub use readiness::*;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;

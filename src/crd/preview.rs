@@ -312,6 +312,25 @@ pub struct Rollout {
     /// `/preview`) or the preview is woken.
     #[serde(default, skip_serializing_if = "is_false")]
     pub failed: bool,
+    /// The Blueprint's HTTP readiness probe of this rollout, once its workloads are ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeState>,
+}
+
+/// What a rollout's HTTP readiness probe has seen.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeState {
+    /// Requests made so far.
+    pub tries: u32,
+    /// What the last one saw, e.g. `GET / → 502`.
+    pub last: String,
+    /// The first try: the probe's deadline counts from here.
+    pub started_at: Time,
+    pub last_at: Time,
+    /// The probe passed: the rollout's commit is served.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub passed: bool,
 }
 
 /// The one comment Sandcastle keeps on the pull request for this preview.

@@ -10,6 +10,7 @@ pub mod intent;
 pub mod lifecycle;
 pub mod naming;
 pub mod plan;
+pub mod probe;
 pub mod redact;
 mod secret;
 pub mod template;

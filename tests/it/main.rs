@@ -22,6 +22,7 @@ mod logs;
 mod mcp;
 mod metrics;
 mod nodes;
+mod probe;
 mod schemathesis;
 mod serve;
 mod server_side_apply;

@@ -11,6 +11,7 @@ pub(super) mod check_answers;
 pub(super) mod checks;
 pub(super) mod hooks;
 pub(super) mod idle;
+pub(super) mod probe;
 pub(super) mod reset;
 pub(super) mod rollout;
 pub(super) mod steps;

@@ -17,7 +17,7 @@ use super::hooks;
 use super::steps::{
     Step, apply_failure, failure_description, plan_hash, progress_message, rollout_steps,
 };
-use super::{adopt, reset};
+use super::{adopt, probe, reset};
 use crate::controller::context::Context;
 use crate::controller::error::Error;
 use crate::controller::report::Report;
@@ -226,6 +226,7 @@ pub(crate) async fn run(
             step_started_at: Time(now),
             namespace_uid,
             failed: false,
+            probe: None,
         });
         let source = spec
             .source
@@ -237,7 +238,7 @@ pub(crate) async fn run(
     } else if let Some(r) = st.rollout.as_mut() {
         r.namespace_uid = r.namespace_uid.take().or(namespace_uid);
     }
-    apply_and_wait(pe, st, &blueprint, &pctx, &steps, plan.url, ctx).await
+    apply_and_wait(pe, st, &blueprint, &pctx, &steps, &plan, ctx).await
 }
 
 /// The commit's images may not exist before its checks pass: until then, wait (a preview
@@ -308,7 +309,7 @@ async fn apply_and_wait(
     blueprint: &Blueprint,
     pctx: &PreviewContext,
     steps: &[(Step, Vec<serde_json::Value>)],
-    url: Option<String>,
+    plan: &plan::Plan,
     ctx: &Context,
 ) -> Result<Verdict, Error> {
     let now = ctx.clock.now();
@@ -390,9 +391,35 @@ async fn apply_and_wait(
         rollout.ready_steps = rollout.ready_steps.max(index + 1);
     }
 
-    let ready = services.iter().filter(|s| s.ready >= s.desired).count();
     st.services = services;
-    st.url = url;
+    st.url = plan.url.clone();
+    if let Some(http) = blueprint
+        .spec
+        .readiness
+        .as_ref()
+        .and_then(|r| r.http.as_ref())
+    {
+        let at = probe::Probed {
+            url: plan.url.as_deref(),
+            backend: plan.backend(),
+            namespace: ns,
+        };
+        let rollout = st.rollout.as_mut().expect("a rollout is under way");
+        match probe::gate(http, rollout, &pctx.sha, &at, ctx).await {
+            probe::Gate::Passed => {}
+            probe::Gate::Waiting {
+                message,
+                seen,
+                again,
+            } => {
+                set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
+                st.stuck_on = Some(seen);
+                return Ok(Verdict::new(st, Next::After(again)).reporting(Report::InProgress));
+            }
+            probe::Gate::Failed(why) => return Ok(fail_rollout(pe, st, why, blueprint, ctx)),
+        }
+    }
+    let ready = st.services.iter().filter(|s| s.ready >= s.desired).count();
     st.deployed_sha = Some(pe.spec.sha.clone());
     let message = format!("{ready}/{} services ready", st.services.len());
     set_phase(&mut st, Phase::Ready, message, now, Some(&pe.spec.sha));

@@ -272,6 +272,35 @@ pub(crate) fn rewrite(
     Some(format!("{scheme}://{host}"))
 }
 
+/// The Service and port the preview URL's host leads to (the first path of its first rule),
+/// for probing it directly: a named port is looked up in that Service among `objects`.
+pub fn backend_of<'a>(
+    objects: impl Iterator<Item = &'a Value> + Clone,
+    url: &str,
+) -> Option<(String, u16)> {
+    let host = url.split_once("://").map_or(url, |(_, h)| h);
+    let rule = objects
+        .clone()
+        .filter(|o| o["kind"] == "Ingress")
+        .flat_map(|i| i["spec"]["rules"].as_array().cloned().unwrap_or_default())
+        .find(|r| r["host"].as_str() == Some(host))?;
+    let backend = &rule["http"]["paths"][0]["backend"]["service"];
+    let name = backend["name"].as_str()?.to_owned();
+    let port = match backend["port"]["number"].as_u64() {
+        Some(n) => u16::try_from(n).ok()?,
+        None => {
+            let wanted = backend["port"]["name"].as_str()?;
+            let service = objects
+                .filter(|o| o["kind"] == "Service")
+                .find(|o| o["metadata"]["name"].as_str() == Some(name.as_str()))?;
+            let ports = service["spec"]["ports"].as_array()?;
+            let port = ports.iter().find(|p| p["name"].as_str() == Some(wanted))?;
+            u16::try_from(port["port"].as_u64()?).ok()?
+        }
+    };
+    Some((name, port))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +327,25 @@ mod tests {
             with_first_label("localhost", |f| format!("{f}-2")),
             "localhost-2"
         );
+    }
+
+    #[test]
+    fn the_url_leads_to_its_service_and_port() {
+        let objects = [
+            serde_json::json!({"kind": "Ingress", "spec": {"rules": [
+                {"host": "admin-1.example.com", "http": {"paths": [{"backend": {"service": {"name": "admin", "port": {"number": 81}}}}]}},
+                {"host": "pr-1.example.com", "http": {"paths": [{"backend": {"service": {"name": "web", "port": {"name": "http"}}}}]}}]}}),
+            serde_json::json!({"kind": "Service", "metadata": {"name": "web"}, "spec": {"ports": [
+                {"name": "metrics", "port": 9090}, {"name": "http", "port": 8080}]}}),
+        ];
+        assert_eq!(
+            backend_of(objects.iter(), "https://pr-1.example.com"),
+            Some(("web".to_owned(), 8080))
+        );
+        assert_eq!(
+            backend_of(objects.iter(), "http://admin-1.example.com"),
+            Some(("admin".to_owned(), 81))
+        );
+        assert_eq!(backend_of(objects.iter(), "http://other.example.com"), None);
     }
 }

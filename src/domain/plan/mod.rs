@@ -147,6 +147,12 @@ impl Plan {
         self.steps.iter().flat_map(|s| s.objects.iter())
     }
 
+    /// The Service and port behind the preview URL, for probing it directly.
+    pub fn backend(&self) -> Option<(String, u16)> {
+        let objects: Vec<&Value> = self.objects().collect();
+        hosts::backend_of(objects.into_iter(), self.url.as_deref()?)
+    }
+
     /// The plan as people read it (`sandcastle render`): a comment header with the URL and what
     /// was left out, then one YAML document per object, each phase introduced by a comment.
     pub fn to_yaml(&self) -> Result<String, serde_saphyr::SerializeError> {

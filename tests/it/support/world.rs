@@ -69,6 +69,8 @@ pub struct World {
     pub clock: Clock,
     /// Changes to the parts every start uses (settings for lifecycle tests).
     pub configure: Option<fn(&mut Parts)>,
+    /// How HTTP readiness probes reach previews (e.g. a test server through `connect-to`).
+    pub probe_via: Option<sandcastle::probe::ProbeVia>,
     pub sandcastle: Option<Running>,
     http: HttpClient<HttpConnector, Full<Bytes>>,
 }
@@ -193,6 +195,7 @@ impl World {
             prefix,
             clock: Clock::system(),
             configure: None,
+            probe_via: None,
             sandcastle: None,
             http: HttpClient::builder(TokioExecutor::new()).build_http(),
         }
@@ -202,6 +205,9 @@ impl World {
         let mut s = Settings::for_namespace(&self.home.name);
         s.namespace_prefix = self.prefix.clone();
         s.progress_interval = Duration::from_millis(500);
+        if let Some(via) = &self.probe_via {
+            s.probe_via = via.clone();
+        }
         s
     }
 
