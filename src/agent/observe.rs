@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, LogParams};
@@ -242,7 +242,7 @@ impl Agent {
         };
         let tail = q.tail_lines.unwrap_or(200).clamp(1, self.limits.log_lines);
         let pods = self.pods_of(&ns, q.workload.as_deref()).await?;
-        let redactor = Redactor::new(self.secret_values(&ns).await?);
+        let redactor = Redactor::new(crate::k8s::diagnose::secret_values(&self.client, &ns).await?);
         let mut out = LogLines {
             entries: Vec::new(),
             truncated: false,
@@ -361,18 +361,6 @@ impl Agent {
                 .map(|uid| format!("batch.kubernetes.io/controller-uid={uid}")));
         }
         Ok(None)
-    }
-
-    /// The values of the namespace's Secrets, which logs never show.
-    async fn secret_values(&self, ns: &str) -> Result<Vec<String>, AgentError> {
-        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
-        let list = secrets.list(&ListParams::default()).await?;
-        Ok(list
-            .items
-            .iter()
-            .flat_map(|s| s.data.iter().flatten())
-            .filter_map(|(_, v)| String::from_utf8(v.0.clone()).ok())
-            .collect())
     }
 
     /// Sandcastle's Events on `name`, and the Events in its namespace, newest last.

@@ -31,6 +31,9 @@ pub struct PreviewView {
     /// What the rollout is stuck on, when the cluster says (unschedulable pods, an image that
     /// cannot be pulled).
     pub stuck_on: Option<String>,
+    /// While deploying or failed: why it is not Ready, classified, with the failing
+    /// container's last log lines (redacted).
+    pub diagnosis: Option<crate::crd::Diagnosis>,
     pub url: Option<String>,
     pub commit: Commits,
     pub services: Vec<ServiceView>,
@@ -192,6 +195,7 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
         phase: st.phase.unwrap_or(Phase::Pending),
         reason: st.message.clone(),
         stuck_on: st.stuck_on.clone(),
+        diagnosis: st.diagnosis.clone(),
         url: st.url.clone(),
         commit: Commits {
             desired: pe.spec.sha.clone(),

@@ -77,6 +77,9 @@ pub(super) fn set_phase(
     if phase != Phase::Deploying {
         st.stuck_on = None;
     }
+    if !matches!(phase, Phase::Deploying | Phase::Failed) {
+        st.diagnosis = None;
+    }
     st.message = Some(message.clone()).filter(|m| !m.is_empty());
     let ready = phase == Phase::Ready;
     let cond = Condition {

@@ -2,6 +2,7 @@
 
 mod blueprint;
 mod command;
+mod diagnosis;
 pub mod duration;
 pub mod labels;
 mod preview;
@@ -9,6 +10,7 @@ mod readiness;
 
 pub use blueprint::*;
 pub use command::*;
+pub use diagnosis::*;
 pub use duration::GoDuration;
 pub use preview::*;
 pub use readiness::*;

@@ -201,6 +201,10 @@ pub struct PreviewStatus {
     /// cluster's words (a pod the scheduler cannot place, an image that cannot be pulled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stuck_on: Option<String>,
+    /// While deploying or failed: why the preview is not Ready, classified, with the failing
+    /// container's last log lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<super::Diagnosis>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -3,6 +3,7 @@
 //! rules (expiry, idle, slots).
 
 pub mod clock;
+pub mod diagnosis;
 pub mod duration;
 pub mod guardrails;
 pub mod ids;

@@ -1,9 +1,10 @@
 //! Everything Sandcastle does through the Kubernetes API: custom resource types, labels,
-//! desired-state writes, reading blueprints, applying, readiness, namespaces, Events on previews,
+//! desired-state writes, reading blueprints, applying, readiness and diagnosis, namespaces, Events on previews,
 //! and the access Sandcastle itself needs (RBAC).
 
 pub mod apply;
 pub mod crd_install;
+pub mod diagnose;
 pub mod events;
 pub mod namespace;
 pub mod previews;

@@ -1,5 +1,5 @@
-//! Whether the workloads of a phase are ready, and when they are not, why — in one sentence taken
-//! from the cluster (a pod's waiting reason, a Job's failure condition). Fetching is thin; the
+//! Whether the workloads of a phase are ready, and when they are not, the facts a diagnosis
+//! (`diagnose`) rests on: a Job's failure condition and exit code, why pods could not be created. Fetching is thin; the
 //! judgement is pure and unit-tested.
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
@@ -205,57 +205,6 @@ pub fn exit_code(pods: &[Pod]) -> Option<i32> {
         .find(|code| *code != 0)
 }
 
-/// The first thing wrong with any of `pods`, in the words of the cluster: a container's waiting
-/// reason and image or message, a terminated container's reason and exit code, or why the pod
-/// cannot be scheduled.
-pub fn pod_problem(pods: &[Pod]) -> Option<String> {
-    for pod in pods {
-        let Some(st) = &pod.status else { continue };
-        let statuses = st
-            .init_container_statuses
-            .iter()
-            .flatten()
-            .chain(st.container_statuses.iter().flatten());
-        for cs in statuses {
-            let Some(state) = &cs.state else { continue };
-            if let Some(w) = &state.waiting {
-                let reason = w.reason.clone().unwrap_or_default();
-                if reason.is_empty() || reason == "ContainerCreating" || reason == "PodInitializing"
-                {
-                    continue;
-                }
-                let detail = if reason.contains("Image") {
-                    cs.image.clone()
-                } else {
-                    w.message.clone().unwrap_or_default()
-                };
-                return Some(if detail.is_empty() {
-                    reason
-                } else {
-                    format!("{reason} {detail}")
-                });
-            }
-            if let Some(t) = &state.terminated
-                && t.exit_code != 0
-            {
-                let reason = t.reason.clone().unwrap_or_else(|| "Error".into());
-                return Some(format!("{reason} (exit {})", t.exit_code));
-            }
-        }
-        for c in st.conditions.iter().flatten() {
-            if c.type_ == "PodScheduled" && c.status == "False" {
-                return Some(
-                    c.message
-                        .clone()
-                        .or_else(|| c.reason.clone())
-                        .unwrap_or_else(|| "Unschedulable".into()),
-                );
-            }
-        }
-    }
-    None
-}
-
 /// Fetch the current state of the workloads among `objects` (Deployments, StatefulSets,
 /// ReplicaSets, Jobs).
 /// Objects not found yet count as waiting.
@@ -303,54 +252,13 @@ pub async fn workload_states(
     Ok(out)
 }
 
-/// What the pods of `w` are stuck on right now, in the cluster's words (a pod the scheduler
-/// cannot place, an image that cannot be pulled, a crashing container, pods a quota or the
-/// LimitRange refused to create); `None` while they are simply starting.
-pub async fn blocker(client: &Client, namespace: &str, w: &WorkloadState) -> Option<String> {
-    let selector = w.selector.as_ref()?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let list = pods
-        .list(&ListParams::default().labels(selector))
-        .await
-        .ok()?;
-    if let Some(problem) = pod_problem(&list.items) {
-        return Some(problem);
-    }
-    if list.items.is_empty() {
-        return creation_failure(client, namespace, w).await;
-    }
-    None
-}
-
-/// Why `w` is not ready, in the cluster's words: what its pods are stuck on (e.g.
-/// `ImagePullBackOff ghcr.io/acme/api:abc1234`), or, when it has no pods, why they could not be
-/// created (a quota, the LimitRange, Pod Security admission). `None` when nothing says.
-pub async fn why_not_ready(client: &Client, namespace: &str, w: &WorkloadState) -> Option<String> {
-    if let Health::Failed(why) = &w.health {
-        return Some(why.clone());
-    }
-    let selector = w.selector.as_ref()?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let list = pods
-        .list(&ListParams::default().labels(selector))
-        .await
-        .ok()?;
-    if let Some(problem) = pod_problem(&list.items) {
-        return Some(problem);
-    }
-    if !list.items.is_empty() {
-        return None;
-    }
-    Some(
-        creation_failure(client, namespace, w)
-            .await
-            .unwrap_or_else(|| "no pods created".into()),
-    )
-}
-
 /// Why the pods of `w` could not be created: a ReplicaSet (a Deployment's, or one of its own)
 /// says so in its `ReplicaFailure` condition; StatefulSets and Jobs in a `FailedCreate` event.
-async fn creation_failure(client: &Client, namespace: &str, w: &WorkloadState) -> Option<String> {
+pub async fn creation_failure(
+    client: &Client,
+    namespace: &str,
+    w: &WorkloadState,
+) -> Option<String> {
     if w.kind == "ReplicaSet" {
         let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
         let rs = sets.get_opt(&w.name).await.ok()??;
@@ -528,46 +436,6 @@ mod tests {
             s.selector.as_deref(),
             Some("batch.kubernetes.io/controller-uid=u1")
         );
-    }
-
-    #[test]
-    fn pod_problems_come_from_the_cluster() {
-        let pull: Pod = serde_json::from_value(json!({"status": {"phase": "Pending", "containerStatuses": [
-            {"name": "api", "image": "ghcr.io/acme/api:abc1234", "imageID": "", "ready": false, "restartCount": 0,
-             "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}}]}}))
-        .unwrap();
-        assert_eq!(
-            pod_problem(&[pull]).as_deref(),
-            Some("ImagePullBackOff ghcr.io/acme/api:abc1234")
-        );
-
-        let crash: Pod = serde_json::from_value(json!({"status": {"containerStatuses": [
-            {"name": "api", "image": "x", "imageID": "", "ready": false, "restartCount": 5,
-             "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s restarting failed container=api"}}}]}}))
-        .unwrap();
-        assert_eq!(
-            pod_problem(&[crash]).as_deref(),
-            Some("CrashLoopBackOff back-off 5m0s restarting failed container=api")
-        );
-
-        let exited: Pod = serde_json::from_value(json!({"status": {"containerStatuses": [
-            {"name": "seed", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
-             "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]}}))
-        .unwrap();
-        assert_eq!(pod_problem(&[exited]).as_deref(), Some("Error (exit 1)"));
-
-        let unschedulable: Pod = serde_json::from_value(json!({"status": {"conditions": [
-            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available"}]}}))
-        .unwrap();
-        assert_eq!(
-            pod_problem(&[unschedulable]).as_deref(),
-            Some("0/1 nodes are available")
-        );
-
-        let fine: Pod = serde_json::from_value(json!({"status": {"containerStatuses": [
-            {"name": "api", "image": "x", "imageID": "", "ready": true, "restartCount": 0, "state": {"running": {}}}]}}))
-        .unwrap();
-        assert_eq!(pod_problem(&[fine]), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `diagnose_preview`'s answer, from what the API says of a preview and its Events: the phase and
-//! its reason, the workloads short of ready, the warnings, and (fetched by the server) the last
-//! log lines of those workloads. No I/O.
+//! its reason, the controller's diagnosis (a classified reason, one sentence, the failing
+//! container's log tail), the workloads short of ready, the warnings, and (fetched by the server)
+//! the last log lines of those workloads. No I/O.
 
 use serde_json::{Value, json};
 
@@ -43,7 +44,14 @@ pub fn report(preview: &Value, events: &Value, logs: Vec<Value>) -> Value {
         .cloned()
         .collect();
     let reason = preview["reason"].as_str();
+    let diagnosis = &preview["diagnosis"];
     let summary = match (ready, reason, failing.first()) {
+        (false, _, _) if diagnosis["summary"].is_string() => {
+            format!(
+                "{phase}: {}",
+                diagnosis["summary"].as_str().unwrap_or_default()
+            )
+        }
         (true, _, _) => format!(
             "Ready: {}/{} services ready at {}",
             preview["servicesReady"],
@@ -67,6 +75,7 @@ pub fn report(preview: &Value, events: &Value, logs: Vec<Value>) -> Value {
         "summary": summary,
         "reason": reason,
         "stuckOn": preview["stuckOn"],
+        "diagnosis": diagnosis,
         "failing": failing,
         "warnings": warnings(events),
         "logs": logs,
@@ -109,6 +118,16 @@ mod tests {
         assert_eq!(r["summary"], "Failed: image pull failed for api");
         let mut p = preview("Ready", None);
         p["services"] = json!([]);
+        let mut failed = preview("Failed", Some("not Ready after 10m: deployment/api 0/1"));
+        failed["diagnosis"] = json!({"reason": "crashLoop",
+            "summary": "deployment/api: container api keeps crashing (OOMKilled, exit 137)",
+            "logTail": ["out of memory"]});
+        let r = report(&failed, &Value::Null, vec![]);
+        assert_eq!(
+            r["summary"],
+            "Failed: deployment/api: container api keeps crashing (OOMKilled, exit 137)"
+        );
+        assert_eq!(r["diagnosis"]["logTail"][0], "out of memory");
         let r = report(&p, &Value::Null, vec![]);
         assert_eq!(r["ready"], true);
         assert!(

@@ -150,7 +150,7 @@ async fn the_schedulers_reason_is_said_while_deploying() {
         st.message
             .as_deref()
             .unwrap()
-            .starts_with("starting apps: api 0/1 ready: 0/"),
+            .starts_with("starting apps: api 0/1 ready: pods cannot be scheduled: 0/"),
         "{:?}",
         st.message
     );

@@ -1052,7 +1052,7 @@ async fn a_readiness_timeout_names_what_the_pods_are_stuck_on() {
 
     clock.advance(Duration::from_secs(121));
     let pe = world.wait_phase("stuck-pr-1", Phase::Failed, T).await;
-    let want = "not Ready after 2m: deployment/api 0/2 (ImagePullBackOff ghcr.io/acme/api:1.0)";
+    let want = "not Ready after 2m: deployment/api 0/2: image ghcr.io/acme/api:1.0 cannot be pulled (ImagePullBackOff)";
     assert_eq!(pe.status.unwrap().message.as_deref(), Some(want));
     world
         .wait_github_state(&head, "failure", Duration::from_secs(60))

@@ -103,6 +103,12 @@ pub fn preview(p: &PreviewView, now: Timestamp) -> String {
     if let Some(stuck) = &p.stuck_on {
         field("Stuck on", stuck.clone());
     }
+    if let Some(d) = &p.diagnosis {
+        field(
+            "Diagnosis",
+            format!("{} ({})", d.summary, d.reason.as_str()),
+        );
+    }
     field("URL", or_dash(p.url.as_deref()));
     field("Repository", p.repository.clone());
     field(
@@ -158,6 +164,17 @@ pub fn preview(p: &PreviewView, now: Timestamp) -> String {
             })
             .collect();
         out.push_str(&table(&["  WHEN", "ACTOR", "ACTION", "RESULT"], &rows));
+    }
+    if let Some(d) = p.diagnosis.as_ref().filter(|d| !d.log_tail.is_empty()) {
+        let whose = match (&d.container, &d.pod) {
+            (Some(c), Some(pod)) => format!(" of {c} in {pod}"),
+            _ => String::new(),
+        };
+        let run = if d.previous { ", previous run" } else { "" };
+        let _ = writeln!(out, "\nLast log lines{whose}{run}:");
+        for line in &d.log_tail {
+            let _ = writeln!(out, "  {line}");
+        }
     }
     out
 }
@@ -252,6 +269,7 @@ mod tests {
             phase: Phase::Ready,
             reason: Some("2/2 services ready".into()),
             stuck_on: None,
+            diagnosis: None,
             url: Some(format!("http://{name}.preview.example.com")),
             commit: Commits {
                 desired: "0123456789abcdef0123456789abcdef01234567".into(),

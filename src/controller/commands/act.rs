@@ -378,6 +378,7 @@ fn status_view(
             api_url: Some(page),
             namespace: None,
             pinned_fork_note: false,
+            log_tail: None,
         }
     })
 }

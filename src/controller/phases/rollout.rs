@@ -29,6 +29,7 @@ use crate::domain::naming;
 use crate::domain::plan::{self, PreviewContext};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
 use crate::github::text::statuses::Failure;
+use crate::k8s::diagnose::{self, Logs};
 use crate::k8s::namespace::{self, NamespaceError};
 use crate::k8s::readiness::{self, Health};
 use crate::k8s::source;
@@ -364,26 +365,31 @@ async fn apply_and_wait(
                 let exit = exit.unwrap_or_default();
                 format!("job {} failed: {}{exit}", failed.name, why.reason)
             };
+            st.diagnosis = diagnose::diagnose(&ctx.client, ns, failed, Logs::Fetch).await;
             return Ok(fail_rollout(pe, st, message, blueprint, ctx));
         }
         if let Some(waiting) = states.iter().find(|w| w.health != Health::Ready) {
             let rollout = st.rollout.as_ref().expect("a rollout is under way");
             if elapsed(&rollout.step_started_at, now) > timeout {
+                let found = diagnose::diagnose(&ctx.client, ns, waiting, Logs::Fetch).await;
                 let failure = Failure::NotReady {
                     after: timeout,
                     workload: format!("{}/{}", waiting.kind.to_lowercase(), waiting.name),
                     ready: waiting.ready,
                     desired: waiting.desired,
-                    cause: readiness::why_not_ready(&ctx.client, ns, waiting).await,
+                    cause: found.as_ref().map(|d| diagnose::cause(d).to_owned()),
                 };
+                st.diagnosis = found;
                 return Ok(fail_rollout(pe, st, failure.to_string(), blueprint, ctx));
             }
             // What the pods are stuck on (unschedulable, an image that cannot be pulled) is
             // said as soon as the cluster says it, not only when the readiness timeout ends.
-            let blocker = readiness::blocker(&ctx.client, ns, waiting).await;
+            let found = diagnose::diagnose(&ctx.client, ns, waiting, Logs::Skip).await;
+            let blocker = found.as_ref().map(|d| diagnose::cause(d).to_owned());
             let message = progress_message(*step, waiting, blocker.as_deref());
             set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
             st.stuck_on = blocker;
+            st.diagnosis = found;
             st.services = services;
             return Ok(Verdict::new(st, Next::Soon).reporting(Report::InProgress));
         }
@@ -413,10 +419,14 @@ async fn apply_and_wait(
                 again,
             } => {
                 set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
+                st.diagnosis = Some(diagnose::http_probe(&seen));
                 st.stuck_on = Some(seen);
                 return Ok(Verdict::new(st, Next::After(again)).reporting(Report::InProgress));
             }
-            probe::Gate::Failed(why) => return Ok(fail_rollout(pe, st, why, blueprint, ctx)),
+            probe::Gate::Failed(why) => {
+                st.diagnosis = Some(diagnose::http_probe(&why));
+                return Ok(fail_rollout(pe, st, why, blueprint, ctx));
+            }
         }
     }
     let ready = st.services.iter().filter(|s| s.ready >= s.desired).count();

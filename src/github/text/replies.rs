@@ -292,6 +292,7 @@ mod tests {
             api_url: None,
             namespace: None,
             pinned_fork_note: false,
+            log_tail: None,
         };
         let reply = Reply::Status {
             previews: vec![

@@ -97,7 +97,8 @@ pub enum Failure {
         workload: String,
         ready: i32,
         desired: i32,
-        /// What the pods are stuck on, e.g. `ImagePullBackOff ghcr.io/acme/api:abc1234`.
+        /// What the pods are stuck on, e.g. `image ghcr.io/acme/api:abc1234 cannot be pulled
+        /// (ImagePullBackOff)`.
         cause: Option<String>,
     },
     /// Anything else, already one sentence for people.
@@ -131,7 +132,7 @@ impl fmt::Display for Failure {
                 let after = duration::go_style(*after);
                 write!(f, "not Ready after {after}: {workload} {ready}/{desired}")?;
                 if let Some(cause) = cause {
-                    write!(f, " ({cause})")?;
+                    write!(f, ": {cause}")?;
                 }
                 Ok(())
             }
@@ -231,9 +232,11 @@ mod tests {
                 workload: "deployment/api".into(),
                 ready: 0,
                 desired: 2,
-                cause: Some("ImagePullBackOff ghcr.io/acme/api:abc1234".into()),
+                cause: Some(
+                    "image ghcr.io/acme/api:abc1234 cannot be pulled (ImagePullBackOff)".into()
+                ),
             }),
-            "not Ready after 10m: deployment/api 0/2 (ImagePullBackOff ghcr.io/acme/api:abc1234)"
+            "not Ready after 10m: deployment/api 0/2: image ghcr.io/acme/api:abc1234 cannot be pulled (ImagePullBackOff)"
         );
         assert_eq!(
             inactive_description(TeardownReason::Merged),

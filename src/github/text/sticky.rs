@@ -41,6 +41,18 @@ pub struct StickyView {
     pub namespace: Option<String>,
     /// A fork PR's preview stays on the approved commit; say so.
     pub pinned_fork_note: bool,
+    /// A failed preview: the failing container's last log lines (already redacted).
+    pub log_tail: Option<LogTail>,
+}
+
+/// The last log lines of the container a failure comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogTail {
+    pub pod: String,
+    pub container: String,
+    /// The lines are from the container's previous run (a crash loop).
+    pub previous: bool,
+    pub lines: Vec<String>,
 }
 
 /// Where the preview stands, with what the reader needs to know about it.
@@ -210,6 +222,9 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
     for (label, value) in rows {
         out.push_str(&format!("| **{label}** | {} |\n", cell(&value)));
     }
+    if let (Some(tail), StickyState::Failed { .. }) = (&view.log_tail, state) {
+        out.push_str(&log_block(tail));
+    }
     if view.pinned_fork_note {
         let commit = view
             .sha
@@ -231,6 +246,35 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
     out.push_str(&marker_line(&marker_data(view)));
     out.push('\n');
     out
+}
+
+/// A collapsed block with the log tail, fenced so that no line can close it.
+fn log_block(tail: &LogTail) -> String {
+    let longest_run = tail
+        .lines
+        .iter()
+        .flat_map(|l| l.split(|c| c != '`'))
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat((longest_run + 1).max(3));
+    let run = if tail.previous { ", previous run" } else { "" };
+    let count = match tail.lines.len() {
+        1 => "line".to_owned(),
+        n => format!("{n} lines"),
+    };
+    format!(
+        "\n<details><summary>Last {count} of <code>{}</code> (pod <code>{}</code>{run})</summary>\n\n{fence}text\n{}\n{fence}\n\n</details>\n",
+        html(&tail.container),
+        html(&tail.pod),
+        tail.lines.join("\n"),
+    )
+}
+
+fn html(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// The marker content for a view. A removed preview has no URL.
@@ -538,6 +582,7 @@ mod tests {
             api_url: Some("https://sandcastle.example.com/api/v1/previews/shop-pr-42".to_owned()),
             namespace: Some("shop-pr-42".to_owned()),
             pinned_fork_note: false,
+            log_tail: None,
         }
     }
 
@@ -629,7 +674,22 @@ mod tests {
         });
         view.deployed_at = None;
         view.jobs[0].state = JobState::Failed;
-        insta::assert_snapshot!(sticky_comment(&view, now()));
+        view.log_tail = Some(LogTail {
+            pod: "db-seed-x7k2p".into(),
+            container: "seed".into(),
+            previous: false,
+            lines: vec![
+                "connecting to postgres://shop:[redacted]@db:5432/shop".into(),
+                "ERROR: relation \"orders\" does not exist".into(),
+                "a line with ``` in it".into(),
+            ],
+        });
+        let body = sticky_comment(&view, now());
+        assert!(
+            body.contains("\n````text\n"),
+            "a fence longer than any run in the lines"
+        );
+        insta::assert_snapshot!(body);
     }
 
     #[test]
@@ -673,6 +733,7 @@ mod tests {
     fn sticky_fork_pinned() {
         let view = StickyView {
             pinned_fork_note: true,
+            log_tail: None,
             ..ready_view()
         };
         insta::assert_snapshot!(sticky_comment(&view, now()));

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 
-use super::sticky::{StickyState, StickyView};
+use super::sticky::{LogTail, StickyState, StickyView};
 use crate::crd::{BlueprintSpec, Phase, PreviewEnvironment};
 use crate::domain::Sha;
 
@@ -97,7 +97,20 @@ pub fn sticky_view(
         api_url: page,
         namespace: st.namespace.clone().filter(|_| !waiting),
         pinned_fork_note: spec.pinned && !matches!(state, StickyState::Removed { .. }),
+        log_tail: st.diagnosis.as_ref().and_then(log_tail),
         state,
+    })
+}
+
+fn log_tail(d: &crate::crd::Diagnosis) -> Option<LogTail> {
+    if d.log_tail.is_empty() {
+        return None;
+    }
+    Some(LogTail {
+        pod: d.pod.clone()?,
+        container: d.container.clone()?,
+        previous: d.previous,
+        lines: d.log_tail.clone(),
     })
 }
 
