@@ -177,6 +177,29 @@ async fn inactivate(
     Ok(())
 }
 
+/// A newer commit's deployment replaces `old`. One that succeeded still serves until the new
+/// one succeeds (then it becomes `inactive`); one still queued or in progress never will, and
+/// becomes `inactive` now, saying which commit superseded it. A failed one keeps its failure.
+async fn supersede(
+    gh: &Installation,
+    repo: &RepoName,
+    st: &mut PreviewStatus,
+    old: u64,
+    newer: &str,
+) -> Result<(), GitHubError> {
+    match st.github_reported {
+        Some(Reported::Success) => st.github_previous_deployment_id = Some(old),
+        None | Some(Reported::Queued | Reported::Pending | Reported::InProgress) => {
+            let mut inactive = NewStatus::new(DeploymentState::Inactive);
+            let short = newer.get(..7).unwrap_or(newer);
+            inactive.description = Some(format!("Superseded by {short} before it was ready"));
+            gh.create_deployment_status(repo, old, &inactive).await?;
+        }
+        Some(Reported::Failure | Reported::Error | Reported::Inactive | Reported::Stopped) => {}
+    }
+    Ok(())
+}
+
 /// Make sure the commit has its deployment (a new one for a new commit or a comeback; one made
 /// before a crash is adopted with what it shows), then post the next state towards `report`.
 async fn post(
@@ -226,10 +249,8 @@ async fn post(
                 .await?
             }
         };
-        if let Some(old) = st.github_deployment_id.filter(|old| *old != deployment.id)
-            && st.github_reported != Some(Reported::Inactive)
-        {
-            st.github_previous_deployment_id = Some(old);
+        if let Some(old) = st.github_deployment_id.filter(|old| *old != deployment.id) {
+            supersede(gh, repo, st, old, &pe.spec.sha).await?;
         }
         st.github_deployment_id = Some(deployment.id);
         st.github_deployment_sha = Some(pe.spec.sha.clone());

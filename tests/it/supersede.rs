@@ -1,5 +1,7 @@
 //! Newest commit wins: pushes that arrive while a commit is still deploying supersede it, and
-//! GitHub never hears `success` for a commit older than the newest one.
+//! GitHub never hears `success` for a commit older than the newest one; closing the pull request
+//! preempts a deploy in flight or in the queue; `opened` and `synchronize` arriving together make
+//! one preview and one comment.
 
 use std::time::Duration;
 
@@ -8,6 +10,48 @@ use sandcastle::fake_github::PrSpec;
 use serde_json::json;
 
 use crate::support::world::{World, pr, sha};
+use kube::api::ListParams;
+use sandcastle::domain::Sha;
+
+/// Every status GitHub got for the deployments of `commit`, oldest first.
+fn states_of(world: &World, commit: &Sha) -> Vec<String> {
+    world
+        .gh
+        .deployments(&world.repo)
+        .iter()
+        .filter(|d| d.sha == *commit)
+        .flat_map(|d| d.statuses.iter().map(|st| st.state.clone()))
+        .collect()
+}
+
+/// One Deployment whose pod is never ready (its deploy stays in flight).
+const NEVER_READY: &str = r"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations: {test.sandcastle.dev/fate: never-ready}
+    spec:
+      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
+";
+
+const TINY: &str = r"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
+";
 
 const T: Duration = Duration::from_secs(90);
 
@@ -36,11 +80,17 @@ async fn three_quick_pushes_give_one_success_for_the_last() {
         .wait_phase("guestbook-pr-7", Phase::Deploying, T)
         .await;
     let (second, third) = (sha(), sha());
+    let pushed = std::time::Instant::now();
     for next in [&second, &third] {
         let d = world.gh.push(&world.repo, pr(7), next);
         assert_eq!(world.deliver(&d).await.0, 200);
     }
     world.wait_github_state(&third, "success", T).await;
+    // A measurement for docs, not a check: the frontend's pods take 3 s to be ready.
+    println!(
+        "pushes while deploying → success of the last: {:?}",
+        pushed.elapsed()
+    );
     let pe = world.wait_phase("guestbook-pr-7", Phase::Ready, T).await;
     assert_eq!(
         pe.status.unwrap().deployed_sha.as_deref(),
@@ -64,6 +114,11 @@ async fn three_quick_pushes_give_one_success_for_the_last() {
             !seen.iter().any(|s| s == "success" || s == "failure"),
             "an older commit got {seen:?}"
         );
+        // Superseded before GitHub heard of it, or made and then marked inactive.
+        assert!(
+            seen.is_empty() || seen.last().map(String::as_str) == Some("inactive"),
+            "a superseded deployment ends inactive: {seen:?}"
+        );
     }
     let last = states(&third);
     assert_eq!(
@@ -71,4 +126,94 @@ async fn three_quick_pushes_give_one_success_for_the_last() {
         1,
         "the last commit: {last:?}"
     );
+
+    // The same rollout with nothing in flight, for comparison.
+    let fourth = sha();
+    let idle = std::time::Instant::now();
+    let d = world.gh.push(&world.repo, pr(7), &fourth);
+    assert_eq!(world.deliver(&d).await.0, 200);
+    world.wait_github_state(&fourth, "success", T).await;
+    println!("one push while idle → success: {:?}", idle.elapsed());
+    world.wait_github_state(&third, "inactive", T).await;
+}
+
+#[tokio::test]
+async fn closing_preempts_a_deploy_in_flight() {
+    let world = World::new("inflight", NEVER_READY, json!({"readinessTimeout": "10m"})).await;
+    let head = sha();
+    let opened = world
+        .gh
+        .open_pull_request(&world.repo, PrSpec::new(pr(3), head.clone(), "b"));
+    assert_eq!(world.deliver(&opened).await.0, 200);
+    world.wait_github_state(&head, "in_progress", T).await;
+    let closed = world.gh.close(&world.repo, pr(3), false);
+    assert_eq!(world.deliver(&closed).await.0, 200);
+    // Its pod would never be ready: only preemption ends the deploy.
+    world.wait_phase("inflight-pr-3", Phase::Removed, T).await;
+    world.wait_github_state(&head, "inactive", T).await;
+    let seen = states_of(&world, &head);
+    assert!(
+        !seen.iter().any(|s| s == "success" || s == "failure"),
+        "{seen:?}"
+    );
+    assert!(
+        !world
+            .namespace_exists(&world.namespace_of("inflight-pr-3"))
+            .await
+    );
+}
+
+#[tokio::test]
+async fn closing_preempts_a_queued_deploy() {
+    let world = World::new("queue", TINY, json!({"maxPreviews": 1})).await;
+    let first = sha();
+    let d = world
+        .gh
+        .open_pull_request(&world.repo, PrSpec::new(pr(1), first.clone(), "b1"));
+    assert_eq!(world.deliver(&d).await.0, 200);
+    world.wait_phase("queue-pr-1", Phase::Ready, T).await;
+    let second = sha();
+    let d = world
+        .gh
+        .open_pull_request(&world.repo, PrSpec::new(pr(2), second.clone(), "b2"));
+    assert_eq!(world.deliver(&d).await.0, 200);
+    world.wait_github_state(&second, "queued", T).await;
+
+    let closed = world.gh.close(&world.repo, pr(2), false);
+    assert_eq!(world.deliver(&closed).await.0, 200);
+    world.wait_phase("queue-pr-2", Phase::Removed, T).await;
+    world.wait_github_state(&second, "inactive", T).await;
+    assert_eq!(states_of(&world, &second), ["queued", "inactive"]);
+    assert!(
+        !world
+            .namespace_exists(&world.namespace_of("queue-pr-2"))
+            .await,
+        "a queued preview never got a namespace"
+    );
+    let pe = world.previews().get("queue-pr-1").await.unwrap();
+    assert_eq!(pe.status.unwrap().phase, Some(Phase::Ready));
+}
+
+#[tokio::test]
+async fn opened_and_synchronize_together_make_one_preview_and_one_comment() {
+    let world = World::new("together", TINY, json!({})).await;
+    let (first, second) = (sha(), sha());
+    let opened = world
+        .gh
+        .open_pull_request(&world.repo, PrSpec::new(pr(4), first.clone(), "b"));
+    let pushed = world.gh.push(&world.repo, pr(4), &second);
+    let (a, b) = tokio::join!(world.deliver(&opened), world.deliver(&pushed));
+    assert_eq!((a.0, b.0), (200, 200), "{a:?} {b:?}");
+    world.wait_github_state(&second, "success", T).await;
+    let pe = world.wait_phase("together-pr-4", Phase::Ready, T).await;
+    assert_eq!(
+        pe.status.unwrap().deployed_sha.as_deref(),
+        Some(second.as_str())
+    );
+    let previews = world.previews().list(&ListParams::default()).await.unwrap();
+    assert_eq!(previews.items.len(), 1);
+    let comments = world.gh.comments(&world.repo, pr(4));
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    let seen = states_of(&world, &first);
+    assert!(!seen.iter().any(|s| s == "success"), "{seen:?}");
 }
