@@ -179,6 +179,12 @@ pub struct PreviewArgs {
     /// Service) or `service` (its primary Service in the cluster, with the preview's host).
     #[arg(long, env = "SANDCASTLE_PROBE_VIA", default_value = "url")]
     pub probe_via: crate::probe::ProbeVia,
+
+    /// Delete each preview's GitHub environment (`preview/<name>`) when its tombstone expires,
+    /// so repositories do not collect dead environments; needs the App's Administration
+    /// (write) permission.
+    #[arg(long, env = "SANDCASTLE_DELETE_GITHUB_ENVIRONMENTS")]
+    pub delete_github_environments: bool,
 }
 
 /// Housekeeping and leader election.

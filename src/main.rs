@@ -105,6 +105,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     settings.api_max_wait = args.previews.api_max_wait;
     settings.mcp_write = args.previews.mcp_write;
     settings.probe_via = args.previews.probe_via.clone();
+    settings.delete_github_environments = args.previews.delete_github_environments;
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();
     if settings.resync {

@@ -63,6 +63,9 @@ pub struct Settings {
     pub command_settle: Duration,
     /// How the Blueprints' HTTP readiness probes reach previews.
     pub probe_via: crate::probe::ProbeVia,
+    /// Delete each preview's GitHub environment when its tombstone expires (needs the App's
+    /// Administration permission).
+    pub delete_github_environments: bool,
 }
 
 impl Settings {
@@ -87,6 +90,7 @@ impl Settings {
             mcp_write: false,
             command_settle: super::commands::SETTLE,
             probe_via: crate::probe::ProbeVia::Url,
+            delete_github_environments: false,
         }
     }
 }

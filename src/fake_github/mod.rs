@@ -168,8 +168,23 @@ impl FakeGitHub {
                 .or_insert_with(|| InstallationRecord {
                     account: account.to_owned(),
                     budget,
+                    administration: false,
                 });
         });
+    }
+
+    /// The installation accepts the App's request for `administration: write`.
+    pub fn grant_administration(&self, installation: u64) {
+        self.with(|st| {
+            if let Some(i) = st.installations.get_mut(&installation) {
+                i.administration = true;
+            }
+        });
+    }
+
+    /// The repository's environments, by name.
+    pub fn environments(&self, repo: &RepoName) -> Vec<String> {
+        self.with(|st| st.repo(repo).environments.keys().cloned().collect())
     }
 
     /// Adds a repository (default branch `main`) to an installation, creating the installation
@@ -193,6 +208,7 @@ impl FakeGitHub {
                 check_runs: Vec::new(),
                 deployments: Vec::new(),
                 comments: Vec::new(),
+                environments: std::collections::BTreeMap::new(),
             };
             rec.set_ref("main", &main);
             st.repos.insert(repo.clone(), rec);

@@ -172,6 +172,8 @@ pub(crate) struct RepoRecord {
     pub check_runs: Vec<CheckRunRecord>,
     pub deployments: Vec<DeploymentRecord>,
     pub comments: Vec<CommentRecord>,
+    /// Environment name → id: made by the first deployment to it, gone when deleted.
+    pub environments: BTreeMap<String, u64>,
 }
 
 impl RepoRecord {
@@ -204,6 +206,8 @@ impl RepoRecord {
 pub(crate) struct InstallationRecord {
     pub account: String,
     pub budget: Budget,
+    /// The installation granted the App `administration: write` (deleting environments).
+    pub administration: bool,
 }
 
 /// A primary rate-limit window.

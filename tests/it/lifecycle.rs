@@ -425,3 +425,79 @@ async fn a_crash_mid_deploy_converges_after_restart() {
     })
     .await;
 }
+
+/// Tombstones kept a second, environments deleted with them.
+fn short_tombstones(parts: &mut sandcastle::serve::Parts) {
+    parts.settings.tombstone_retention = Duration::from_secs(1);
+    parts.settings.delete_github_environments = true;
+}
+
+/// Open a pull request, wait until its preview is Ready, close it, and wait until the tombstone
+/// is gone; returns the preview's GitHub environment.
+async fn open_close_and_forget(world: &World, n: u64) -> String {
+    let head = sha();
+    let opened = world
+        .gh
+        .open_pull_request(&world.repo, PrSpec::new(pr(n), head.clone(), "b"));
+    assert_eq!(world.deliver(&opened).await.0, 200);
+    world.wait_github_state(&head, "success", T).await;
+    let name = format!("guestbook-pr-{n}");
+    let environment = format!("preview/{name}");
+    assert!(world.gh.environments(&world.repo).contains(&environment));
+    let closed = world.gh.close(&world.repo, pr(n), false);
+    assert_eq!(world.deliver(&closed).await.0, 200);
+    let previews = world.previews();
+    eventually("the tombstone is gone", T, || async {
+        match previews.get_opt(&name).await.map_err(|e| e.to_string())? {
+            None => Ok(()),
+            Some(pe) => Err(format!("{:?}", pe.status.and_then(|s| s.phase))),
+        }
+    })
+    .await;
+    environment
+}
+
+#[tokio::test]
+async fn a_tombstone_takes_its_github_environment_with_it() {
+    let mut world = World::unstarted("guestbook", &guestbook(), images()).await;
+    world.configure = Some(short_tombstones);
+    world
+        .gh
+        .grant_administration(crate::support::world::INSTALLATION);
+    world.start().await;
+    let environment = open_close_and_forget(&world, 21).await;
+    eventually("the environment is deleted", T, || async {
+        let left = world.gh.environments(&world.repo);
+        if left.contains(&environment) {
+            Err(format!("{left:?}"))
+        } else {
+            Ok(())
+        }
+    })
+    .await;
+    let calls = world.gh.calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.method == "DELETE"
+                && c.path.ends_with("/environments/preview%2Fguestbook-pr-21")),
+        "the name is one encoded path segment"
+    );
+}
+
+#[tokio::test]
+async fn without_the_administration_permission_the_tombstone_still_goes() {
+    let mut world = World::unstarted("guestbook", &guestbook(), images()).await;
+    world.configure = Some(short_tombstones);
+    world.start().await;
+    let environment = open_close_and_forget(&world, 22).await;
+    let refused = world
+        .gh
+        .calls()
+        .into_iter()
+        .filter(|c| c.method == "DELETE" && c.path.contains("/environments/"))
+        .map(|c| c.status)
+        .collect::<Vec<_>>();
+    assert_eq!(refused, [403], "asked once, refused, not retried");
+    assert!(world.gh.environments(&world.repo).contains(&environment));
+}

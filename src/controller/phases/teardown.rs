@@ -199,6 +199,9 @@ pub(crate) async fn tombstone(
     if age < retention {
         return Ok(Verdict::new(st, Next::After(retention - age)).reporting(Report::Inactive));
     }
+    if ctx.settings.delete_github_environments {
+        delete_environment(pe, ctx).await?;
+    }
     match api
         .delete(&pe.name_any(), &DeleteParams::background())
         .await
@@ -208,4 +211,33 @@ pub(crate) async fn tombstone(
         Err(e) => return Err(e.into()),
     }
     Ok(Verdict::new(st, Next::Change))
+}
+
+/// The tombstone goes: so does the preview's GitHub environment. A permission the App lacks is
+/// said and left at that (the tombstone goes anyway); GitHub being unavailable is retried.
+async fn delete_environment(pe: &PreviewEnvironment, ctx: &Context) -> Result<(), Error> {
+    let (Some(installation), Ok(repo)) = (
+        pe.spec.installation_id,
+        crate::domain::RepoName::new(&pe.spec.repository),
+    ) else {
+        return Ok(());
+    };
+    let environment = crate::domain::naming::github_environment(&pe.name_any());
+    let gh = ctx.github.installation(installation);
+    match gh.delete_environment(&repo, &environment).await {
+        Ok(()) => {
+            tracing::info!(preview = %pe.name_any(), %environment, "deleted the GitHub environment");
+            Ok(())
+        }
+        Err(e) if e.is_retryable() => Err(Error::Transient(format!(
+            "deleting GitHub environment {environment}: {e}"
+        ))),
+        Err(e) => {
+            tracing::warn!(
+                preview = %pe.name_any(), %environment, error = %e,
+                "could not delete the GitHub environment (the App needs the Administration permission)"
+            );
+            Ok(())
+        }
+    }
 }

@@ -21,16 +21,21 @@ use crate::fake_github::state::{TokenRecord, ts};
 const TOKEN_DOC: &str =
     "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app";
 
-/// What the stand-in App may do (DESIGN.md §6).
-fn permissions() -> Value {
-    json!({
+/// What the stand-in App may do (DESIGN.md §6), and `administration: write` where the
+/// installation granted it (deleting environments).
+fn permissions(administration: bool) -> Value {
+    let mut p = json!({
         "checks": "read",
         "contents": "read",
         "deployments": "write",
         "issues": "write",
         "metadata": "read",
         "pull_requests": "read",
-    })
+    });
+    if administration {
+        p["administration"] = json!("write");
+    }
+    p
 }
 
 /// 401 unless the request carries a JWT the App's key verifies.
@@ -55,9 +60,9 @@ pub(super) async fn create_access_token(
         return r;
     }
     let mut st = shared.lock();
-    if !st.installations.contains_key(&id) {
+    let Some(administration) = st.installations.get(&id).map(|i| i.administration) else {
         return not_found();
-    }
+    };
     st.tokens_issued += 1;
     let serial = st.tokens_issued;
     let secs = i64::try_from(st.token_lifetime.as_secs()).unwrap_or(3600);
@@ -82,7 +87,7 @@ pub(super) async fn create_access_token(
         &json!({
             "token": token,
             "expires_at": ts(expires_at),
-            "permissions": permissions(),
+            "permissions": permissions(administration),
             "repository_selection": "selected",
         }),
     )
@@ -115,7 +120,7 @@ pub(super) async fn list_installations(
                 "app_slug": identity.slug,
                 "target_id": account["id"],
                 "target_type": "Organization",
-                "permissions": permissions(),
+                "permissions": permissions(i.administration),
                 "events": ["check_run", "issue_comment", "pull_request"],
                 "created_at": "2025-10-01T00:00:00Z",
                 "updated_at": "2025-10-01T00:00:00Z",

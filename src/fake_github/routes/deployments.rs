@@ -125,7 +125,12 @@ pub(super) async fn create(
             ..record
         };
         let out = json::deployment(repo, &record, &identity);
-        st.repo_mut(repo).deployments.push(record);
+        let env_id = st.id();
+        let rec = st.repo_mut(repo);
+        rec.environments
+            .entry(record.environment.clone())
+            .or_insert(env_id);
+        rec.deployments.push(record);
         reply(StatusCode::CREATED, &out)
     })
 }

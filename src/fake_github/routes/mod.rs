@@ -8,6 +8,7 @@
 
 mod app;
 mod deployments;
+mod environments;
 mod issues;
 mod repos;
 
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::response::Response;
-use axum::routing::{get, patch, post};
+use axum::routing::{delete, get, patch, post};
 use http::{HeaderValue, StatusCode};
 use serde_json::{Map, Value, json};
 
@@ -43,6 +44,14 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route(
             "/repos/{owner}/{repo}/deployments/{id}/statuses",
             get(deployments::list_statuses).post(deployments::create_status),
+        )
+        .route(
+            "/repos/{owner}/{repo}/environments",
+            get(environments::list),
+        )
+        .route(
+            "/repos/{owner}/{repo}/environments/{name}",
+            delete(environments::delete),
         )
         .route(
             "/repos/{owner}/{repo}/issues/{number}/comments",

@@ -1,5 +1,5 @@
 //! The typed GitHub operations Sandcastle performs as an installation: deployments and their
-//! statuses, PR comments and reactions, permissions, pull requests, file contents, check runs
+//! statuses, environments, PR comments and reactions, permissions, pull requests, file contents, check runs
 //! and the installation's repositories.
 
 use http::{Method, StatusCode};
@@ -175,6 +175,21 @@ impl Installation {
         comment_id: u64,
     ) -> Result<(), GitHubError> {
         let path = format!("{}/issues/comments/{comment_id}", repo_path(repo));
+        match self.send(Method::DELETE, &path, None).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes a deployment environment (it needs the App's `administration: write`); one that
+    /// is already gone (404) counts as deleted.
+    pub async fn delete_environment(
+        &self,
+        repo: &RepoName,
+        environment: &str,
+    ) -> Result<(), GitHubError> {
+        let path = format!("{}/environments/{}", repo_path(repo), seg(environment));
         match self.send(Method::DELETE, &path, None).await {
             Ok(_) => Ok(()),
             Err(e) if e.is_not_found() => Ok(()),
