@@ -1,5 +1,6 @@
 //! Plain HTML pages for people: the list of previews and one page per preview (GitHub's
-//! `log_url`), with phase, URL, commit, services and history.
+//! `log_url`), with phase, URL, commit, the diagnosis and log tail when it is not Ready,
+//! services and history.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -32,6 +33,27 @@ fn link(url: Option<&str>) -> String {
         || "—".to_owned(),
         |u| format!("<a href=\"{0}\">{0}</a>", esc(u)),
     )
+}
+
+/// Why the preview is not Ready, and the failing container's last lines (already redacted).
+fn diagnosis(d: &crate::crd::Diagnosis) -> String {
+    let mut out = format!(
+        "<h2>Diagnosis</h2><p><strong>{}</strong> ({})</p>",
+        esc(&d.summary),
+        esc(d.reason.as_str())
+    );
+    if !d.log_tail.is_empty() {
+        let whose = match (&d.container, &d.pod) {
+            (Some(c), Some(p)) => format!(" of {} in {}", esc(c), esc(p)),
+            _ => String::new(),
+        };
+        let run = if d.previous { ", previous run" } else { "" };
+        out.push_str(&format!(
+            "<details open><summary>Last log lines{whose}{run}</summary><pre>{}</pre></details>",
+            esc(&d.log_tail.join("\n"))
+        ));
+    }
+    out
 }
 
 pub(super) async fn index(State(state): State<AppState>) -> Response {
@@ -123,9 +145,11 @@ pub(super) async fn preview(State(state): State<AppState>, Path(name): Path<Stri
          <tr><th>URL</th><td>{url}</td></tr><tr><th>Repository</th><td>{repo} #{pr}</td></tr>\
          <tr><th>Commit</th><td>{sha}</td></tr><tr><th>Namespace</th><td>{ns}</td></tr>\
          <tr><th>Expires</th><td>{exp}</td></tr></table>\
+         {diagnosis}\
          <h2>Services</h2><table><tr><th>Kind</th><th>Name</th><th>Ready</th></tr>{services}</table>\
          <h2>History</h2><table><tr><th>Time</th><th>Actor</th><th>Action</th><th>Result</th></tr>{history}</table>",
         phase = st.phase.map_or("", |p| p.as_str()),
+        diagnosis = st.diagnosis.as_ref().map(diagnosis).unwrap_or_default(),
         msg = esc(st.message.as_deref().unwrap_or("")),
         url = link(st.url.as_deref()),
         repo = esc(&pe.spec.repository),

@@ -173,6 +173,21 @@ async fn a_crash_loop_says_oomkilled_with_the_previous_runs_log_tail_redacted() 
         assert!(!serde_json::to_string(&d).unwrap().contains(leak));
     }
 
+    // The preview's page (GitHub's log_url) shows it too.
+    let (status, _, html) = world.get_text("/previews/oom-pr-1", Vec::new()).await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains(
+            "deployment/api: container api keeps crashing (OOMKilled, exit 137, 5 restarts)"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("connecting to postgres with password [redacted]"),
+        "{html}"
+    );
+    assert!(!html.contains(SECRET_VALUE));
+
     // The API gives the same diagnosis to a reader.
     let reader = account(&world, "reader", &[(&["previewenvironments"], &["get"])]).await;
     let got = call(
@@ -242,4 +257,70 @@ async fn pods_a_quota_refuses_say_so() {
         pe.status.unwrap().diagnosis.unwrap().reason,
         DiagnosisReason::CreateRefused
     );
+}
+
+#[tokio::test]
+async fn containers_that_run_but_are_never_ready_point_at_their_readiness_probe() {
+    let yaml = app(
+        json!({"test.sandcastle.dev/fate": "never-ready"}),
+        json!({}),
+    );
+    let (world, pe) = failed(
+        "unready",
+        &yaml,
+        json!({}),
+        Some((&["listening on :8080", "GET /ready 503"], &[])),
+    )
+    .await;
+    let want = "not Ready after 2m: deployment/api 0/1: container api runs but is not ready (readiness probe)";
+    let comment = said_everywhere(&world, &pe, want).await;
+    let d = pe.status.unwrap().diagnosis.unwrap();
+    assert_eq!(d.reason, DiagnosisReason::ReadinessProbe);
+    assert!(!d.previous);
+    assert_eq!(d.log_tail, ["listening on :8080", "GET /ready 503"]);
+    assert!(
+        comment.contains("<details><summary>Last 2 lines of <code>api</code>"),
+        "{comment}"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_seed_job_is_diagnosed() {
+    let seed = r"
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: db-seed
+  annotations: {sandcastle.dev/hook: seed}
+spec:
+  backoffLimit: 0
+  template:
+    metadata: {annotations: {test.sandcastle.dev/fate: fail}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: seed, image: ghcr.io/acme/seed:1.0}]
+";
+    let world = World::new(
+        "seedfail",
+        &format!("{}\n---\n{seed}", app(json!({}), json!({}))),
+        json!({}),
+    )
+    .await;
+    let opened = world
+        .gh
+        .open_pull_request(&world.repo, PrSpec::new(pr(1), sha(), "b"));
+    assert_eq!(world.deliver(&opened).await.0, 200);
+    let pe = world.wait_phase("seedfail-pr-1", Phase::Failed, T).await;
+    let st = pe.status.unwrap();
+    assert_eq!(
+        st.message.as_deref(),
+        Some("seed job db-seed failed: BackoffLimitExceeded (exit 1)")
+    );
+    let d = st.diagnosis.unwrap();
+    assert_eq!(d.reason, DiagnosisReason::JobFailed);
+    assert_eq!(
+        d.summary,
+        "job/db-seed: failed: BackoffLimitExceeded (exit 1)"
+    );
+    assert_eq!(d.container.as_deref(), Some("seed"));
 }
