@@ -32,17 +32,7 @@ const HOUR: Duration = Duration::from_secs(3600);
 
 /// One small Deployment: quick to clone and to get Ready.
 fn tiny() -> &'static str {
-    r"apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
-"
+    crate::support::fixtures::TINY_APP
 }
 
 /// A stack with everything stop and wake must handle: a Deployment under an HPA, a StatefulSet,
@@ -111,14 +101,7 @@ async fn manual_world(name: &str, yaml: &str, extra: serde_json::Value) -> World
 }
 
 async fn open(world: &World, n: u64) -> Sha {
-    let head = sha();
-    let d = world.gh.open_pull_request(
-        &world.repo,
-        PrSpec::new(pr(n), head.clone(), &format!("b{n}")),
-    );
-    let (status, body) = world.deliver(&d).await;
-    assert_eq!(status, 200, "{body}");
-    head
+    world.open(n).await
 }
 
 /// The newest status of the deployment of `sha`.

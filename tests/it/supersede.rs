@@ -9,6 +9,7 @@ use sandcastle::crd::Phase;
 use sandcastle::fake_github::PrSpec;
 use serde_json::json;
 
+use crate::support::fixtures::TINY_APP;
 use crate::support::world::{World, pr, sha};
 use kube::api::ListParams;
 use sandcastle::domain::Sha;
@@ -36,19 +37,6 @@ spec:
     metadata:
       labels: {app: web}
       annotations: {test.sandcastle.dev/fate: never-ready}
-    spec:
-      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
-";
-
-const TINY: &str = r"
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
     spec:
       containers: [{name: web, image: registry.example.com/shop/web:1.0}]
 ";
@@ -140,11 +128,7 @@ async fn three_quick_pushes_give_one_success_for_the_last() {
 #[tokio::test]
 async fn closing_preempts_a_deploy_in_flight() {
     let world = World::new("inflight", NEVER_READY, json!({"readinessTimeout": "10m"})).await;
-    let head = sha();
-    let opened = world
-        .gh
-        .open_pull_request(&world.repo, PrSpec::new(pr(3), head.clone(), "b"));
-    assert_eq!(world.deliver(&opened).await.0, 200);
+    let head = world.open(3).await;
     world.wait_github_state(&head, "in_progress", T).await;
     let closed = world.gh.close(&world.repo, pr(3), false);
     assert_eq!(world.deliver(&closed).await.0, 200);
@@ -165,18 +149,10 @@ async fn closing_preempts_a_deploy_in_flight() {
 
 #[tokio::test]
 async fn closing_preempts_a_queued_deploy() {
-    let world = World::new("queue", TINY, json!({"maxPreviews": 1})).await;
-    let first = sha();
-    let d = world
-        .gh
-        .open_pull_request(&world.repo, PrSpec::new(pr(1), first.clone(), "b1"));
-    assert_eq!(world.deliver(&d).await.0, 200);
+    let world = World::new("queue", TINY_APP, json!({"maxPreviews": 1})).await;
+    world.open(1).await;
     world.wait_phase("queue-pr-1", Phase::Ready, T).await;
-    let second = sha();
-    let d = world
-        .gh
-        .open_pull_request(&world.repo, PrSpec::new(pr(2), second.clone(), "b2"));
-    assert_eq!(world.deliver(&d).await.0, 200);
+    let second = world.open(2).await;
     world.wait_github_state(&second, "queued", T).await;
 
     let closed = world.gh.close(&world.repo, pr(2), false);
@@ -196,7 +172,7 @@ async fn closing_preempts_a_queued_deploy() {
 
 #[tokio::test]
 async fn opened_and_synchronize_together_make_one_preview_and_one_comment() {
-    let world = World::new("together", TINY, json!({})).await;
+    let world = World::new("together", TINY_APP, json!({})).await;
     let (first, second) = (sha(), sha());
     let opened = world
         .gh

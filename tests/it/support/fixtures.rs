@@ -359,3 +359,16 @@ pub async fn ensure_certificate_crd(client: &Client) {
     })
     .await;
 }
+
+/// One Deployment of one small container: the least a Blueprint can clone.
+pub const TINY_APP: &str = r"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
+";

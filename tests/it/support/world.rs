@@ -240,6 +240,18 @@ impl World {
         parts
     }
 
+    /// Open pull request `n` at a fresh commit and deliver it; returns the commit.
+    pub async fn open(&self, n: u64) -> Sha {
+        let head = sha();
+        let d = self.gh.open_pull_request(
+            &self.repo,
+            sandcastle::fake_github::PrSpec::new(pr(n), head.clone(), &format!("b{n}")),
+        );
+        let (status, body) = self.deliver(&d).await;
+        assert_eq!(status, 200, "{body}");
+        head
+    }
+
     /// Start (or restart) Sandcastle.
     pub async fn start(&mut self) {
         self.start_as(self.client.clone()).await;
