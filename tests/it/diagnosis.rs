@@ -142,6 +142,7 @@ async fn a_crash_loop_says_oomkilled_with_the_previous_runs_log_tail_redacted() 
     .await;
     let want = "not Ready after 2m: deployment/api 0/1: container api keeps crashing (OOMKilled, exit 137, 5 restarts)";
     let comment = said_everywhere(&world, &pe, want).await;
+    println!("the sticky comment of the failed preview:\n{comment}");
 
     let d = pe.status.unwrap().diagnosis.unwrap();
     assert_eq!(d.reason, DiagnosisReason::CrashLoop);
