@@ -124,6 +124,26 @@ pub struct GitHubArgs {
         default_value = "https://api.github.com"
     )]
     pub github_api_url: String,
+
+    /// Base URL of GitHub's web pages, where people sign in (GitHub Enterprise: https://HOST).
+    #[arg(
+        long,
+        env = "SANDCASTLE_GITHUB_URL",
+        default_value = "https://github.com"
+    )]
+    pub github_url: String,
+
+    /// The App's OAuth client id: people sign in to the dashboard with GitHub.
+    #[arg(
+        long,
+        env = "SANDCASTLE_GITHUB_CLIENT_ID",
+        requires = "github_client_secret"
+    )]
+    pub github_client_id: Option<String>,
+
+    /// The App's OAuth client secret.
+    #[arg(long, env = "SANDCASTLE_GITHUB_CLIENT_SECRET", hide_env_values = true)]
+    pub github_client_secret: Option<Secret>,
 }
 
 /// How previews are named, reached and kept.
@@ -185,6 +205,10 @@ pub struct PreviewArgs {
     /// (write) permission.
     #[arg(long, env = "SANDCASTLE_DELETE_GITHUB_ENVIRONMENTS")]
     pub delete_github_environments: bool,
+
+    /// Show the dashboard's pages, read-only, to anyone without signing in.
+    #[arg(long, env = "SANDCASTLE_PUBLIC_PAGES")]
+    pub public_pages: bool,
 }
 
 /// Housekeeping and leader election.

@@ -106,6 +106,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     settings.mcp_write = args.previews.mcp_write;
     settings.probe_via = args.previews.probe_via.clone();
     settings.delete_github_environments = args.previews.delete_github_environments;
+    settings.public_pages = args.previews.public_pages;
+    settings.oauth = match (
+        &args.github.github_client_id,
+        &args.github.github_client_secret,
+    ) {
+        (Some(id), Some(secret)) => Some(sandcastle::github::user::OAuthApp {
+            client_id: id.clone(),
+            client_secret: secret.clone(),
+            web_url: args.github.github_url.clone(),
+            api_url: args.github.github_api_url.clone(),
+        }),
+        _ => None,
+    };
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();
     if settings.resync {

@@ -110,6 +110,22 @@ pub async fn kube_client(args: &KubeArgs) -> anyhow::Result<Client> {
     Ok(Client::try_from(config)?)
 }
 
+/// The dashboard's sign-in and sessions (their keys derive from the current webhook secret, so
+/// every replica opens every session).
+fn dashboard(parts: &Parts) -> crate::http::dashboard::Dashboard {
+    let secret = parts
+        .webhook_secrets
+        .first()
+        .cloned()
+        .unwrap_or_else(|| Secret::new(""));
+    let secure = parts.settings.public_url.starts_with("https://");
+    crate::http::dashboard::Dashboard::new(
+        parts.settings.oauth.clone(),
+        crate::http::dashboard::Sessions::new(&secret, secure),
+        parts.settings.public_pages,
+    )
+}
+
 /// Start Sandcastle; it runs until [`Running::shutdown`].
 pub async fn start(parts: Parts) -> anyhow::Result<Running> {
     let stop = CancellationToken::new();
@@ -183,6 +199,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         public_url: parts.settings.public_url.clone(),
         metrics: metrics.clone(),
         agent,
+        dashboard: dashboard(&parts),
     };
     let listener = tokio::net::TcpListener::bind(parts.listen)
         .await

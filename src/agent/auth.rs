@@ -56,6 +56,48 @@ pub struct Caller {
     pub extra: BTreeMap<String, Vec<String>>,
     /// Which interface the call came through (audit lines and history say so).
     pub via: Via,
+    /// A person signed in with GitHub (the dashboard): what they may do follows their access to
+    /// each preview's repository, not RBAC.
+    pub github: Option<Arc<GitHubAccess>>,
+}
+
+/// What a person signed in with GitHub may see and do: previews of the repositories they can
+/// read; writes where they have write access (the rule of PR commands).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GitHubAccess {
+    pub login: String,
+    /// `owner/name`, lower case.
+    pub read: std::collections::BTreeSet<String>,
+    pub write: std::collections::BTreeSet<String>,
+}
+
+impl GitHubAccess {
+    /// Whether this person may see previews of `repository`.
+    pub fn reads(&self, repository: &str) -> bool {
+        self.read.contains(&repository.to_ascii_lowercase())
+    }
+
+    /// Whether they may run `op` on preview `name` of `repository`. A preview of a repository
+    /// they cannot read does not exist for them.
+    pub fn allows(&self, op: Operation, name: &str, repository: &str) -> Result<(), AgentError> {
+        if !self.reads(repository) {
+            return Err(AgentError::NotFound(name.to_owned()));
+        }
+        if matches!(op, Operation::Create | Operation::Token) {
+            return Err(AgentError::Forbidden(format!(
+                "{} is not offered to people signed in with GitHub; use the API",
+                op.name()
+            )));
+        }
+        if op.writes() && !self.write.contains(&repository.to_ascii_lowercase()) {
+            return Err(AgentError::Forbidden(format!(
+                "@{} may not {} previews of {repository}: that needs write access to the repository",
+                self.login,
+                op.name()
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The interface a call came through.
@@ -64,6 +106,7 @@ pub enum Via {
     #[default]
     Api,
     Mcp,
+    Dashboard,
 }
 
 impl Via {
@@ -71,6 +114,7 @@ impl Via {
         match self {
             Self::Api => "api",
             Self::Mcp => "mcp",
+            Self::Dashboard => "dashboard",
         }
     }
 }
@@ -168,6 +212,7 @@ impl Authority {
                 groups: user.groups.unwrap_or_default(),
                 extra: user.extra.unwrap_or_default(),
                 via: Via::Api,
+                github: None,
             }),
             _ => Err(status.error.map_or_else(
                 || "the bearer token is not valid (invalid, expired or revoked)".to_owned(),
@@ -281,6 +326,7 @@ mod tests {
             groups: Vec::new(),
             extra: BTreeMap::new(),
             via: Via::Api,
+            github: None,
         }
     }
 

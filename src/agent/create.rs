@@ -158,6 +158,12 @@ impl Agent {
         req: &CreatePreview,
         idempotency_key: Option<&str>,
     ) -> Result<(PreviewView, bool), AgentError> {
+        if let Some(person) = &caller.github {
+            return Err(person
+                .allows(Operation::Create, "", &req.repository)
+                .err()
+                .unwrap_or_else(|| AgentError::Forbidden("create is API only".into())));
+        }
         self.authority
             .authorize(caller, Operation::Create, None)
             .await?;
@@ -379,6 +385,7 @@ mod tests {
             groups: Vec::new(),
             extra: BTreeMap::new(),
             via: Via::Api,
+            github: None,
         };
         assert_eq!(
             requester(&c("system:serviceaccount:ci:agent")).kind,

@@ -24,7 +24,7 @@ use kube::api::Api;
 use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 
-pub use auth::{Authority, Caller, Via};
+pub use auth::{Authority, Caller, GitHubAccess, Via};
 pub use create::CreatePreview;
 pub use error::AgentError;
 pub use observe::{
@@ -120,6 +120,11 @@ impl Agent {
             // No preview can have it: nothing to learn, nothing to ask Kubernetes.
             return Err(AgentError::NotFound(name.to_owned()));
         }
+        if let Some(person) = &caller.github {
+            let pe = self.fetch(name).await?;
+            person.allows(op, name, &pe.spec.repository)?;
+            return Ok(pe);
+        }
         let pe = self.fetch(name).await;
         // Whether a preview exists is itself something only the authorized may learn.
         let namespace = match &pe {
@@ -159,9 +164,11 @@ impl Agent {
         caller: &Caller,
         filter: &ListFilter,
     ) -> Result<PreviewList, AgentError> {
-        self.authority
-            .authorize(caller, Operation::List, None)
-            .await?;
+        if caller.github.is_none() {
+            self.authority
+                .authorize(caller, Operation::List, None)
+                .await?;
+        }
         let limit = filter.limit.unwrap_or(50).clamp(1, 500) as usize;
         let own = caller.preview_namespace();
         // The cache's own objects, shared: only the page is turned into views.
@@ -169,6 +176,12 @@ impl Agent {
         let mut all: Vec<&std::sync::Arc<PreviewEnvironment>> = state
             .iter()
             .filter(|p| view::matches(p, filter))
+            .filter(|p| {
+                caller
+                    .github
+                    .as_ref()
+                    .is_none_or(|person| person.reads(&p.spec.repository))
+            })
             .filter(|p| {
                 own.is_none_or(|ns| view::namespace_of(p, &self.addresses.namespace_prefix) == ns)
             })

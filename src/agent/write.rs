@@ -56,6 +56,7 @@ pub(super) fn through(caller: &Caller) -> &'static str {
     match caller.via {
         super::Via::Api => "through the API",
         super::Via::Mcp => "through MCP",
+        super::Via::Dashboard => "from the dashboard",
     }
 }
 

@@ -66,6 +66,10 @@ pub struct Settings {
     /// Delete each preview's GitHub environment when its tombstone expires (needs the App's
     /// Administration permission).
     pub delete_github_environments: bool,
+    /// Sign-in with GitHub on the dashboard (the App's OAuth client), when configured.
+    pub oauth: Option<crate::github::user::OAuthApp>,
+    /// Dashboard pages readable without signing in (`--public-pages`).
+    pub public_pages: bool,
 }
 
 impl Settings {
@@ -91,6 +95,8 @@ impl Settings {
             command_settle: super::commands::SETTLE,
             probe_via: crate::probe::ProbeVia::Url,
             delete_github_environments: false,
+            oauth: None,
+            public_pages: false,
         }
     }
 }

@@ -71,7 +71,14 @@ pub(crate) fn verify_jwt(
 pub(crate) enum RequestAuth {
     None,
     Jwt(Result<(), &'static str>),
-    Installation { installation: u64, token: u32 },
+    Installation {
+        installation: u64,
+        token: u32,
+    },
+    /// A user-to-server token from the OAuth sign-in.
+    User {
+        login: String,
+    },
     BadToken,
 }
 
@@ -91,6 +98,11 @@ impl RequestAuth {
             let now = Timestamp::now().as_second();
             return Self::Jwt(verify_jwt(credential, key, app_id, now));
         }
+        if let Some(login) = state.user_tokens.get(credential) {
+            return Self::User {
+                login: login.clone(),
+            };
+        }
         match state.tokens.get(credential) {
             Some(t) if t.expires_at > Timestamp::now() => Self::Installation {
                 installation: t.installation,
@@ -102,6 +114,7 @@ impl RequestAuth {
 
     pub fn for_log(&self) -> CallAuth {
         match *self {
+            Self::User { .. } => CallAuth::User,
             Self::None => CallAuth::None,
             Self::Jwt(ref r) => CallAuth::Jwt { valid: r.is_ok() },
             Self::Installation {

@@ -17,6 +17,8 @@ pub enum CallAuth {
     /// An installation token the stand-in issued and still honours. `token` is its serial number
     /// (1 for the first token issued), so tests compare tokens without handling them.
     Installation { installation: u64, token: u32 },
+    /// A user-to-server token (a person signed in with the App's OAuth).
+    User,
     /// A token the stand-in does not know or that expired.
     BadToken,
 }

@@ -31,7 +31,7 @@ pub use calls::{Call, CallAuth, Matcher, UncheckedCalls};
 pub use faults::Fault;
 pub use state::{
     CheckRunRecord, CommentRecord, DeploymentRecord, HeadRepo, PullRecord, ReactionRecord, Role,
-    StatusRecord,
+    StatusRecord, TEST_OAUTH_CLIENT_ID, TEST_OAUTH_CLIENT_SECRET,
 };
 pub use webhooks::{Delivery, PrSpec, sign};
 
@@ -180,6 +180,16 @@ impl FakeGitHub {
                 i.administration = true;
             }
         });
+    }
+
+    /// `login` is signed in to GitHub in the browser: the OAuth authorize page signs them in.
+    pub fn sign_in_to_github(&self, login: &str) {
+        self.with(|st| st.browser_user = Some(login.to_owned()));
+    }
+
+    /// The App's OAuth client id and secret.
+    pub fn oauth_client(&self) -> (String, String) {
+        self.with(|st| st.oauth_client.clone())
     }
 
     /// The repository's environments, by name.

@@ -245,6 +245,25 @@ impl Budget {
     }
 }
 
+/// The stand-in App's OAuth client id.
+pub const TEST_OAUTH_CLIENT_ID: &str = "Iv23liSandcastleTest";
+/// Its client secret (a test value, never a real one).
+pub const TEST_OAUTH_CLIENT_SECRET: &str = "test-oauth-client-secret-0123456789";
+
+/// A code the authorize page handed out.
+#[derive(Debug, Clone)]
+pub(crate) struct OAuthCode {
+    pub login: String,
+    pub redirect_uri: String,
+}
+
+impl Role {
+    /// Whether the role may push (write, maintain, admin, or a custom role built on them).
+    pub fn pushes(&self) -> bool {
+        self.api_fields().0 != "read"
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct TokenRecord {
     pub installation: u64,
@@ -263,6 +282,14 @@ pub(crate) struct State {
     pub app_budget: Budget,
     pub log: CallLog,
     pub faults: Vec<FaultRule>,
+    /// User-to-server tokens (OAuth sign-in) → login.
+    pub user_tokens: HashMap<String, String>,
+    /// Codes handed out by the authorize page, not exchanged yet.
+    pub oauth_codes: HashMap<String, OAuthCode>,
+    /// Who is signed in to github.com in "the browser" (the authorize page's user).
+    pub browser_user: Option<String>,
+    /// The App's OAuth client id and secret.
+    pub oauth_client: (String, String),
     next_id: u64,
     last_tick: i64,
 }
@@ -279,6 +306,13 @@ impl State {
             app_budget: Budget::new(rate_limit, Timestamp::now().as_second()),
             log: CallLog::default(),
             faults: Vec::new(),
+            user_tokens: HashMap::new(),
+            oauth_codes: HashMap::new(),
+            browser_user: None,
+            oauth_client: (
+                TEST_OAUTH_CLIENT_ID.to_owned(),
+                TEST_OAUTH_CLIENT_SECRET.to_owned(),
+            ),
             next_id: 1_000_000,
             last_tick: 0,
         }

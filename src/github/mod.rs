@@ -11,4 +11,5 @@ pub mod permissions;
 pub mod repo_config;
 pub mod text;
 pub mod triggers;
+pub mod user;
 pub mod verify;

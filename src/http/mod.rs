@@ -1,14 +1,14 @@
 //! The HTTP surface, built by one function ([`app`]): the GitHub webhook (pull request events,
-//! `/preview` commands, check runs), health probes, Prometheus metrics and the preview pages that
-//! GitHub's `log_url` points at.
+//! `/preview` commands, check runs), health probes, Prometheus metrics, the REST API and the
+//! dashboard people sign in to (whose preview pages GitHub's `log_url` points at).
 
 mod answer;
 pub mod api;
 mod comments;
+pub mod dashboard;
 mod deliveries;
 pub mod error;
 mod health;
-mod pages;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -51,6 +51,8 @@ pub struct AppState {
     pub metrics: Metrics,
     /// The operations of the API (and MCP) on previews.
     pub agent: Agent,
+    /// The dashboard's sign-in, sessions and whether its pages are public.
+    pub dashboard: dashboard::Dashboard,
 }
 
 impl std::fmt::Debug for AppState {
@@ -68,8 +70,12 @@ pub fn app(state: AppState, more: Router) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
-        .route("/", get(pages::index))
-        .route("/previews/{name}", get(pages::preview))
+        .route("/", get(dashboard::index))
+        .route("/previews/{name}", get(dashboard::preview))
+        .route("/previews/{name}/{action}", post(dashboard::act))
+        .route("/login", get(dashboard::login))
+        .route("/oauth/callback", get(dashboard::callback))
+        .route("/logout", post(dashboard::logout))
         .merge(api::router())
         .with_state(state)
         .merge(more)

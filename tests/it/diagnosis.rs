@@ -174,8 +174,10 @@ async fn a_crash_loop_says_oomkilled_with_the_previous_runs_log_tail_redacted() 
         assert!(!serde_json::to_string(&d).unwrap().contains(leak));
     }
 
-    // The preview's page (GitHub's log_url) shows it too.
-    let (status, _, html) = world.get_text("/previews/oom-pr-1", Vec::new()).await;
+    // The preview's page (GitHub's log_url) shows it too, to a reader.
+    let reader = account(&world, "reader", &[(&["previewenvironments"], &["get"])]).await;
+    let bearer = vec![("authorization", format!("Bearer {reader}"))];
+    let (status, _, html) = world.get_text("/previews/oom-pr-1", bearer).await;
     assert_eq!(status, 200);
     assert!(
         html.contains(
@@ -189,8 +191,7 @@ async fn a_crash_loop_says_oomkilled_with_the_previous_runs_log_tail_redacted() 
     );
     assert!(!html.contains(SECRET_VALUE));
 
-    // The API gives the same diagnosis to a reader.
-    let reader = account(&world, "reader", &[(&["previewenvironments"], &["get"])]).await;
+    // The API gives the same diagnosis.
     let got = call(
         &world,
         "GET",

@@ -13,6 +13,7 @@ mod comebacks;
 mod commands;
 mod conversation;
 mod crds;
+mod dashboard;
 mod diagnosis;
 mod failures;
 mod fidelity;

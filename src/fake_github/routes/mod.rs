@@ -10,6 +10,7 @@ mod app;
 mod deployments;
 mod environments;
 mod issues;
+mod oauth;
 mod repos;
 
 use std::collections::BTreeMap;
@@ -37,6 +38,14 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             post(app::create_access_token),
         )
         .route("/installation/repositories", get(app::installation_repos))
+        .route("/login/oauth/authorize", get(oauth::authorize))
+        .route("/login/oauth/access_token", post(oauth::access_token))
+        .route("/user", get(oauth::user))
+        .route("/user/installations", get(oauth::installations))
+        .route(
+            "/user/installations/{id}/repositories",
+            get(oauth::installation_repositories),
+        )
         .route(
             "/repos/{owner}/{repo}/deployments",
             get(deployments::list).post(deployments::create),

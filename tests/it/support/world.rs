@@ -71,6 +71,11 @@ pub struct World {
     pub configure: Option<fn(&mut Parts)>,
     /// How HTTP readiness probes reach previews (e.g. a test server through `connect-to`).
     pub probe_via: Option<sandcastle::probe::ProbeVia>,
+    /// People sign in to the dashboard with the stand-in's OAuth.
+    pub sign_in: bool,
+    /// Listen here, and say so as the public URL (sign-in sends people back to it); `None`: any
+    /// free port.
+    pub listen: Option<SocketAddr>,
     pub sandcastle: Option<Running>,
     http: HttpClient<HttpConnector, Full<Bytes>>,
 }
@@ -196,6 +201,8 @@ impl World {
             clock: Clock::system(),
             configure: None,
             probe_via: None,
+            sign_in: false,
+            listen: None,
             sandcastle: None,
             http: HttpClient::builder(TokioExecutor::new()).build_http(),
         }
@@ -207,6 +214,18 @@ impl World {
         s.progress_interval = Duration::from_millis(500);
         if let Some(via) = &self.probe_via {
             s.probe_via = via.clone();
+        }
+        if let Some(addr) = self.listen {
+            s.public_url = format!("http://{addr}");
+        }
+        if self.sign_in {
+            let (client_id, secret) = self.gh.oauth_client();
+            s.oauth = Some(sandcastle::github::user::OAuthApp {
+                client_id,
+                client_secret: Secret::new(secret),
+                web_url: self.gh.url().to_owned(),
+                api_url: self.gh.url().to_owned(),
+            });
         }
         s
     }
@@ -230,7 +249,9 @@ impl World {
             github,
             settings: self.settings(),
             webhook_secrets: vec![Secret::new(SECRET)],
-            listen: "127.0.0.1:0".parse().unwrap(),
+            listen: self
+                .listen
+                .unwrap_or_else(|| "127.0.0.1:0".parse().unwrap()),
             clock: self.clock.clone(),
             controller: true,
         };
@@ -238,6 +259,15 @@ impl World {
             configure(&mut parts);
         }
         parts
+    }
+
+    /// Listen on a free port of its own from now on, named as Sandcastle's public URL.
+    pub fn listen_on_a_port_of_its_own(&mut self) -> SocketAddr {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
+        self.listen = Some(port);
+        port
     }
 
     /// Open pull request `n` at a fresh commit and deliver it; returns the commit.
