@@ -7,6 +7,7 @@ mod api;
 mod api_observe;
 
 mod bare_workloads;
+mod browser;
 mod chart;
 mod cli;
 mod comebacks;

@@ -515,20 +515,20 @@ fn span(secs: u64) -> String {
 }
 
 /// `2 min ago`.
-fn ago(now: Timestamp, at: Timestamp) -> String {
+pub fn ago(now: Timestamp, at: Timestamp) -> String {
     let secs = now.as_second().saturating_sub(at.as_second()).max(0);
     format!("{} ago", span(secs.unsigned_abs()))
 }
 
 /// `Mon 30 Nov 16:00 UTC`.
-pub(super) fn clock(at: Timestamp) -> String {
+pub fn clock(at: Timestamp) -> String {
     at.to_zoned(TimeZone::UTC)
         .strftime("%a %-d %b %H:%M UTC")
         .to_string()
 }
 
 /// `in 23 h (Mon 30 Nov 16:00 UTC)`, or `expired 5 min ago (…)`.
-pub(super) fn expiry(now: Timestamp, at: Timestamp) -> String {
+pub fn expiry(now: Timestamp, at: Timestamp) -> String {
     let left = at.as_second().saturating_sub(now.as_second());
     if left > 0 {
         format!("in {} ({})", span(left.unsigned_abs()), clock(at))

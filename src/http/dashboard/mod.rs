@@ -173,7 +173,7 @@ async fn viewer(state: &AppState, headers: &HeaderMap) -> Result<Viewer, Respons
                 let text = format!("Sandcastle cannot ask GitHub who you are: {e}");
                 return Err(page(
                     StatusCode::BAD_GATEWAY,
-                    render::message("GitHub unavailable", &who, &text, false),
+                    render::message("GitHub unavailable", &who, &text, None),
                 ));
             }
         }
@@ -191,11 +191,12 @@ fn refused(d: &Dashboard, e: &AgentError) -> Response {
     };
     page(
         e.status(),
-        render::message("Not allowed", &who, &e.to_string(), false),
+        render::message("Not allowed", &who, &e.to_string(), None),
     )
 }
 
-fn sign_in_first(d: &Dashboard) -> Response {
+/// A page asking to sign in, whose link comes back to `back` (a path of this site).
+fn sign_in_first(d: &Dashboard, back: &str) -> Response {
     let who = Who::Public {
         can_sign_in: d.oauth.is_some(),
     };
@@ -207,7 +208,7 @@ fn sign_in_first(d: &Dashboard) -> Response {
     };
     page(
         StatusCode::UNAUTHORIZED,
-        render::message("Sign in", &who, text, d.oauth.is_some()),
+        render::message("Sign in", &who, text, d.oauth.is_some().then_some(back)),
     )
 }
 
@@ -281,7 +282,7 @@ pub(super) async fn index(
     Query(q): Query<IndexQuery>,
 ) -> Response {
     let viewer = match viewer(&state, &headers).await {
-        Ok(Viewer::Nobody) => return sign_in_first(&state.dashboard),
+        Ok(Viewer::Nobody) => return sign_in_first(&state.dashboard, "/"),
         Ok(v) => v,
         Err(r) => return r,
     };
@@ -313,6 +314,7 @@ pub(super) async fn index(
     let capacity = capacity(&state, &previews);
     let html = render::index(&Index {
         who: viewer.who(&state.dashboard),
+        now: state.clock.now(),
         previews,
         capacity,
         repository: q.repository,
@@ -347,7 +349,7 @@ pub(super) async fn preview(
 ) -> Response {
     let d = &state.dashboard;
     let viewer = match viewer(&state, &headers).await {
-        Ok(Viewer::Nobody) => return sign_in_first(d),
+        Ok(Viewer::Nobody) => return sign_in_first(d, &format!("/previews/{name}")),
         Ok(v) => v,
         Err(r) => return r,
     };
@@ -368,7 +370,7 @@ pub(super) async fn preview(
             let text = format!("No preview named {name} that you may see.");
             return page(
                 StatusCode::NOT_FOUND,
-                render::message("Not found", &viewer.who(d), &text, false),
+                render::message("Not found", &viewer.who(d), &text, None),
             );
         }
         Err(e) => return refused(d, &e),
@@ -395,6 +397,7 @@ pub(super) async fn preview(
         .map(|a| format!("Done: {}.", a.name()));
     let html = render::preview(&PreviewPage {
         who: viewer.who(d),
+        now: state.clock.now(),
         preview,
         events,
         actions,
@@ -428,7 +431,7 @@ pub(super) async fn act(
                 "Not found",
                 &Who::Public { can_sign_in: false },
                 &text,
-                false,
+                None,
             ),
         );
     };
@@ -445,13 +448,13 @@ pub(super) async fn act(
                             reload the page and try again.";
                 return page(
                     StatusCode::FORBIDDEN,
-                    render::message("Refused", &viewer.who(d), text, false),
+                    render::message("Refused", &viewer.who(d), text, None),
                 );
             }
             caller
         }
         Viewer::Token(caller) => caller,
-        Viewer::Public | Viewer::Nobody => return sign_in_first(d),
+        Viewer::Public | Viewer::Nobody => return sign_in_first(d, &format!("/previews/{name}")),
     };
     let agent = &state.agent;
     let done = match action {
@@ -476,7 +479,7 @@ pub(super) async fn act(
         Ok(_) => Redirect::to(&format!("/previews/{name}?done={}", action.name())).into_response(),
         Err(e) => page(
             e.status(),
-            render::message("Not done", &viewer.who(d), &e.to_string(), false),
+            render::message("Not done", &viewer.who(d), &e.to_string(), None),
         ),
     }
 }
@@ -502,7 +505,7 @@ fn callback_url(state: &AppState) -> String {
 pub(super) async fn login(State(state): State<AppState>, Query(q): Query<LoginQuery>) -> Response {
     let d = &state.dashboard;
     let Some(oauth) = &d.oauth else {
-        return sign_in_first(d);
+        return sign_in_first(d, "/");
     };
     let nonce = random_state();
     let next = local(q.next.as_deref());
@@ -532,7 +535,7 @@ pub(super) async fn callback(
 ) -> Response {
     let d = &state.dashboard;
     let Some(oauth) = &d.oauth else {
-        return sign_in_first(d);
+        return sign_in_first(d, "/");
     };
     let who = Who::Public { can_sign_in: true };
     let cookies = headers
@@ -545,7 +548,7 @@ pub(super) async fn callback(
         let text = "This sign-in was not started here, or took too long; sign in again.";
         return page(
             StatusCode::BAD_REQUEST,
-            render::message("Sign-in refused", &who, text, true),
+            render::message("Sign-in refused", &who, text, Some("/")),
         );
     }
     let next = percent_encoding::percent_decode_str(next).decode_utf8_lossy();
@@ -572,7 +575,7 @@ pub(super) async fn callback(
         }
         Err(e) => page(
             StatusCode::BAD_GATEWAY,
-            render::message("Sign-in failed", &who, &e.to_string(), true),
+            render::message("Sign-in failed", &who, &e.to_string(), Some("/")),
         ),
     }
 }
@@ -600,7 +603,7 @@ pub(super) async fn logout(
         let text = "This form is out of date; reload the page and try again.";
         return page(
             StatusCode::FORBIDDEN,
-            render::message("Refused", &Who::Public { can_sign_in: true }, text, false),
+            render::message("Refused", &Who::Public { can_sign_in: true }, text, None),
         );
     }
     let clear = d.sessions.cookie(COOKIE, "", Duration::ZERO);

@@ -6,8 +6,11 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
+use jiff::Timestamp;
+
 use crate::agent::{EventsView, PreviewView};
 use crate::crd::Phase;
+use crate::github::text::{ago, clock, expiry};
 
 /// Seconds between refreshes of a page showing a preview on its way.
 pub const REFRESH_SECS: u32 = 3;
@@ -19,11 +22,12 @@ body{font:16px/1.5 system-ui,sans-serif;color:var(--fg);background:var(--bg);mar
 header{display:flex;flex-wrap:wrap;gap:1rem;align-items:center;justify-content:space-between;border-bottom:1px solid var(--line);margin-bottom:1rem}\
 a{color:var(--accent)}a:focus,button:focus,input:focus,select:focus{outline:3px solid var(--accent);outline-offset:2px}\
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1.5rem}th,td{border-bottom:1px solid var(--line);padding:.4rem .5rem;text-align:left;vertical-align:top}\
-.wrap{overflow-x:auto}.muted{color:var(--muted)}.Failed{color:var(--bad);font-weight:600}.Ready{color:var(--ok);font-weight:600}\
+.wrap{overflow-x:auto}.muted{color:var(--muted)}.Failed{color:var(--bad);font-weight:600}.Ready{color:var(--ok);font-weight:600}.Stopped,.Removed{color:var(--muted);font-weight:600}\
 form.inline{display:inline}button{font:inherit;padding:.35rem .8rem;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg);cursor:pointer}\
 button.danger{border-color:var(--bad);color:var(--bad)}label{margin-right:.5rem}input,select{font:inherit;padding:.25rem}\
 pre{white-space:pre-wrap;overflow-wrap:anywhere;border:1px solid var(--line);padding:.5rem;border-radius:6px}\
-.actions{display:flex;flex-wrap:wrap;gap:.5rem;margin:1rem 0}";
+.actions{display:flex;flex-wrap:wrap;gap:.5rem;margin:1rem 0}\
+a.button{display:inline-block;padding:.5rem 1rem;border-radius:6px;background:var(--accent);color:#fff;text-decoration:none;font-weight:600}";
 
 /// Who is looking, as the header shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +53,7 @@ fn layout(title: &str, who: &Who, refresh: bool, body: Markup) -> Markup {
             }
             body {
                 header {
-                    p { a href="/" { "🏖️ Sandcastle" } }
+                    p { a href="/" { strong { "Sandcastle" } } }
                     div { (who_line(who)) }
                 }
                 main { h1 { (title) } (body) }
@@ -88,6 +92,7 @@ pub struct Capacity {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Index {
     pub who: Who,
+    pub now: Timestamp,
     pub previews: Vec<PreviewView>,
     pub capacity: Vec<Capacity>,
     /// Filters as given: repository, phase, mine.
@@ -107,6 +112,27 @@ const PHASES: [Phase; 7] = [
     Phase::Terminating,
     Phase::Removed,
 ];
+
+/// `Wed 2 Dec 14:46 UTC (3 h ago)` for a time the API gives (RFC 3339).
+fn when(now: Timestamp, at: Option<&str>) -> String {
+    match at.and_then(|a| a.parse::<Timestamp>().ok()) {
+        Some(t) if t <= now => format!("{} ({})", clock(t), ago(now, t)),
+        Some(t) => clock(t),
+        None => at.unwrap_or("—").to_owned(),
+    }
+}
+
+/// `in 23 h (Wed 2 Dec 14:46 UTC)`.
+fn until(now: Timestamp, at: Option<&str>) -> String {
+    match at.and_then(|a| a.parse::<Timestamp>().ok()) {
+        Some(t) => expiry(now, t),
+        None => "—".to_owned(),
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
 
 fn short(sha: &str) -> &str {
     sha.get(..7).unwrap_or(sha)
@@ -164,8 +190,8 @@ pub fn index(page: &Index) -> String {
                     td { (pr_link(p)) }
                     td { @if let Some(u) = &p.url { a href=(u) { (u) } } @else { span.muted { "—" } } }
                     td { code { (short(p.commit.deployed.as_deref().unwrap_or(&p.commit.desired))) } }
-                    td { (p.created_at.as_deref().unwrap_or("")) }
-                    td { (p.expires_at.as_deref().unwrap_or("")) }
+                    td { (when(page.now, p.created_at.as_deref())) }
+                    td { (until(page.now, p.expires_at.as_deref())) }
                     td { @if let Some(q) = p.queue_position { (q) } }
                 } } }
             } }
@@ -232,6 +258,7 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreviewPage {
     pub who: Who,
+    pub now: Timestamp,
     pub preview: PreviewView,
     pub events: Option<EventsView>,
     /// The actions offered (the viewer may write), with the form's CSRF token.
@@ -264,7 +291,7 @@ fn action_form(p: &PreviewView, a: Action, csrf: &str) -> Markup {
     }
 }
 
-fn facts(p: &PreviewView) -> Markup {
+fn facts(p: &PreviewView, now: Timestamp) -> Markup {
     html! {
         table { tbody {
             tr { th scope="row" { "Phase" } td class=(p.phase.as_str()) { (p.phase.as_str()) } }
@@ -276,10 +303,10 @@ fn facts(p: &PreviewView) -> Markup {
                 @if let Some(d) = &p.commit.deployed { @if d != &p.commit.desired { " (running " code { (short(d)) } ")" } }
             } }
             tr { th scope="row" { "Services" } td { (p.services_ready) " / " (p.services_total) " ready" } }
-            tr { th scope="row" { "Expires" } td { (p.expires_at.as_deref().unwrap_or("—")) } }
+            tr { th scope="row" { "Expires" } td { (until(now, p.expires_at.as_deref())) } }
             @if let Some(q) = p.queue_position { tr { th scope="row" { "Queue" } td { (q) " in line" } } }
             tr { th scope="row" { "Namespace" } td { code { (p.namespace) } } }
-            tr { th scope="row" { "Requested by" } td { (p.requested_by) } }
+            tr { th scope="row" { "Requested by" } td { (p.requested_by) " · " (when(now, p.created_at.as_deref())) } }
         } }
     }
 }
@@ -305,7 +332,7 @@ fn diagnosis(p: &PreviewView) -> Markup {
     }
 }
 
-fn events(e: &EventsView) -> Markup {
+fn events(e: &EventsView, now: Timestamp) -> Markup {
     let all: Vec<_> = e.preview.iter().chain(e.namespace.iter()).collect();
     html! {
         h2 { "Events" }
@@ -313,7 +340,7 @@ fn events(e: &EventsView) -> Markup {
             div.wrap { table {
                 thead { tr { th scope="col" { "Time" } th scope="col" { "Type" } th scope="col" { "Reason" } th scope="col" { "Object" } th scope="col" { "Message" } } }
                 tbody { @for ev in all { tr {
-                    td { (ev.time.as_deref().unwrap_or("")) } td { (ev.type_.as_deref().unwrap_or("")) }
+                    td { (when(now, ev.time.as_deref())) } td { (ev.type_.as_deref().unwrap_or("")) }
                     td { (ev.reason.as_deref().unwrap_or("")) } td { (ev.object) } td { (ev.note.as_deref().unwrap_or("")) }
                 } } }
             } }
@@ -329,7 +356,7 @@ pub fn preview(page: &PreviewPage) -> String {
     );
     let body = html! {
         @if let Some(n) = &page.notice { p role="status" { strong { (n) } } }
-        (facts(p))
+        (facts(p, page.now))
         (diagnosis(p))
         @if let Some(csrf) = &page.actions {
             section.actions aria-label="Actions" {
@@ -343,12 +370,12 @@ pub fn preview(page: &PreviewPage) -> String {
                 tbody { @for s in &p.services { tr { td { (s.name) } td { (s.kind) } td { (s.ready) " / " (s.desired) } } } }
             }
         }
-        @if let Some(e) = &page.events { (events(e)) }
+        @if let Some(e) = &page.events { (events(e, page.now)) }
         h2 { "History" }
         div.wrap { table {
             thead { tr { th scope="col" { "Time" } th scope="col" { "Who" } th scope="col" { "What" } th scope="col" { "Commit" } th scope="col" { "Result" } } }
             tbody { @for h in p.history.iter().rev() { tr {
-                td { (h.time) } td { (h.actor) } td { (h.action) }
+                td { (when(page.now, Some(&h.time))) } td { (h.actor) } td { (h.action) }
                 td { @if let Some(c) = &h.commit { code { (short(c)) } } }
                 td { (h.result.as_deref().unwrap_or("")) }
             } } }
@@ -357,11 +384,14 @@ pub fn preview(page: &PreviewPage) -> String {
     layout(&format!("Preview {}", p.name), &page.who, on_its_way, body).into_string()
 }
 
-/// A short page saying `text` (not found, sign in, refused).
-pub fn message(title: &str, who: &Who, text: &str, sign_in: bool) -> String {
+/// A short page saying `text` (not found, sign in, refused); `sign_in`: with a link to sign in
+/// that comes back to this path.
+pub fn message(title: &str, who: &Who, text: &str, sign_in: Option<&str>) -> String {
     let body = html! {
         p { (text) }
-        @if sign_in { p { a href="/login" { "Sign in with GitHub" } } }
+        @if let Some(back) = sign_in {
+            p { a.button href={ "/login?next=" (urlencode(back)) } { "Sign in with GitHub" } }
+        }
     };
     layout(title, who, false, body).into_string()
 }
@@ -409,6 +439,7 @@ mod tests {
 
     fn page(phase: Phase, actions: Option<&str>) -> String {
         preview(&PreviewPage {
+            now: "2026-12-01T12:00:00Z".parse().unwrap(),
             who: Who::Person {
                 login: "alice".into(),
                 csrf: "t".into(),

@@ -1,0 +1,281 @@
+//! The dashboard in a real browser: Debian's headless Chromium driven through chromedriver
+//! (WebDriver, with fantoccini). Signing in through the stand-in's OAuth pages, the list shows
+//! exactly the previews of readable repositories; a writer extends and stops a preview by its
+//! buttons and the page, the status and the sticky comment agree; a failed preview's page shows
+//! the diagnosis; a deploying preview's page updates itself without a reload. Each page is saved
+//! as a screenshot under `target/screenshots/`. Needs `chromedriver` and `chromium`
+//! (`SANDCASTLE_CHROMEDRIVER`, `SANDCASTLE_CHROMIUM`, else on PATH; `.ci/run` installs them).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use sandcastle::crd::Phase;
+use serde_json::json;
+
+use crate::dashboard::two_repositories;
+use crate::support::eventually;
+use crate::support::world::{World, pr};
+
+const T: Duration = Duration::from_secs(90);
+
+fn program(env: &str, names: &[&str]) -> PathBuf {
+    if let Ok(p) = std::env::var(env) {
+        return PathBuf::from(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for name in names {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    panic!(
+        "{} not found: install Debian's chromium and chromium-driver (.ci/run does), or set {env}",
+        names[0]
+    )
+}
+
+/// A headless Chromium session, with its chromedriver (stopped when dropped).
+struct Browser {
+    client: Client,
+    _driver: tokio::process::Child,
+}
+
+impl Browser {
+    async fn start() -> Self {
+        let driver = program("SANDCASTLE_CHROMEDRIVER", &["chromedriver"]);
+        let chromium = program("SANDCASTLE_CHROMIUM", &["chromium", "chromium-browser"]);
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let child = tokio::process::Command::new(&driver)
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", driver.display()));
+        let status = format!("http://127.0.0.1:{port}/status");
+        eventually("chromedriver answers", Duration::from_secs(30), || {
+            let status = status.clone();
+            async move {
+                reqwest::get(&status)
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }
+        })
+        .await;
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({"binary": chromium, "args": ["--headless=new", "--no-sandbox",
+                "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"]}),
+        );
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(connector)
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .expect("a Chromium session");
+        Self {
+            client,
+            _driver: child,
+        }
+    }
+
+    /// The page's text; empty while a page is being replaced (the old body went stale).
+    async fn text(&self) -> String {
+        match self.client.find(Locator::Css("body")).await {
+            Ok(body) => body.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// Wait until the page (as it is now, without reloading it) says `what`.
+    async fn wait_text(&self, what: &str) -> String {
+        eventually(&format!("the page says {what:?}"), T, || async {
+            let text = self.text().await;
+            if text.contains(what) {
+                Ok(text)
+            } else {
+                Err(text)
+            }
+        })
+        .await
+    }
+
+    /// Wait until the page (without reloading it) has an element matching `css`.
+    async fn wait_css(&self, css: &str) {
+        eventually(&format!("the page has {css}"), T, || async {
+            match self.client.find(Locator::Css(css)).await {
+                Ok(_) => Ok(()),
+                Err(_) => Err(self.text().await),
+            }
+        })
+        .await;
+    }
+
+    async fn click(&self, css: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css}: {e}"))
+            .click()
+            .await
+            .unwrap();
+    }
+
+    async fn screenshot(&self, name: &str) {
+        let png = self.client.screenshot().await.unwrap();
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("../screenshots");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
+    }
+}
+
+fn url(world: &World, path: &str) -> String {
+    format!("http://{}{path}", world.addr())
+}
+
+#[tokio::test]
+async fn sign_in_see_your_previews_extend_and_stop() {
+    let world = two_repositories("web").await;
+    world.gh.sign_in_to_github("alice");
+    let b = Browser::start().await;
+    b.client.goto(&url(&world, "/")).await.unwrap();
+    b.wait_text("Sign in with GitHub").await;
+    b.screenshot("sign-in").await;
+    b.click("main a.button").await;
+    b.wait_text("Authorize").await;
+    b.screenshot("github-authorize").await;
+    b.click("#authorize").await;
+
+    let list = b.wait_text("Signed in as @alice").await;
+    assert!(list.contains("web-pr-1"), "{list}");
+    assert!(
+        !list.contains("secret-pr-2"),
+        "a repository alice cannot read: {list}"
+    );
+    b.screenshot("list").await;
+
+    b.click("a[href='/previews/web-pr-1']").await;
+    b.wait_text("Preview web-pr-1").await;
+    b.screenshot("preview").await;
+    let before = world
+        .previews()
+        .get("web-pr-1")
+        .await
+        .unwrap()
+        .spec
+        .expires_at;
+    let by = b.client.find(Locator::Id("by")).await.unwrap();
+    by.clear().await.unwrap();
+    by.send_keys("8h").await.unwrap();
+    b.click("form[action='/previews/web-pr-1/extend'] button")
+        .await;
+    b.wait_text("Done: extend.").await;
+    let after = world
+        .previews()
+        .get("web-pr-1")
+        .await
+        .unwrap()
+        .spec
+        .expires_at;
+    assert!(after.unwrap().0 > before.unwrap().0, "the expiry moved");
+
+    b.click("form[action='/previews/web-pr-1/stop'] button")
+        .await;
+    b.wait_text("Done: stop.").await;
+    world.wait_phase("web-pr-1", Phase::Stopped, T).await;
+    b.client.refresh().await.unwrap();
+    b.wait_css("td.Stopped").await;
+    let page = b.text().await;
+    assert!(page.contains("Wake"), "{page}");
+    b.screenshot("preview-stopped").await;
+    eventually("the sticky comment agrees", T, || async {
+        let comments = world.gh.comments(&world.repo, pr(1));
+        comments
+            .iter()
+            .find(|c| c.body.contains("⏸️ Stopped"))
+            .map(drop)
+            .ok_or_else(|| format!("{comments:#?}"))
+    })
+    .await;
+    b.client.close().await.unwrap();
+}
+
+const NEVER_READY: &str = r"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations: {test.sandcastle.dev/fate: never-ready}
+    spec:
+      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
+";
+
+const SLOW: &str = r"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations: {test.sandcastle.dev/fate: slow, test.sandcastle.dev/ready-after: 6s}
+    spec:
+      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
+";
+
+#[tokio::test]
+async fn a_failed_preview_shows_its_diagnosis_and_a_deploying_one_updates_itself() {
+    let mut failing =
+        World::unstarted("broken", NEVER_READY, json!({"readinessTimeout": "2s"})).await;
+    failing.configure = Some(|parts| parts.settings.public_pages = true);
+    failing.start().await;
+    failing.open(1).await;
+    failing.wait_phase("broken-pr-1", Phase::Failed, T).await;
+
+    let b = Browser::start().await;
+    b.client
+        .goto(&url(&failing, "/previews/broken-pr-1"))
+        .await
+        .unwrap();
+    let page = b.wait_text("Diagnosis").await;
+    assert!(
+        page.contains("deployment/web: container web runs but is not ready (readiness probe)"),
+        "{page}"
+    );
+    b.screenshot("preview-failed").await;
+
+    let mut slow = World::unstarted("slow", SLOW, json!({})).await;
+    slow.configure = Some(|parts| parts.settings.public_pages = true);
+    slow.start().await;
+    slow.open(1).await;
+    slow.wait_phase("slow-pr-1", Phase::Deploying, T).await;
+    b.client
+        .goto(&url(&slow, "/previews/slow-pr-1"))
+        .await
+        .unwrap();
+    b.wait_text("Deploying").await;
+    b.screenshot("preview-deploying").await;
+    // No reload from here: the page refreshes itself until the preview is Ready.
+    b.wait_css("td.Ready").await;
+    b.screenshot("preview-ready").await;
+    b.client.goto(&url(&slow, "/")).await.unwrap();
+    b.wait_text("Capacity").await;
+    b.screenshot("list-public").await;
+    b.client.close().await.unwrap();
+}
