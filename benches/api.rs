@@ -2,7 +2,8 @@
 //! waits from `POST /previews` to Ready (through the API's own `wait`) side by side with a pull
 //! request's `opened` → Ready for the same guestbook Blueprint, and what reads cost with 5 and
 //! with 500 live previews — `get`, a page of `list`, the whole list, a filtered list — with the
-//! authorization cache warm, and a first call with a new token (TokenReview and
+//! authorization cache warm, the dashboard's pages (`/` with every preview, one preview's page),
+//! and a first call with a new token (TokenReview and
 //! SubjectAccessReview). Sandcastle runs in this process, as in `sandcastle demo`, with its
 //! GitHub stand-in.
 
@@ -161,7 +162,13 @@ async fn reads(caller: &Caller, names: &[String], rounds: usize) -> Vec<(String,
         get.push(caller.get(&format!("/api/v1/previews/{name}")).await);
     }
     out.push(("get one".to_owned(), get));
+    let mut page = Vec::new();
+    for name in names.iter().cycle().take(rounds) {
+        page.push(caller.get(&format!("/previews/{name}")).await);
+    }
+    out.push(("dashboard: one preview's page (HTML)".to_owned(), page));
     for (label, path) in [
+        ("dashboard: / every preview (HTML)", "/".to_owned()),
         ("list, first page (50)", "/api/v1/previews".to_owned()),
         (
             "list, all (limit 500)",

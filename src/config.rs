@@ -59,6 +59,56 @@ pub enum Command {
     /// An MCP server on stdin/stdout for a local agent (Claude Code, Cursor, Codex), calling a
     /// Sandcastle server's API with a token.
     Mcp(McpArgs),
+    /// Create Sandcastle's GitHub App with GitHub's manifest flow: print the manifest and where to
+    /// post it, or, with `--code`, turn GitHub's code into the App and store it for `serve`.
+    Setup(Box<SetupArgs>),
+}
+
+/// `sandcastle setup`.
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    #[command(flatten)]
+    pub kube: KubeArgs,
+
+    /// Sandcastle's public base URL (the App's webhook and callbacks point there).
+    #[arg(
+        long,
+        env = "SANDCASTLE_PUBLIC_URL",
+        default_value = "http://localhost:8080"
+    )]
+    pub public_url: String,
+
+    /// Base URL of GitHub's web pages (GitHub Enterprise: https://HOST).
+    #[arg(
+        long,
+        env = "SANDCASTLE_GITHUB_URL",
+        default_value = "https://github.com"
+    )]
+    pub github_url: String,
+
+    /// Base URL of GitHub's REST API (GitHub Enterprise: https://HOST/api/v3).
+    #[arg(
+        long,
+        env = "SANDCASTLE_GITHUB_API_URL",
+        default_value = "https://api.github.com"
+    )]
+    pub github_api_url: String,
+
+    /// Create the App on this organization (default: your personal account).
+    #[arg(long)]
+    pub organization: Option<String>,
+
+    /// The App's name.
+    #[arg(long, default_value = "Sandcastle")]
+    pub name: String,
+
+    /// The code GitHub sent back (`/setup/callback?code=…`): convert it and store the App.
+    #[arg(long)]
+    pub code: Option<String>,
+
+    /// Replace an App already stored.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `sandcastle mcp`.
@@ -98,13 +148,18 @@ pub struct ServeArgs {
 /// The GitHub App Sandcastle acts as.
 #[derive(Debug, Clone, Args)]
 pub struct GitHubArgs {
-    /// The GitHub App's id.
-    #[arg(long, env = "SANDCASTLE_GITHUB_APP_ID")]
-    pub app_id: u64,
+    /// The GitHub App's id. Without it (and its key and webhook secret), Sandcastle uses the
+    /// App stored by `/setup` (Secret `sandcastle-github-app`), or serves `/setup` to create one.
+    #[arg(
+        long,
+        env = "SANDCASTLE_GITHUB_APP_ID",
+        requires_all = ["private_key_file", "webhook_secret"]
+    )]
+    pub app_id: Option<u64>,
 
     /// File holding the App's private key (PEM).
-    #[arg(long, env = "SANDCASTLE_GITHUB_PRIVATE_KEY_FILE")]
-    pub private_key_file: PathBuf,
+    #[arg(long, env = "SANDCASTLE_GITHUB_PRIVATE_KEY_FILE", requires = "app_id")]
+    pub private_key_file: Option<PathBuf>,
 
     /// Webhook secret(s), comma-separated: the first is current, the others are accepted while
     /// a rotation is under way.
@@ -112,7 +167,7 @@ pub struct GitHubArgs {
         long,
         env = "SANDCASTLE_WEBHOOK_SECRET",
         value_delimiter = ',',
-        required = true,
+        requires = "app_id",
         hide_env_values = true
     )]
     pub webhook_secret: Vec<Secret>,

@@ -9,6 +9,9 @@ use sandcastle::controller::Settings;
 use sandcastle::domain::Secret;
 use sandcastle::domain::clock::Clock;
 use sandcastle::github::client::{ClientSettings, GitHubApp};
+use sandcastle::github::user::OAuthApp;
+use sandcastle::k8s::app_secret::{self, AppCredentials};
+use std::time::Duration;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -78,23 +81,12 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Render(args) => sandcastle::cli::render::run(&args).await,
         Command::Previews(args) => sandcastle::cli::previews::run(*args).await,
         Command::Mcp(args) => sandcastle::cli::mcp::run(args).await,
+        Command::Setup(args) => sandcastle::cli::setup::run(&args).await,
     }
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let client = sandcastle::serve::kube_client(&args.kube).await?;
-    let key = std::fs::read_to_string(&args.github.private_key_file).with_context(|| {
-        format!(
-            "reading the GitHub App key {}",
-            args.github.private_key_file.display()
-        )
-    })?;
-    let github = GitHubApp::new(
-        args.github.app_id,
-        &Secret::new(key),
-        &args.github.github_api_url,
-        ClientSettings::default(),
-    )?;
+/// Controller settings from the flags (all but the App's own credentials).
+fn settings_of(args: &ServeArgs) -> Settings {
     let mut settings = Settings::for_namespace(&args.kube.namespace);
     settings.public_url = args.previews.public_url.clone();
     settings.namespace_prefix = args.previews.namespace_prefix.clone();
@@ -107,18 +99,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     settings.probe_via = args.previews.probe_via.clone();
     settings.delete_github_environments = args.previews.delete_github_environments;
     settings.public_pages = args.previews.public_pages;
-    settings.oauth = match (
-        &args.github.github_client_id,
-        &args.github.github_client_secret,
-    ) {
-        (Some(id), Some(secret)) => Some(sandcastle::github::user::OAuthApp {
-            client_id: id.clone(),
-            client_secret: secret.clone(),
-            web_url: args.github.github_url.clone(),
-            api_url: args.github.github_api_url.clone(),
-        }),
-        _ => None,
-    };
+    settings.oauth = oauth(args, None);
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();
     if settings.resync {
@@ -133,20 +114,113 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 identity: lifecycle.identity(),
                 lease_duration: lifecycle.lease_duration,
             });
-    let running = sandcastle::serve::start(sandcastle::serve::Parts {
-        client,
+    settings
+}
+
+/// Sign-in with GitHub: the OAuth client from the flags, else the stored App's.
+fn oauth(args: &ServeArgs, stored: Option<&AppCredentials>) -> Option<OAuthApp> {
+    let (id, secret) = match (
+        &args.github.github_client_id,
+        &args.github.github_client_secret,
+    ) {
+        (Some(id), Some(secret)) => (id.clone(), secret.clone()),
+        _ => {
+            let c = stored.filter(|c| !c.client_id.is_empty())?;
+            (c.client_id.clone(), c.client_secret.clone())
+        }
+    };
+    Some(OAuthApp {
+        client_id: id,
+        client_secret: secret,
+        web_url: args.github.github_url.clone(),
+        api_url: args.github.github_api_url.clone(),
+    })
+}
+
+/// How often a Sandcastle on a stored App looks for new credentials.
+const CREDENTIALS_POLL: Duration = Duration::from_secs(3);
+
+async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let client = sandcastle::serve::kube_client(&args.kube).await?;
+    let settings = settings_of(&args);
+    let parts = |github, settings, webhook_secrets| sandcastle::serve::Parts {
+        client: client.clone(),
         github,
         settings,
-        webhook_secrets: args.github.webhook_secret.clone(),
+        webhook_secrets,
         listen: args.listen.listen,
         clock: Clock::system(),
         controller: true,
-    })
-    .await?;
-    shutdown_signal().await;
-    tracing::info!("shutting down");
-    running.shutdown().await;
-    Ok(ExitCode::SUCCESS)
+    };
+    if let (Some(app_id), Some(key_file)) = (args.github.app_id, &args.github.private_key_file) {
+        let key = std::fs::read_to_string(key_file)
+            .with_context(|| format!("reading the GitHub App key {}", key_file.display()))?;
+        let github = GitHubApp::new(
+            app_id,
+            &Secret::new(key),
+            &args.github.github_api_url,
+            ClientSettings::default(),
+        )?;
+        let running =
+            sandcastle::serve::start(parts(github, settings, args.github.webhook_secret.clone()))
+                .await?;
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        running.shutdown().await;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    // The App stored by /setup, or the setup pages until there is one; a changed App is taken
+    // up without restarting the process.
+    let home = args.kube.namespace.clone();
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    loop {
+        let stored = app_secret::read(&client, &home)
+            .await
+            .context("reading the stored GitHub App")?;
+        let (running, seen) = match &stored {
+            None => {
+                let setup = sandcastle::serve::SetupParts {
+                    client: client.clone(),
+                    settings: settings.clone(),
+                    web_url: args.github.github_url.clone(),
+                    api_url: args.github.github_api_url.clone(),
+                    listen: args.listen.listen,
+                };
+                (sandcastle::serve::start_setup(setup).await?, None)
+            }
+            Some((creds, version)) => {
+                let github = GitHubApp::new(
+                    creds.app_id,
+                    &creds.private_key,
+                    &args.github.github_api_url,
+                    ClientSettings::default(),
+                )?;
+                let mut settings = settings.clone();
+                settings.oauth = oauth(&args, Some(creds));
+                tracing::info!(app_id = creds.app_id, slug = %creds.slug, "using the stored GitHub App");
+                let running = sandcastle::serve::start(parts(
+                    github,
+                    settings,
+                    vec![creds.webhook_secret.clone()],
+                ))
+                .await?;
+                (running, Some(version.clone()))
+            }
+        };
+        tokio::select! {
+            () = &mut stop => {
+                tracing::info!("shutting down");
+                running.shutdown().await;
+                return Ok(ExitCode::SUCCESS);
+            }
+            () = app_secret::changed(&client, &home, seen.as_deref(), CREDENTIALS_POLL) => {
+                tracing::info!("the GitHub App's credentials changed: starting again with them");
+                running.shutdown().await;
+            }
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -291,3 +291,60 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         leading,
     })
 }
+
+/// What a Sandcastle without a GitHub App needs to serve `/setup`.
+pub struct SetupParts {
+    pub client: Client,
+    pub settings: Settings,
+    /// GitHub's web pages and API.
+    pub web_url: String,
+    pub api_url: String,
+    pub listen: SocketAddr,
+}
+
+impl std::fmt::Debug for SetupParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SetupParts")
+            .field("listen", &self.listen)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serve only `/setup` (and health; the webhook answers 503) until stopped.
+pub async fn start_setup(parts: SetupParts) -> anyhow::Result<Running> {
+    let state = crate::http::dashboard::setup::SetupState {
+        client: parts.client,
+        home: parts.settings.home.clone(),
+        public_url: parts.settings.public_url.clone(),
+        web_url: parts.web_url,
+        api_url: parts.api_url,
+        // No App, no webhook secret yet: the setup cookie only needs its attributes.
+        sessions: crate::http::dashboard::Sessions::new(
+            &Secret::new(crate::http::dashboard::setup::random_key()),
+            parts.settings.public_url.starts_with("https://"),
+        ),
+    };
+    let listener = tokio::net::TcpListener::bind(parts.listen)
+        .await
+        .with_context(|| format!("binding {}", parts.listen))?;
+    let addr = listener.local_addr()?;
+    let stop = CancellationToken::new();
+    let until = stop.clone().cancelled_owned();
+    let router = crate::http::dashboard::setup::router(state);
+    let task = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(until)
+            .await
+        {
+            tracing::error!(error = %e, "setup server stopped");
+        }
+    });
+    tracing::info!(%addr, "no GitHub App yet: serving /setup");
+    let (_, leading) = watch::channel(false);
+    Ok(Running {
+        addr,
+        stop,
+        tasks: vec![("setup server", task)],
+        leading,
+    })
+}

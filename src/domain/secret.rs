@@ -29,6 +29,13 @@ impl fmt::Display for Secret {
     }
 }
 
+/// Read from a string (a credential in a JSON answer); never written back out.
+impl<'de> serde::Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Self)
+    }
+}
+
 impl std::str::FromStr for Secret {
     type Err = std::convert::Infallible;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

@@ -187,6 +187,11 @@ impl FakeGitHub {
         self.with(|st| st.browser_user = Some(login.to_owned()));
     }
 
+    /// The webhook secret of the App the manifest flow made, once it made one.
+    pub fn created_webhook_secret(&self) -> Option<String> {
+        self.with(|st| st.created_webhook_secret.clone())
+    }
+
     /// The App's OAuth client id and secret.
     pub fn oauth_client(&self) -> (String, String) {
         self.with(|st| st.oauth_client.clone())

@@ -290,6 +290,10 @@ pub(crate) struct State {
     pub browser_user: Option<String>,
     /// The App's OAuth client id and secret.
     pub oauth_client: (String, String),
+    /// Manifests posted to the new-App page, by the code the browser was sent back with.
+    pub manifest_codes: HashMap<String, serde_json::Value>,
+    /// The webhook secret of the App the manifest flow made.
+    pub created_webhook_secret: Option<String>,
     next_id: u64,
     last_tick: i64,
 }
@@ -313,6 +317,8 @@ impl State {
                 TEST_OAUTH_CLIENT_ID.to_owned(),
                 TEST_OAUTH_CLIENT_SECRET.to_owned(),
             ),
+            manifest_codes: HashMap::new(),
+            created_webhook_secret: None,
             next_id: 1_000_000,
             last_tick: 0,
         }

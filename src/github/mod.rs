@@ -7,6 +7,7 @@ pub mod client;
 pub mod command_parser;
 pub mod config_file;
 pub mod event;
+pub mod manifest;
 pub mod permissions;
 pub mod repo_config;
 pub mod text;

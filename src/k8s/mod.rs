@@ -2,6 +2,7 @@
 //! desired-state writes, reading blueprints, applying, readiness and diagnosis, namespaces, Events on previews,
 //! and the access Sandcastle itself needs (RBAC).
 
+pub mod app_secret;
 pub mod apply;
 pub mod crd_install;
 pub mod diagnose;

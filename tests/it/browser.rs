@@ -279,3 +279,108 @@ async fn a_failed_preview_shows_its_diagnosis_and_a_deploying_one_updates_itself
     b.screenshot("list-public").await;
     b.client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn setup_makes_a_working_app_from_nothing() {
+    // A world with no Sandcastle of its own running: the process under test does everything.
+    let mut world = World::unstarted("setup", crate::support::fixtures::TINY_APP, json!({})).await;
+    let addr = world.listen_on_a_port_of_its_own();
+    world.gh.sign_in_to_github("octocat");
+    let kubeconfig = std::env::var("SANDCASTLE_TEST_KUBECONFIG")
+        .or_else(|_| std::env::var("KUBECONFIG"))
+        .unwrap();
+    let _serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"))
+        .arg("serve")
+        .env_clear()
+        .env("KUBECONFIG", kubeconfig)
+        .env("SANDCASTLE_LISTEN", addr.to_string())
+        .env("SANDCASTLE_PUBLIC_URL", format!("http://{addr}"))
+        .env("SANDCASTLE_NAMESPACE", &world.home.name)
+        .env("SANDCASTLE_NAMESPACE_PREFIX", &world.prefix)
+        .env("SANDCASTLE_GITHUB_API_URL", world.gh.url())
+        .env("SANDCASTLE_GITHUB_URL", world.gh.url())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("sandcastle serve starts");
+    eventually("the setup pages answer", T, || async {
+        reqwest::get(format!("http://{addr}/healthz"))
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    // Without an App, a delivery is refused (and nothing is lost: GitHub retries a 503).
+    let d = world.gh.open_pull_request(
+        &world.repo,
+        sandcastle::fake_github::PrSpec::new(pr(1), crate::support::world::sha(), "b"),
+    );
+    let (status, body) = world
+        .post_to(addr, d.body.clone(), d.signed_headers("anything"))
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("not_configured"))
+    );
+
+    let b = Browser::start().await;
+    b.client.goto(&format!("http://{addr}/")).await.unwrap();
+    b.wait_text("Set up Sandcastle").await;
+    b.screenshot("setup").await;
+    b.click("#continue").await;
+    b.wait_text("Create the GitHub App").await;
+    b.screenshot("setup-manifest").await;
+    b.click("#create").await;
+    b.wait_text("Create GitHub App Sandcastle for octocat")
+        .await;
+    b.click("#create-app").await;
+    let done = b.wait_text("GitHub App created").await;
+    assert!(done.contains("Install it on your repositories"), "{done}");
+    b.screenshot("setup-done").await;
+    let install = b
+        .client
+        .find(Locator::Id("install"))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap();
+    assert_eq!(
+        install.as_deref(),
+        Some("https://github.com/apps/sandcastle/installations/new")
+    );
+
+    // The same process now is that App: a delivery signed with the new webhook secret is
+    // handled, and the preview is deployed.
+    let secret = world.gh.created_webhook_secret().expect("the App was made");
+    eventually("the new App takes deliveries", T, || async {
+        let (status, body) = world
+            .post_to(addr, d.body.clone(), d.signed_headers(&secret))
+            .await;
+        if status == 200 {
+            Ok(())
+        } else {
+            Err(format!("{status} {body}"))
+        }
+    })
+    .await;
+    world.wait_phase("setup-pr-1", Phase::Ready, T).await;
+    let (status, _) = world
+        .post_to(
+            addr,
+            d.body.clone(),
+            d.signed_headers("the old or a wrong secret"),
+        )
+        .await;
+    assert_eq!(status, 401, "only the new secret is accepted");
+
+    // A second setup is refused.
+    b.client
+        .goto(&format!("http://{addr}/setup"))
+        .await
+        .unwrap();
+    let again = b.wait_text("Already set up").await;
+    assert!(again.contains("sandcastle setup --force"), "{again}");
+    b.client.close().await.unwrap();
+}

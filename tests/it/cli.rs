@@ -291,3 +291,86 @@ async fn wait_exits_1_when_the_preview_fails() {
         "names the failing Job: {waited:?}"
     );
 }
+
+/// Run `sandcastle setup` with `args` against the world's stand-in and namespace.
+async fn setup(world: &World, args: &[&str]) -> (i32, String, String) {
+    let kubeconfig = std::env::var("SANDCASTLE_TEST_KUBECONFIG")
+        .or_else(|_| std::env::var("KUBECONFIG"))
+        .unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"))
+        .arg("setup")
+        .args(args)
+        .env_clear()
+        .env("KUBECONFIG", kubeconfig)
+        .env("SANDCASTLE_NAMESPACE", &world.home.name)
+        .env("SANDCASTLE_PUBLIC_URL", "https://previews.acme.dev")
+        .env("SANDCASTLE_GITHUB_URL", world.gh.url())
+        .env("SANDCASTLE_GITHUB_API_URL", world.gh.url())
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Post `manifest` to the stand-in's new-App page, as a browser would; the code it hands back.
+async fn code_for(world: &World, manifest: &str) -> String {
+    let form = serde_urlencoded::to_string([("manifest", manifest)]).unwrap();
+    let page = reqwest::Client::new()
+        .post(format!("{}/settings/apps/new?state=s", world.gh.url()))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let at = page.find("name=\"code\" value=\"").expect("a code") + 19;
+    page[at..at + page[at..].find('"').unwrap()].to_owned()
+}
+
+#[tokio::test]
+async fn setup_prints_the_manifest_and_stores_the_app_from_its_code() {
+    let world = World::unstarted("setupcli", APP, json!({})).await;
+    let (code, manifest, hint) = setup(&world, &[]).await;
+    assert_eq!(code, 0, "{hint}");
+    let m: Value = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(
+        m["hook_attributes"]["url"],
+        "https://previews.acme.dev/github/webhook"
+    );
+    assert!(hint.contains("/settings/apps/new?state="), "{hint}");
+
+    let first = code_for(&world, &manifest).await;
+    let (code, out, err) = setup(&world, &["--code", &first]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Stored GitHub App sandcastle"), "{out}");
+    let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(world.client.clone(), &world.home.name);
+    let stored = api.get("sandcastle-github-app").await.unwrap();
+    let creds = sandcastle::k8s::app_secret::credentials(&stored).unwrap();
+    assert_eq!(creds.app_id, sandcastle::fake_github::TEST_APP_ID);
+    assert_eq!(
+        Some(creds.webhook_secret.expose().to_owned()),
+        world.gh.created_webhook_secret()
+    );
+    assert!(
+        !out.contains(creds.webhook_secret.expose()),
+        "no secret printed"
+    );
+
+    // A second App is refused unless forced, before its code is spent; a code is good once.
+    let second = code_for(&world, &manifest).await;
+    let (code, _, err) = setup(&world, &["--code", &second]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("an App is configured already"), "{err}");
+    let (code, out, err) = setup(&world, &["--code", &second, "--force"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = setup(&world, &["--code", &second, "--force"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("GitHub refused the code: Not Found"), "{err}");
+}

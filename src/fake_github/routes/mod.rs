@@ -10,6 +10,7 @@ mod app;
 mod deployments;
 mod environments;
 mod issues;
+mod manifests;
 mod oauth;
 mod repos;
 
@@ -39,6 +40,15 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         )
         .route("/installation/repositories", get(app::installation_repos))
         .route("/login/oauth/authorize", get(oauth::authorize))
+        .route("/settings/apps/new", post(manifests::new_for_user))
+        .route(
+            "/organizations/{org}/settings/apps/new",
+            post(manifests::new_for_org),
+        )
+        .route(
+            "/app-manifests/{code}/conversions",
+            post(manifests::conversion),
+        )
         .route("/login/oauth/access_token", post(oauth::access_token))
         .route("/user", get(oauth::user))
         .route("/user/installations", get(oauth::installations))

@@ -40,7 +40,7 @@ pub enum Who {
     Public { can_sign_in: bool },
 }
 
-fn layout(title: &str, who: &Who, refresh: bool, body: Markup) -> Markup {
+pub(super) fn layout(title: &str, who: &Who, refresh: bool, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
