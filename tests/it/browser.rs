@@ -206,6 +206,40 @@ async fn sign_in_see_your_previews_extend_and_stop() {
             .ok_or_else(|| format!("{comments:#?}"))
     })
     .await;
+
+    // Sign out; bob, who may only read the repository, signs in: no buttons, and a POST made
+    // without the page's token (as another site would make it) is refused.
+    b.click("header form[action='/logout'] button").await;
+    b.wait_text("Sign in with GitHub").await;
+    world.gh.sign_in_to_github("bob");
+    b.click("main a.button").await;
+    b.click("#authorize").await;
+    b.wait_text("Signed in as @bob").await;
+    b.client.goto(&url(&world, "/previews/web-pr-1")).await.unwrap();
+    let page = b.wait_text("Preview web-pr-1").await;
+    assert!(!page.contains("Wake") && !page.contains("Destroy"), "{page}");
+    b.screenshot("preview-read-only").await;
+    let status = b
+        .client
+        .execute(
+            "return fetch('/previews/web-pr-1/wake', {method: 'POST', \
+             headers: {'content-type': 'application/x-www-form-urlencoded'}, body: 'csrf=forged'}) \
+             .then(r => r.status)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, json!(403));
+    assert_eq!(
+        world.previews().get("web-pr-1").await.unwrap().status.unwrap().phase,
+        Some(Phase::Stopped)
+    );
+
+    // Readable on a phone.
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.client.goto(&url(&world, "/")).await.unwrap();
+    b.wait_text("web-pr-1").await;
+    b.screenshot("list-phone").await;
     b.client.close().await.unwrap();
 }
 
