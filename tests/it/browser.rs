@@ -215,9 +215,15 @@ async fn sign_in_see_your_previews_extend_and_stop() {
     b.click("main a.button").await;
     b.click("#authorize").await;
     b.wait_text("Signed in as @bob").await;
-    b.client.goto(&url(&world, "/previews/web-pr-1")).await.unwrap();
+    b.client
+        .goto(&url(&world, "/previews/web-pr-1"))
+        .await
+        .unwrap();
     let page = b.wait_text("Preview web-pr-1").await;
-    assert!(!page.contains("Wake") && !page.contains("Destroy"), "{page}");
+    assert!(
+        !page.contains("Wake") && !page.contains("Destroy"),
+        "{page}"
+    );
     b.screenshot("preview-read-only").await;
     let status = b
         .client
@@ -231,7 +237,14 @@ async fn sign_in_see_your_previews_extend_and_stop() {
         .unwrap();
     assert_eq!(status, json!(403));
     assert_eq!(
-        world.previews().get("web-pr-1").await.unwrap().status.unwrap().phase,
+        world
+            .previews()
+            .get("web-pr-1")
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .phase,
         Some(Phase::Stopped)
     );
 

@@ -27,6 +27,7 @@ form.inline{display:inline}button{font:inherit;padding:.35rem .8rem;border:1px s
 button.danger{border-color:var(--bad);color:var(--bad)}label{margin-right:.5rem}input,select{font:inherit;padding:.25rem}\
 pre{white-space:pre-wrap;overflow-wrap:anywhere;border:1px solid var(--line);padding:.5rem;border-radius:6px}\
 .actions{display:flex;flex-wrap:wrap;gap:.5rem;margin:1rem 0}\
+button.primary{background:var(--accent);border-color:var(--accent);color:#fff;font-weight:600}\
 a.button{display:inline-block;padding:.5rem 1rem;border-radius:6px;background:var(--accent);color:#fff;text-decoration:none;font-weight:600}";
 
 /// Who is looking, as the header shows it.
@@ -38,6 +39,8 @@ pub enum Who {
     Token { user: String },
     /// Nobody signed in, and pages are public.
     Public { can_sign_in: bool },
+    /// Nobody to sign in: Sandcastle is being set up.
+    Setup,
 }
 
 pub(super) fn layout(title: &str, who: &Who, refresh: bool, body: Markup) -> Markup {
@@ -75,6 +78,7 @@ fn who_line(who: &Who) -> Markup {
             Who::Token { user } => { "Token of " strong { (user) } }
             Who::Public { can_sign_in: true } => { a href="/login" { "Sign in with GitHub" } }
             Who::Public { can_sign_in: false } => { span.muted { "Read-only" } }
+            Who::Setup => { span.muted { "Setup" } }
         }
     }
 }

@@ -47,7 +47,7 @@ impl std::fmt::Debug for SetupState {
     }
 }
 
-const NOBODY: Who = Who::Public { can_sign_in: false };
+const NOBODY: Who = Who::Setup;
 
 fn page(status: StatusCode, title: &str, body: maud::Markup) -> Response {
     (
@@ -99,7 +99,7 @@ async fn start() -> Response {
                     label for="name" { "App name" }
                     input id="name" name="name" value="Sandcastle" required;
                 }
-                button type="submit" id="continue" { "Continue" }
+                button.primary type="submit" id="continue" { "Continue" }
             }
         },
     )
@@ -143,7 +143,7 @@ async fn manifest_form(
         details { summary { "The manifest" } pre { (serde_json::to_string_pretty(&manifest).unwrap_or_default()) } }
         form method="post" action=(action) {
             input type="hidden" name="manifest" value=(manifest.to_string());
-            button type="submit" id="create" { "Create the App on GitHub" }
+            button.primary type="submit" id="create" { "Create the App on GitHub" }
         }
     };
     (
