@@ -256,21 +256,6 @@ async fn sign_in_see_your_previews_extend_and_stop() {
     b.client.close().await.unwrap();
 }
 
-const NEVER_READY: &str = r"
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata:
-      labels: {app: web}
-      annotations: {test.sandcastle.dev/fate: never-ready}
-    spec:
-      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
-";
-
 const SLOW: &str = r"
 apiVersion: apps/v1
 kind: Deployment
@@ -288,8 +273,12 @@ spec:
 
 #[tokio::test]
 async fn a_failed_preview_shows_its_diagnosis_and_a_deploying_one_updates_itself() {
-    let mut failing =
-        World::unstarted("broken", NEVER_READY, json!({"readinessTimeout": "2s"})).await;
+    let mut failing = World::unstarted(
+        "broken",
+        crate::support::fixtures::NEVER_READY_APP,
+        json!({"readinessTimeout": "2s"}),
+    )
+    .await;
     failing.configure = Some(|parts| parts.settings.public_pages = true);
     failing.start().await;
     failing.open(1).await;

@@ -25,22 +25,6 @@ fn states_of(world: &World, commit: &Sha) -> Vec<String> {
         .collect()
 }
 
-/// One Deployment whose pod is never ready (its deploy stays in flight).
-const NEVER_READY: &str = r"
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata:
-      labels: {app: web}
-      annotations: {test.sandcastle.dev/fate: never-ready}
-    spec:
-      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
-";
-
 const T: Duration = Duration::from_secs(90);
 
 #[tokio::test]
@@ -127,7 +111,12 @@ async fn three_quick_pushes_give_one_success_for_the_last() {
 
 #[tokio::test]
 async fn closing_preempts_a_deploy_in_flight() {
-    let world = World::new("inflight", NEVER_READY, json!({"readinessTimeout": "10m"})).await;
+    let world = World::new(
+        "inflight",
+        crate::support::fixtures::NEVER_READY_APP,
+        json!({"readinessTimeout": "10m"}),
+    )
+    .await;
     let head = world.open(3).await;
     world.wait_github_state(&head, "in_progress", T).await;
     let closed = world.gh.close(&world.repo, pr(3), false);

@@ -372,3 +372,18 @@ spec:
     spec:
       containers: [{name: web, image: registry.example.com/shop/web:1.0}]
 ";
+
+/// [`TINY_APP`] whose pod runs but never becomes ready (a deploy that stays in flight).
+pub const NEVER_READY_APP: &str = r"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations: {test.sandcastle.dev/fate: never-ready}
+    spec:
+      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
+";
