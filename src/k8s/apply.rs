@@ -120,6 +120,20 @@ impl std::fmt::Debug for Resolver {
     }
 }
 
+/// A Role or binding that grants more than Sandcastle holds (the chart gives it no `escalate` or
+/// `bind` unless `rbac.copyRoles` is on) is refused saying so first, and which setting copies it.
+fn with_hint(kind: &str, message: String) -> String {
+    let escalation = message.contains("attempting to grant RBAC permissions not currently held");
+    if !(matches!(kind, "Role" | "RoleBinding") && escalation) {
+        return message;
+    }
+    let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!(
+        "grants more than Sandcastle holds; install the chart with rbac.copyRoles=true to copy \
+         it: {one_line}"
+    )
+}
+
 impl Resolver {
     pub fn new(client: Client) -> Self {
         let map = builtin_resources()
@@ -297,7 +311,7 @@ async fn ssa(
                 ApplyError::Rejected {
                     kind: kind.to_owned(),
                     name: name.to_owned(),
-                    message: r.message,
+                    message: with_hint(kind, r.message),
                 }
             }
             other => ApplyError::Api(other),
@@ -312,14 +326,38 @@ impl Resolver {
         namespace: &str,
         objects: &[Value],
     ) -> Result<Vec<DynamicObject>, ApplyError> {
+        // Roles before the rest: without `bind`, a RoleBinding is only accepted once the API
+        // server can see that its Role grants nothing Sandcastle does not hold.
+        let (roles, rest): (Vec<&Value>, Vec<&Value>) =
+            objects.iter().partition(|o| o["kind"] == "Role");
         let mut applied = Vec::with_capacity(objects.len());
-        for chunk in objects.chunks(8) {
-            let mut batch = Vec::with_capacity(chunk.len());
-            for obj in chunk {
-                batch.push(self.apply(namespace, obj));
+        for group in [roles, rest] {
+            for chunk in group.chunks(8) {
+                let batch = chunk.iter().map(|obj| self.apply(namespace, obj));
+                applied.extend(futures::future::try_join_all(batch).await?);
             }
-            applied.extend(futures::future::try_join_all(batch).await?);
         }
         Ok(applied)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_granting_more_than_sandcastle_holds_name_the_setting() {
+        let refused = "rolebindings.rbac.authorization.k8s.io \"dev\" is forbidden: user \"x\" is \
+                       attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], \
+                       Resources:[\"pods/exec\"], Verbs:[\"create\"]}";
+        let said = with_hint("RoleBinding", refused.to_owned());
+        assert!(
+            said.starts_with(
+                "grants more than Sandcastle holds; install the chart with rbac.copyRoles=true"
+            ),
+            "{said}"
+        );
+        assert!(said.contains("pods/exec") && !said.contains('\n'), "{said}");
+        assert_eq!(with_hint("ConfigMap", "x".into()), "x");
     }
 }

@@ -102,11 +102,17 @@ pub fn role_copy_rules() -> Vec<PolicyRule> {
     ]
 }
 
-/// What Sandcastle does in its own namespace: Blueprints read, PreviewEnvironments and
+/// What Sandcastle does in its own namespace: Blueprints read (their status written), PreviewEnvironments and
 /// PreviewCommands written (with their status), the leader Lease, and Events on previews.
 pub fn namespace_rules() -> Vec<PolicyRule> {
     vec![
         rule(&["sandcastle.dev"], &["blueprints"], READ),
+        // The counts of previews each Blueprint shows (`kubectl get bp`).
+        rule(
+            &["sandcastle.dev"],
+            &["blueprints/status"],
+            &["get", "patch", "update"],
+        ),
         rule(
             &["sandcastle.dev"],
             &[

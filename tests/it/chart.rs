@@ -38,12 +38,14 @@ fn helm() -> String {
     })
 }
 
-/// `helm template` of Sandcastle's chart as release `release` in `namespace`.
-fn render(release: &str, namespace: &str, extra_rules: &Value) -> Vec<Value> {
+/// `helm template` of Sandcastle's chart as release `release` in `namespace`, with `copy_roles`
+/// for `rbac.copyRoles`.
+fn render(release: &str, namespace: &str, extra_rules: &Value, copy_roles: bool) -> Vec<Value> {
     let chart = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/sandcastle");
     let out = Command::new(helm())
         .args(["template", release, chart, "--namespace", namespace])
         .args(["--set", "image.repository=registry.example/sandcastle"])
+        .args(["--set", &format!("rbac.copyRoles={copy_roles}")])
         .args(["--set-json", &format!("rbac.extraRules={extra_rules}")])
         .output()
         .expect("helm runs");
@@ -149,7 +151,9 @@ async fn the_chart_installs_and_its_account_runs_a_whole_preview() {
         "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"]}]);
     let release = unique("sc");
     let fullname = format!("{release}-sandcastle");
-    let objects = render(&release, &home, &certificates);
+    // The kitchen sink binds ClusterRole `view`, more than Sandcastle holds: copied faithfully
+    // only with rbac.copyRoles.
+    let objects = render(&release, &home, &certificates, true);
     let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
     for kind in [
         "ServiceAccount",
@@ -261,4 +265,91 @@ async fn the_chart_installs_and_its_account_runs_a_whole_preview() {
     world.wait_phase(preview, Phase::Removed, T).await;
     assert!(!world.namespace_exists(&ns).await, "namespace {ns} deleted");
     world.wait_github_state(&head, "inactive", T).await;
+}
+
+const STRICT: &str = r"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: dev-edit}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: developers}]
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+";
+
+/// With the chart's defaults (`rbac.copyRoles` off), what a stolen Sandcastle token is worth
+/// shrinks: it cannot bind `cluster-admin`, in `kube-system` or anywhere; and a blueprint binding
+/// that grants more than Sandcastle holds fails its preview, naming the binding and the setting.
+#[tokio::test]
+async fn by_default_the_chart_account_cannot_grant_what_it_does_not_hold() {
+    let admin = crate::support::client().await;
+    let objects = parse_manifests(STRICT).unwrap();
+    let mut world =
+        World::unstarted_with_source("strict", Source::Staging(&objects), json!({})).await;
+    let home = world.home.name.clone();
+    Api::<Secret>::namespaced(admin.clone(), &home)
+        .create(
+            &PostParams::default(),
+            &object(
+                json!({"metadata": {"name": "sandcastle-github"}, "stringData": {
+                "app-id": "1", "private-key.pem": "-", "webhook-secret": "s"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let release = unique("sc");
+    let fullname = format!("{release}-sandcastle");
+    let _grant = ClusterGrant {
+        name: fullname.clone(),
+    };
+    install(&admin, &home, &render(&release, &home, &json!([]), false)).await;
+    let client = acting_as(&home, &fullname).await;
+    eventually("the chart's bindings take effect", T, || async {
+        Api::<Namespace>::all(client.clone())
+            .list(&Default::default())
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    })
+    .await;
+
+    for namespace in ["kube-system", world.staging.name.as_str()] {
+        let name = unique("escalate");
+        let binding = json!({"metadata": {"name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": fullname, "namespace": home}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"}});
+        let made =
+            Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(client.clone(), namespace)
+                .create(&PostParams::default(), &object(binding))
+                .await;
+        if made.is_ok() {
+            let _ = Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(
+                admin.clone(),
+                namespace,
+            )
+            .delete(&name, &DeleteParams::default())
+            .await;
+        }
+        assert!(
+            forbidden(made),
+            "the chart's account bound cluster-admin in {namespace}"
+        );
+    }
+
+    world.start_as(client).await;
+    world.open(1).await;
+    let pe = world.wait_phase("strict-pr-1", Phase::Failed, T).await;
+    let message = pe.status.unwrap().message.unwrap_or_default();
+    assert!(
+        message.contains("RoleBinding dev-edit: grants more than Sandcastle holds; install the chart with rbac.copyRoles=true to copy it"),
+        "{message}"
+    );
 }
