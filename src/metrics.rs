@@ -356,15 +356,7 @@ impl Collector for PreviewCount {
 }
 
 /// Every phase, each reported even when no preview is in it.
-const PHASES: [Phase; 7] = [
-    Phase::Pending,
-    Phase::Deploying,
-    Phase::Ready,
-    Phase::Stopped,
-    Phase::Failed,
-    Phase::Terminating,
-    Phase::Removed,
-];
+const PHASES: [Phase; 7] = Phase::ALL;
 
 /// The position of `phase` in [`PHASES`]; a new phase does not compile until it is listed.
 fn slot(phase: Phase) -> usize {

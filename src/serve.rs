@@ -320,7 +320,7 @@ pub async fn start_setup(parts: SetupParts) -> anyhow::Result<Running> {
         api_url: parts.api_url,
         // No App, no webhook secret yet: the setup cookie only needs its attributes.
         sessions: crate::http::dashboard::Sessions::new(
-            &Secret::new(crate::http::dashboard::setup::random_key()),
+            &Secret::new(crate::http::dashboard::random_state()),
             parts.settings.public_url.starts_with("https://"),
         ),
     };

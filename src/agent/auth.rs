@@ -128,18 +128,25 @@ impl Caller {
     }
 }
 
-type Answers<K, V> = Arc<Mutex<HashMap<K, (V, Instant)>>>;
+/// Answers remembered with when they were given (the dashboard keeps GitHub's in one too).
+pub(crate) type Answers<K, V> = Arc<Mutex<HashMap<K, (V, Instant)>>>;
 
-fn recall<K: std::hash::Hash + Eq, V: Clone>(cache: &Answers<K, V>, key: &K) -> Option<V> {
+/// The answer for `key` if it was given less than `within` ago.
+pub(crate) fn recall<K: std::hash::Hash + Eq, V: Clone>(
+    cache: &Answers<K, V>,
+    key: &K,
+    within: Duration,
+) -> Option<V> {
     let map = cache
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     map.get(key)
-        .filter(|(_, at)| at.elapsed() < CACHE_FOR)
+        .filter(|(_, at)| at.elapsed() < within)
         .map(|(v, _)| v.clone())
 }
 
-fn remember<K: std::hash::Hash + Eq, V>(cache: &Answers<K, V>, key: K, value: V) {
+/// Remember `value` for `key` (the whole cache is dropped when it holds [`CACHE_LIMIT`]).
+pub(crate) fn remember<K: std::hash::Hash + Eq, V>(cache: &Answers<K, V>, key: K, value: V) {
     let mut map = cache
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -189,7 +196,7 @@ impl Authority {
     /// The caller a bearer token belongs to (TokenReview).
     pub async fn authenticate(&self, token: &str) -> Result<Caller, AgentError> {
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(answer) = recall(&self.tokens, &key) {
+        if let Some(answer) = recall(&self.tokens, &key, CACHE_FOR) {
             return answer.map_err(AgentError::Unauthenticated);
         }
         let review = TokenReview {
@@ -255,7 +262,7 @@ impl Authority {
             subresource: access.subresource,
             name: preview.map(|(n, _)| n.to_owned()),
         };
-        let answer = match recall(&self.decisions, &question) {
+        let answer = match recall(&self.decisions, &question, CACHE_FOR) {
             Some(answer) => answer,
             None => {
                 let answer = self.review(caller, &question).await?;

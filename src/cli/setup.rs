@@ -9,7 +9,7 @@ use anyhow::Context as _;
 
 use crate::config::SetupArgs;
 use crate::github::manifest;
-use crate::k8s::app_secret::{self, AppCredentials};
+use crate::k8s::app_secret;
 
 pub async fn run(args: &SetupArgs) -> anyhow::Result<ExitCode> {
     let Some(code) = &args.code else {
@@ -27,40 +27,28 @@ pub async fn run(args: &SetupArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     let client = crate::serve::kube_client(&args.kube).await?;
-    // Refuse before converting: a code converts once, and its App would be lost.
-    if !args.force
-        && app_secret::read(&client, &args.kube.namespace)
-            .await?
-            .is_some()
-    {
-        anyhow::bail!(app_secret::StoreError::Exists);
-    }
-    let app = manifest::convert(&args.github_api_url, code).await?;
-    let creds = AppCredentials {
-        app_id: app.id,
-        slug: app.slug.clone(),
-        private_key: app.pem,
-        webhook_secret: app.webhook_secret,
-        client_id: app.client_id,
-        client_secret: app.client_secret,
-    };
-    app_secret::store(&client, &args.kube.namespace, &creds, args.force)
-        .await
-        .with_context(|| {
-            format!(
-                "storing Secret {}/{}",
-                args.kube.namespace,
-                app_secret::NAME
-            )
-        })?;
+    let (app, install) = crate::http::dashboard::setup::make_app(
+        &client,
+        &args.kube.namespace,
+        &args.github_api_url,
+        code,
+        args.force,
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "making the GitHub App (Secret {}/{})",
+            args.kube.namespace,
+            app_secret::NAME
+        )
+    })?;
     println!(
         "Stored GitHub App {} (id {}) in Secret {}/{}; sandcastle serve takes it up within \
-         seconds. Install it: {}/installations/new",
+         seconds. Install it: {install}",
         app.slug,
-        app.id,
+        app.app_id,
         args.kube.namespace,
         app_secret::NAME,
-        app.html_url.trim_end_matches('/')
     );
     Ok(ExitCode::SUCCESS)
 }

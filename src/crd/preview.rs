@@ -366,6 +366,22 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in the order of a preview's life.
+    pub const ALL: [Phase; 7] = [
+        Phase::Pending,
+        Phase::Deploying,
+        Phase::Ready,
+        Phase::Stopped,
+        Phase::Failed,
+        Phase::Terminating,
+        Phase::Removed,
+    ];
+
+    /// The phase named `name` (as [`Phase::as_str`] writes it).
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "Pending",

@@ -83,6 +83,43 @@ fn secret_of(creds: &AppCredentials) -> KubeSecret {
     }
 }
 
+/// Make the App (`convert` spends GitHub's one-time manifest code; it gives the credentials and
+/// whatever else the caller wants of the answer) and store it, refusing before the code is spent
+/// when an App is stored already and `force` is not given.
+pub async fn adopt<F, Fut, T, E>(
+    client: &Client,
+    namespace: &str,
+    force: bool,
+    convert: F,
+) -> Result<(AppCredentials, T), AdoptError<E>>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<(AppCredentials, T), E>>,
+    E: std::error::Error + 'static,
+{
+    if !force && read(client, namespace).await?.is_some() {
+        return Err(AdoptError::Store(StoreError::Exists));
+    }
+    let (creds, rest) = convert().await.map_err(AdoptError::Convert)?;
+    store(client, namespace, &creds, force).await?;
+    Ok((creds, rest))
+}
+
+/// Why [`adopt`] failed: the conversion, or storing.
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptError<E: std::error::Error + 'static> {
+    #[error(transparent)]
+    Convert(E),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl<E: std::error::Error + 'static> From<kube::Error> for AdoptError<E> {
+    fn from(e: kube::Error) -> Self {
+        Self::Store(StoreError::Api(e))
+    }
+}
+
 /// The stored credentials and the Secret's resourceVersion, if any.
 pub async fn read(
     client: &Client,

@@ -256,20 +256,15 @@ async fn sign_in_see_your_previews_extend_and_stop() {
     b.client.close().await.unwrap();
 }
 
-const SLOW: &str = r"
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata:
-      labels: {app: web}
-      annotations: {test.sandcastle.dev/fate: slow, test.sandcastle.dev/ready-after: 6s}
-    spec:
-      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
-";
+/// A pod that becomes ready 6 s after it starts.
+fn slow_app() -> String {
+    let slow = crate::support::fixtures::NEVER_READY_APP.replace(
+        "test.sandcastle.dev/fate: never-ready",
+        "test.sandcastle.dev/fate: slow, test.sandcastle.dev/ready-after: 6s",
+    );
+    assert!(slow.contains("ready-after"), "the fixture changed");
+    slow
+}
 
 #[tokio::test]
 async fn a_failed_preview_shows_its_diagnosis_and_a_deploying_one_updates_itself() {
@@ -296,7 +291,7 @@ async fn a_failed_preview_shows_its_diagnosis_and_a_deploying_one_updates_itself
     );
     b.screenshot("preview-failed").await;
 
-    let mut slow = World::unstarted("slow", SLOW, json!({})).await;
+    let mut slow = World::unstarted("slow", &slow_app(), json!({})).await;
     slow.configure = Some(|parts| parts.settings.public_pages = true);
     slow.start().await;
     slow.open(1).await;

@@ -267,18 +267,8 @@ async fn the_chart_installs_and_its_account_runs_a_whole_preview() {
     world.wait_github_state(&head, "inactive", T).await;
 }
 
-const STRICT: &str = r"
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
----
-apiVersion: rbac.authorization.k8s.io/v1
+/// A RoleBinding to ClusterRole `edit`: more than Sandcastle holds.
+const EDIT_BINDING: &str = r"apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: dev-edit}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: developers}]
@@ -291,7 +281,8 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
 #[tokio::test]
 async fn by_default_the_chart_account_cannot_grant_what_it_does_not_hold() {
     let admin = crate::support::client().await;
-    let objects = parse_manifests(STRICT).unwrap();
+    let yaml = format!("{}---\n{EDIT_BINDING}", fixtures::TINY_APP);
+    let objects = parse_manifests(&yaml).unwrap();
     let mut world =
         World::unstarted_with_source("strict", Source::Staging(&objects), json!({})).await;
     let home = world.home.name.clone();

@@ -346,6 +346,32 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_preview_shows_its_diagnosis_and_log_tail() {
+        let mut p = view("shop-pr-7", Some(7));
+        p.phase = Phase::Failed;
+        p.diagnosis = Some(crate::crd::Diagnosis {
+            reason: crate::crd::DiagnosisReason::CrashLoop,
+            summary: "deployment/api: container api keeps crashing (OOMKilled, exit 137)".into(),
+            workload: Some("deployment/api".into()),
+            pod: Some("api-1".into()),
+            container: Some("api".into()),
+            log_tail: vec!["starting".into(), "out of memory".into()],
+            previous: true,
+        });
+        let page = preview(&p, now());
+        assert!(
+            page.contains("Diagnosis:    deployment/api: container api keeps crashing (OOMKilled, exit 137) (crashLoop)"),
+            "{page}"
+        );
+        assert!(
+            page.ends_with(
+                "\nLast log lines of api in api-1, previous run:\n  starting\n  out of memory\n"
+            ),
+            "{page}"
+        );
+    }
+
+    #[test]
     fn logs_are_prefixed_only_when_they_mix_containers() {
         let entry = |pod: &str, c: &str, lines: &[&str]| LogEntry {
             pod: pod.into(),

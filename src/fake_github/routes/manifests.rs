@@ -12,30 +12,14 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::{Html, IntoResponse, Response};
 use http::StatusCode;
-use rand::Rng as _;
 use serde_json::{Value, json};
 
-use super::{error, reply};
+use super::{error, esc, random, reply};
 use crate::fake_github::TEST_APP_PRIVATE_KEY_PEM;
 use crate::fake_github::json;
 use crate::fake_github::server::Shared;
 
 const DOC: &str = "https://docs.github.com/rest/apps/apps#create-a-github-app-from-a-manifest";
-
-fn random(n: usize) -> String {
-    rand::rng()
-        .sample_iter(rand::distr::Alphanumeric)
-        .take(n)
-        .map(char::from)
-        .collect()
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 fn page(shared: &Shared, owner: &str, state: &str, body: &Bytes) -> Response {
     let form: BTreeMap<String, String> = serde_urlencoded::from_bytes(body).unwrap_or_default();

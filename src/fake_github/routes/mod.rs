@@ -111,6 +111,24 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
+/// `s` safe inside HTML text and attribute values (the stand-in's few pages).
+pub(crate) fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// `n` random letters and digits (codes, tokens, secrets the stand-in hands out).
+pub(crate) fn random(n: usize) -> String {
+    use rand::Rng as _;
+    rand::rng()
+        .sample_iter(rand::distr::Alphanumeric)
+        .take(n)
+        .map(char::from)
+        .collect()
+}
+
 /// GitHub's error body.
 pub(crate) fn error(status: StatusCode, message: &str, doc: &str) -> Response {
     json_response(

@@ -12,32 +12,15 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::{Html, IntoResponse, Response};
 use http::{StatusCode, Uri};
-use rand::Rng as _;
 use serde_json::{Value, json};
 
-use super::{error, not_found, paginate, reply};
+use super::{error, esc, not_found, paginate, random, reply};
 use crate::fake_github::auth::RequestAuth;
 use crate::fake_github::json;
 use crate::fake_github::server::Shared;
 use crate::fake_github::state::{OAuthCode, State as Model};
 
 const USER_DOC: &str = "https://docs.github.com/rest/users/users#get-the-authenticated-user";
-
-fn random(prefix: &str) -> String {
-    let s: String = rand::rng()
-        .sample_iter(rand::distr::Alphanumeric)
-        .take(36)
-        .map(char::from)
-        .collect();
-    format!("{prefix}{s}")
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 pub(super) async fn authorize(
     State(shared): State<Arc<Shared>>,
@@ -56,7 +39,7 @@ pub(super) async fn authorize(
     let Some(login) = st.browser_user.clone() else {
         return Html("<h1>Sign in to GitHub</h1><p>Nobody is signed in.</p>").into_response();
     };
-    let code = random("");
+    let code = random(36);
     st.oauth_codes.insert(
         code.clone(),
         OAuthCode {
@@ -97,12 +80,12 @@ pub(super) async fn access_token(State(shared): State<Arc<Shared>>, body: Bytes)
     let code = st.oauth_codes.remove(&get("code"));
     match code {
         Some(c) if c.redirect_uri == get("redirect_uri") || get("redirect_uri").is_empty() => {
-            let token = random("ghu_");
+            let token = format!("ghu_{}", random(36));
             st.user_tokens.insert(token.clone(), c.login);
             reply(
                 StatusCode::OK,
                 &json!({"access_token": token, "token_type": "bearer", "scope": "",
-                    "expires_in": 28800, "refresh_token": random("ghr_"),
+                    "expires_in": 28800, "refresh_token": format!("ghr_{}", random(36)),
                     "refresh_token_expires_in": 15_897_600}),
             )
         }

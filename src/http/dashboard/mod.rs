@@ -10,9 +10,9 @@ mod render;
 mod session;
 pub mod setup;
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -21,13 +21,14 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::AppState;
+use crate::agent::auth::{Answers, recall, remember};
 use crate::agent::{AgentError, Caller, GitHubAccess, ListFilter, PreviewView, Via, view};
 use crate::crd::Phase;
 use crate::domain::Secret;
 use crate::github::user::{OAuthApp, SignInError};
 use render::{Action, Capacity, Index, PreviewPage, Who};
-pub use session::Sessions;
-use session::{COOKIE, LIFETIME, STATE_COOKIE, Session, cookie_value, random_state};
+use session::{COOKIE, LIFETIME, STATE_COOKIE, Session, cookie};
+pub use session::{Sessions, random_state};
 
 /// How long what GitHub said a person may see is reused.
 const ACCESS_FOR: Duration = Duration::from_secs(60);
@@ -42,11 +43,9 @@ pub struct Dashboard {
     pub sessions: Sessions,
     /// Read-only pages for anyone (`--public-pages`).
     pub public: bool,
-    access: AccessCache,
+    /// What GitHub said each signed-in person may see, by the hash of their token.
+    access: Answers<[u8; 32], Arc<GitHubAccess>>,
 }
-
-/// What GitHub said each signed-in person may see, by the hash of their token, and when.
-type AccessCache = Arc<Mutex<HashMap<[u8; 32], (Arc<GitHubAccess>, Instant)>>>;
 
 impl Dashboard {
     pub fn new(oauth: Option<OAuthApp>, sessions: Sessions, public: bool) -> Self {
@@ -65,13 +64,7 @@ impl Dashboard {
         token: &str,
     ) -> Result<Arc<GitHubAccess>, SignInError> {
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        let cached = {
-            let map = self.access.lock().unwrap_or_else(|p| p.into_inner());
-            map.get(&key)
-                .filter(|(_, at)| at.elapsed() < ACCESS_FOR)
-                .map(|(a, _)| a.clone())
-        };
-        if let Some(a) = cached {
+        if let Some(a) = recall(&self.access, &key, ACCESS_FOR) {
             return Ok(a);
         }
         let got = oauth.access(&Secret::new(token)).await?;
@@ -80,11 +73,7 @@ impl Dashboard {
             read: got.read,
             write: got.write,
         });
-        let mut map = self.access.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() > 10_000 {
-            map.clear();
-        }
-        map.insert(key, (access.clone(), Instant::now()));
+        remember(&self.access, key, access.clone());
         Ok(access)
     }
 }
@@ -145,11 +134,7 @@ async fn viewer(state: &AppState, headers: &HeaderMap) -> Result<Viewer, Respons
         caller.via = Via::Dashboard;
         return Ok(Viewer::Token(caller));
     }
-    let cookies = headers
-        .get(header::COOKIE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if let (Some(oauth), Some(value)) = (&d.oauth, cookie_value(cookies, COOKIE))
+    if let (Some(oauth), Some(value)) = (&d.oauth, cookie(headers, COOKIE))
         && let Some(session) = d.sessions.open(value)
     {
         match d.access(oauth, &session.token).await {
@@ -297,10 +282,7 @@ pub(super) async fn index(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let phase = PHASES_BY_NAME
-        .iter()
-        .find(|(n, _)| *n == q.phase)
-        .map(|(_, p)| *p);
+    let phase = Phase::named(&q.phase);
     let mine = q.mine.is_some() && matches!(viewer, Viewer::Person { .. });
     let login = match &viewer {
         Viewer::Person { session, .. } => session.login.clone(),
@@ -325,16 +307,6 @@ pub(super) async fn index(
     });
     page(StatusCode::OK, html)
 }
-
-const PHASES_BY_NAME: [(&str, Phase); 7] = [
-    ("Pending", Phase::Pending),
-    ("Deploying", Phase::Deploying),
-    ("Ready", Phase::Ready),
-    ("Stopped", Phase::Stopped),
-    ("Failed", Phase::Failed),
-    ("Terminating", Phase::Terminating),
-    ("Removed", Phase::Removed),
-];
 
 #[derive(Debug, Deserialize, Default)]
 pub(super) struct PreviewQuery {
@@ -539,11 +511,7 @@ pub(super) async fn callback(
         return sign_in_first(d, "/");
     };
     let who = Who::Public { can_sign_in: true };
-    let cookies = headers
-        .get(header::COOKIE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let remembered = cookie_value(cookies, STATE_COOKIE).unwrap_or_default();
+    let remembered = cookie(&headers, STATE_COOKIE).unwrap_or_default();
     let (nonce, next) = remembered.split_once('|').unwrap_or(("", ""));
     if nonce.is_empty() || nonce != q.state || q.code.is_empty() {
         let text = "This sign-in was not started here, or took too long; sign in again.";
@@ -593,11 +561,7 @@ pub(super) async fn logout(
     Form(form): Form<LogoutForm>,
 ) -> Response {
     let d = &state.dashboard;
-    let cookies = headers
-        .get(header::COOKIE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let session = cookie_value(cookies, COOKIE).and_then(|v| d.sessions.open(v));
+    let session = cookie(&headers, COOKIE).and_then(|v| d.sessions.open(v));
     if let Some(s) = &session
         && !d.sessions.csrf_ok(s, &form.csrf)
     {

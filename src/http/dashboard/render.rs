@@ -107,16 +107,6 @@ pub struct Index {
     pub repositories: Vec<String>,
 }
 
-const PHASES: [Phase; 7] = [
-    Phase::Pending,
-    Phase::Deploying,
-    Phase::Ready,
-    Phase::Stopped,
-    Phase::Failed,
-    Phase::Terminating,
-    Phase::Removed,
-];
-
 /// `Wed 2 Dec 14:46 UTC (3 h ago)` for a time the API gives (RFC 3339).
 fn when(now: Timestamp, at: Option<&str>) -> String {
     match at.and_then(|a| a.parse::<Timestamp>().ok()) {
@@ -166,7 +156,7 @@ pub fn index(page: &Index) -> String {
             label for="phase" { "Phase" }
             select id="phase" name="phase" {
                 option value="" { "all" }
-                @for ph in PHASES {
+                @for ph in Phase::ALL {
                     option value=(ph.as_str()) selected[page.phase == Some(ph)] { (ph.as_str()) }
                 }
             }

@@ -162,6 +162,12 @@ pub fn random_state() -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
+/// The value of cookie `name` the request carries.
+pub fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+    let header = headers.get(axum::http::header::COOKIE)?.to_str().ok()?;
+    cookie_value(header, name)
+}
+
 /// The value of cookie `name` in a `Cookie` header.
 pub fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
     header

@@ -18,9 +18,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::render::{Who, layout};
-use super::session::{Sessions, cookie_value, random_state};
+use super::session::{Sessions, cookie, random_state};
 use crate::github::manifest::{self, ManifestError};
-use crate::k8s::app_secret::{self, AppCredentials, StoreError};
+use crate::k8s::app_secret::{self, AdoptError, AppCredentials, StoreError};
 
 const STATE_COOKIE: &str = "sandcastle_setup_state";
 
@@ -166,11 +166,7 @@ async fn callback(
     headers: HeaderMap,
     Query(q): Query<CallbackQuery>,
 ) -> Response {
-    let cookies = headers
-        .get(header::COOKIE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let expected = cookie_value(cookies, STATE_COOKIE).unwrap_or_default();
+    let expected = cookie(&headers, STATE_COOKIE).unwrap_or_default();
     if expected.is_empty() || expected != q.state || q.code.is_empty() {
         let body = html! {
             p { "This setup was not started here, or took too long." }
@@ -178,41 +174,17 @@ async fn callback(
         };
         return page(StatusCode::BAD_REQUEST, "Setup refused", body);
     }
-    let app = match manifest::convert(&state.api_url, &q.code).await {
-        Ok(app) => app,
-        Err(e @ (ManifestError::Refused(_) | ManifestError::BadUrl(_))) => {
-            return page(
-                StatusCode::BAD_REQUEST,
-                "Setup failed",
-                html! { p { (e.to_string()) } },
-            );
-        }
-        Err(e) => {
-            return page(
-                StatusCode::BAD_GATEWAY,
-                "Setup failed",
-                html! { p { (e.to_string()) } },
-            );
-        }
-    };
-    let creds = AppCredentials {
-        app_id: app.id,
-        slug: app.slug.clone(),
-        private_key: app.pem,
-        webhook_secret: app.webhook_secret,
-        client_id: app.client_id,
-        client_secret: app.client_secret,
-    };
-    match app_secret::store(&state.client, &state.home, &creds, false).await {
-        Ok(()) => {}
-        Err(e @ StoreError::Exists) => {
+    let made = make_app(&state.client, &state.home, &state.api_url, &q.code, false).await;
+    let (app, install) = match made {
+        Ok(made) => made,
+        Err(e @ AdoptError::Store(StoreError::Exists)) => {
             return page(
                 StatusCode::CONFLICT,
                 "Already set up",
                 html! { p { (e.to_string()) } },
             );
         }
-        Err(StoreError::Api(e)) => {
+        Err(AdoptError::Store(StoreError::Api(e))) => {
             let text = format!(
                 "storing the App's credentials in Secret {}: {e}",
                 app_secret::NAME
@@ -223,12 +195,25 @@ async fn callback(
                 html! { p { (text) } },
             );
         }
-    }
-    tracing::info!(target: "audit", action = "setup", app_id = app.id, slug = %app.slug, "GitHub App created and stored");
-    let install = format!("{}/installations/new", app.html_url.trim_end_matches('/'));
+        Err(AdoptError::Convert(e @ (ManifestError::Refused(_) | ManifestError::BadUrl(_)))) => {
+            return page(
+                StatusCode::BAD_REQUEST,
+                "Setup failed",
+                html! { p { (e.to_string()) } },
+            );
+        }
+        Err(AdoptError::Convert(e)) => {
+            return page(
+                StatusCode::BAD_GATEWAY,
+                "Setup failed",
+                html! { p { (e.to_string()) } },
+            );
+        }
+    };
+    let install = install.as_str();
     let clear = state.sessions.cookie(STATE_COOKIE, "", Duration::ZERO);
     let body = html! {
-        p { "Sandcastle is now the GitHub App " strong { (app.slug) } " (id " (app.id) "); it starts using it in a few seconds." }
+        p { "Sandcastle is now the GitHub App " strong { (app.slug) } " (id " (app.app_id) "); it starts using it in a few seconds." }
         p { a.button href=(install) id="install" { "Install it on your repositories" } }
     };
     (
@@ -238,7 +223,29 @@ async fn callback(
         .into_response()
 }
 
-/// A random key for cookies that outlive nothing (the setup's `state`).
-pub fn random_key() -> String {
-    random_state()
+/// Make the App from GitHub's manifest `code` and store it in Sandcastle's namespace (refused
+/// before the code is spent when one is stored and `force` is not given); the App and where to
+/// install it. `/setup/callback` and `sandcastle setup --code` both come here.
+pub async fn make_app(
+    client: &Client,
+    namespace: &str,
+    api_url: &str,
+    code: &str,
+    force: bool,
+) -> Result<(AppCredentials, String), AdoptError<ManifestError>> {
+    app_secret::adopt(client, namespace, force, || async {
+        let app = manifest::convert(api_url, code).await?;
+        let install = format!("{}/installations/new", app.html_url.trim_end_matches('/'));
+        let creds = AppCredentials {
+            app_id: app.id,
+            slug: app.slug,
+            private_key: app.pem,
+            webhook_secret: app.webhook_secret,
+            client_id: app.client_id,
+            client_secret: app.client_secret,
+        };
+        tracing::info!(target: "audit", action = "setup", app_id = creds.app_id, slug = %creds.slug, "GitHub App created");
+        Ok((creds, install))
+    })
+    .await
 }
