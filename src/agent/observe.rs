@@ -254,7 +254,8 @@ impl Agent {
         );
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
         'pods: for pod in pods {
-            let containers: Vec<String> = match &q.container {
+            // `container=` (empty) asks for no container in particular, as leaving it out does.
+            let containers: Vec<String> = match q.container.as_ref().filter(|c| !c.is_empty()) {
                 Some(c) => vec![c.clone()],
                 None => pod
                     .spec
