@@ -477,3 +477,75 @@ fn what_was_read_is_said_and_reading_nothing_fails() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[test]
+fn an_egress_allow_list_renders_as_network_policy_and_cilium_policy() {
+    let out = render(&[
+        "--blueprint",
+        "egress-allow-list/app.yaml",
+        "--spec",
+        "egress-allow-list/blueprint.yaml",
+        "--repo",
+        "acme/agent",
+        "--pr",
+        "3",
+        "--sha",
+        SHA,
+        "--guardrails",
+        "--ingress-namespace",
+        "ingress-nginx",
+    ]);
+    let objects = parse_manifests(&stdout(&out)).expect("the output is YAML kubectl reads");
+    let find = |kind: &str| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} rendered"))
+    };
+    let egress = &find("NetworkPolicy")["spec"]["egress"];
+    // The namespace, DNS, then the addresses and the other namespace's pods; no internet.
+    assert_eq!(egress.as_array().map(Vec::len), Some(4), "{egress}");
+    assert_eq!(egress[2]["to"][0]["ipBlock"]["cidr"], "140.82.112.0/20");
+    assert_eq!(egress[2]["ports"][1]["port"], 22);
+    assert_eq!(
+        egress[3]["to"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        "shared-services"
+    );
+    assert_eq!(
+        egress[3]["to"][0]["podSelector"]["matchLabels"]["app"],
+        "postgres"
+    );
+    let cilium = find("CiliumNetworkPolicy");
+    assert_eq!(cilium["apiVersion"], "cilium.io/v2");
+    assert_eq!(cilium["metadata"]["name"], "sandcastle-egress-fqdn");
+    let names = &cilium["spec"]["egress"][1]["toFQDNs"];
+    assert_eq!(names[0]["matchName"], "registry.npmjs.org");
+    assert_eq!(names[3]["matchPattern"], "*.openai.com");
+}
+
+#[test]
+fn egress_rules_that_cannot_be_enforced_are_refused_by_field() {
+    let out = render(&[
+        "--blueprint",
+        "refused-egress/app.yaml",
+        "--spec",
+        "refused-egress/blueprint.yaml",
+        "--repo",
+        "acme/agent",
+        "--pr",
+        "3",
+        "--sha",
+        SHA,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for field in [
+        "spec.isolation.egress: has no effect with networkPolicy: off",
+        "spec.isolation.egress[0].cidrs[0]: \"10.0.0.1/8\" has host bits set; the network is 10.0.0.0/8",
+        "spec.isolation.egress[1].namespace",
+        "spec.isolation.egress[2].fqdns[0]",
+        "spec.isolation.egress[2].ports[0]",
+    ] {
+        assert!(stderr.contains(field), "{field} not named in:\n{stderr}");
+    }
+}

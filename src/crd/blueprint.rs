@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::duration::GoDuration;
+use super::egress::EgressRule;
 
 /// `owner/name`, or `owner/*` for every repository of an owner.
 const REPOSITORY: &str = r"^[A-Za-z0-9-]{1,39}/([A-Za-z0-9._-]{1,100}|\*)$";
@@ -238,6 +239,11 @@ pub struct Isolation {
     pub quota: Quota,
     #[serde(default)]
     pub limit_range: LimitRange,
+    /// Destinations beyond the namespace its pods may reach, whatever the `networkPolicy` mode
+    /// (with `strict`: these and nothing else). Not allowed with `networkPolicy: off`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub egress: Vec<EgressRule>,
 }
 
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -246,7 +252,7 @@ pub enum NetworkIsolation {
     /// Traffic within the namespace, from the ingress controller, and DNS.
     #[default]
     Namespace,
-    /// As `namespace`, and no other egress.
+    /// As `namespace`, and no other egress (but what `egress` lists).
     Strict,
     /// No NetworkPolicy added.
     Off,

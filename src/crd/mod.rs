@@ -4,6 +4,7 @@ mod blueprint;
 mod command;
 mod diagnosis;
 pub mod duration;
+mod egress;
 pub mod labels;
 mod preview;
 mod readiness;
@@ -12,6 +13,7 @@ pub use blueprint::*;
 pub use command::*;
 pub use diagnosis::*;
 pub use duration::GoDuration;
+pub use egress::*;
 pub use preview::*;
 pub use readiness::*;
 

@@ -2,6 +2,9 @@
 //! labels, a default-deny NetworkPolicy, a ResourceQuota, a LimitRange, a `default`
 //! ServiceAccount that mounts no token, and the `preview-agent` account agents get tokens for.
 //!
+//! With `isolation.egress`, the NetworkPolicy allows the destinations it lists, and a
+//! `CiliumNetworkPolicy` those it names by host ([`egress`]).
+//!
 //! Apply them before the plan's objects: the LimitRange must exist before the first pod, or the
 //! quota (which counts requests) rejects pods that set none.
 
@@ -12,6 +15,8 @@ use serde_json::{Map, Value, json};
 use super::plan::{ENV_CONFIG_MAP, PreviewContext, preview_labels};
 use crate::crd::labels;
 use crate::crd::{Isolation, NetworkIsolation, PodSecurityLevel};
+
+pub mod egress;
 
 /// Name of the NetworkPolicy isolating a preview.
 pub const NETWORK_POLICY: &str = "sandcastle-isolation";
@@ -27,7 +32,7 @@ pub const PREVIEW_AGENT_ANCHOR: &str = "preview-agent-anchor";
 
 /// Objects Sandcastle adds to every preview, by API group, kind and name. A blueprint object
 /// with one of these names would collide with them.
-const RESERVED: [(&str, &str, &str); 8] = [
+const RESERVED: [(&str, &str, &str); 9] = [
     ("", "ConfigMap", ENV_CONFIG_MAP),
     ("", "ServiceAccount", PREVIEW_AGENT),
     ("", "Secret", PREVIEW_AGENT_ANCHOR),
@@ -36,6 +41,7 @@ const RESERVED: [(&str, &str, &str); 8] = [
     ("networking.k8s.io", "NetworkPolicy", NETWORK_POLICY),
     ("", "ResourceQuota", RESOURCE_QUOTA),
     ("", "LimitRange", LIMIT_RANGE),
+    ("cilium.io", "CiliumNetworkPolicy", egress::FQDN_POLICY),
 ];
 
 /// Whether Sandcastle adds an object of this group, kind and name to every preview.
@@ -125,6 +131,8 @@ fn namespace_peer(namespace: &str) -> Value {
 /// to the public internet: any address except the private, carrier-grade NAT and link-local
 /// ranges (IPv4 and IPv6) where pods, Services, nodes and cloud metadata of the cluster live,
 /// so a preview can call external APIs but not other namespaces. `strict` allows nothing more.
+/// Either way, the Blueprint's `isolation.egress` destinations (addresses and other namespaces'
+/// pods) are allowed too.
 pub fn network_policy(
     ctx: &PreviewContext,
     isolation: &Isolation,
@@ -138,7 +146,7 @@ pub fn network_policy(
     if !ingress_namespace.is_empty() {
         ingress.push(json!({"from": [namespace_peer(ingress_namespace)]}));
     }
-    let mut egress = vec![
+    let mut allowed = vec![
         json!({"to": [{"podSelector": {}}]}),
         json!({
             "to": [namespace_peer("kube-system")],
@@ -146,11 +154,12 @@ pub fn network_policy(
         }),
     ];
     if isolation.network_policy == NetworkIsolation::Namespace {
-        egress.push(json!({"to": [
+        allowed.push(json!({"to": [
             {"ipBlock": {"cidr": "0.0.0.0/0", "except": NON_PUBLIC_V4}},
             {"ipBlock": {"cidr": "::/0", "except": NON_PUBLIC_V6}},
         ]}));
     }
+    allowed.extend(egress::network_policy_rules(isolation));
     Some(object(
         ctx,
         "networking.k8s.io/v1",
@@ -160,7 +169,7 @@ pub fn network_policy(
             "podSelector": {},
             "policyTypes": ["Ingress", "Egress"],
             "ingress": ingress,
-            "egress": egress,
+            "egress": allowed,
         }}),
     ))
 }
@@ -205,6 +214,7 @@ pub fn guardrail_objects(
         }]}}),
     ));
     out.extend(network_policy(ctx, isolation, ingress_namespace));
+    out.extend(egress::fqdn_policy(ctx, isolation));
     for name in ["default", PREVIEW_AGENT] {
         out.push(object(
             ctx,

@@ -67,6 +67,8 @@ pub fn cluster_rules() -> Vec<PolicyRule> {
             WRITE,
         ),
         rule(&["autoscaling"], &["horizontalpodautoscalers"], WRITE),
+        // The FQDN egress rules of `isolation.egress`, on clusters running Cilium.
+        rule(&["cilium.io"], &["ciliumnetworkpolicies"], WRITE),
         rule(&["policy"], &["poddisruptionbudgets"], WRITE),
         rule(&[""], &["pods", "pods/log", "events"], READ),
         rule(&["events.k8s.io"], &["events"], READ),

@@ -16,6 +16,7 @@ mod conversation;
 mod crds;
 mod dashboard;
 mod diagnosis;
+mod egress;
 mod failures;
 mod fidelity;
 mod guardrails_lifecycle;

@@ -176,6 +176,9 @@ pub(crate) async fn run(
         Ok(p) => p,
         Err(refused) => return Ok(fail(pe, st, format!("blueprint refused: {refused}"), ctx)),
     };
+    if let Some(why) = needs_cilium(&pctx, spec, ctx).await? {
+        return Ok(fail(pe, st, why, ctx));
+    }
     let timeout = spec.readiness_timeout.get();
     let steps = rollout_steps(
         &plan,
@@ -274,6 +277,33 @@ async fn wait_for_checks(
             st.waiting_for_checks = pending;
             Some(Next::After(again))
         }
+    }
+}
+
+/// Why the preview cannot be made here, when its Blueprint names egress hosts (`fqdns`) and the
+/// cluster does not serve Cilium's policy: refused before anything is created.
+async fn needs_cilium(
+    pctx: &PreviewContext,
+    spec: &crate::crd::BlueprintSpec,
+    ctx: &Context,
+) -> Result<Option<String>, Error> {
+    use guardrails::egress::{CILIUM_API_VERSION, CILIUM_POLICY_KIND, FQDN_POLICY};
+    if guardrails::egress::fqdn_policy(pctx, &spec.isolation).is_none() {
+        return Ok(None);
+    }
+    match ctx
+        .resolver
+        .resolve(CILIUM_API_VERSION, CILIUM_POLICY_KIND, FQDN_POLICY)
+        .await
+    {
+        Ok(_) => Ok(None),
+        Err(e) if e.is_transient() => Err(Error::Transient(e.to_string())),
+        Err(_) => Ok(Some(format!(
+            "Blueprint {}: spec.isolation.egress allows hosts by name (fqdns), which needs Cilium, \
+             and this cluster does not serve {CILIUM_API_VERSION} {CILIUM_POLICY_KIND}; \
+             allow their addresses with cidrs instead, or install Cilium",
+            pctx.blueprint
+        ))),
     }
 }
 

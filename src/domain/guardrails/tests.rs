@@ -207,3 +207,98 @@ fn reserved_names_are_matched_by_group_kind_and_name() {
     assert!(!is_reserved("", "Secret", "sandcastle-env"));
     assert!(!is_reserved("example.com", "Role", "preview-agent"));
 }
+
+const ALLOW_LIST: &str = r#"
+networkPolicy: strict
+egress:
+  - cidrs: ["140.82.112.0/20", "2606:50c0::/32"]
+    ports: [{port: 443}, {port: 22}]
+  - namespace: shared-services
+    podSelector: {matchLabels: {app: postgres}}
+    ports: [{port: 5432}]
+  - namespace: mocks
+  - fqdns: [registry.npmjs.org, "*.githubusercontent.com"]
+    ports: [{port: 443}, {port: 8000, endPort: 8100, protocol: TCP}]
+"#;
+
+#[test]
+fn egress_rules_extend_the_network_policy_after_its_own() {
+    let policy = network_policy(&ctx(), &isolation(ALLOW_LIST), "ingress-nginx").unwrap();
+    let egress = policy["spec"]["egress"].as_array().unwrap();
+    // Same namespace and DNS come first (strict allows nothing else), then the allow list.
+    assert_eq!(egress.len(), 5, "{egress:#?}");
+    assert_eq!(
+        egress[2],
+        json!({"to": [{"ipBlock": {"cidr": "140.82.112.0/20"}}, {"ipBlock": {"cidr": "2606:50c0::/32"}}],
+            "ports": [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 22}]})
+    );
+    assert_eq!(
+        egress[3],
+        json!({"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "shared-services"}},
+            "podSelector": {"matchLabels": {"app": "postgres"}}}],
+            "ports": [{"protocol": "TCP", "port": 5432}]})
+    );
+    // No ports: every port of every pod of the namespace.
+    assert_eq!(
+        egress[4],
+        json!({"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "mocks"}}}]})
+    );
+}
+
+#[test]
+fn host_names_go_to_a_cilium_policy_with_dns_through_its_proxy() {
+    let objects = guardrail_objects(&ctx(), &isolation(ALLOW_LIST), "ingress-nginx");
+    let cilium = find(&objects, "CiliumNetworkPolicy", egress::FQDN_POLICY);
+    assert_eq!(cilium["apiVersion"], "cilium.io/v2");
+    assert_eq!(cilium["metadata"]["namespace"], "preview-shop-pr-42");
+    assert_eq!(cilium["spec"]["endpointSelector"], json!({}));
+    assert_eq!(
+        cilium["spec"]["egress"],
+        json!([
+            {"toEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": "kube-system"}}],
+             "toPorts": [{"ports": [{"port": "53", "protocol": "ANY"}], "rules": {"dns": [{"matchPattern": "*"}]}}]},
+            {"toFQDNs": [{"matchName": "registry.npmjs.org"}, {"matchPattern": "*.githubusercontent.com"}],
+             "toPorts": [{"ports": [{"port": "443", "protocol": "TCP"}, {"port": "8000", "protocol": "TCP", "endPort": 8100}]}]},
+        ])
+    );
+    // Without host names, no Cilium policy: clusters without Cilium stay served.
+    let plain = guardrail_objects(
+        &ctx(),
+        &isolation("egress: [{cidrs: [10.20.0.0/16]}]"),
+        "ingress-nginx",
+    );
+    assert!(plain.iter().all(|o| o["kind"] != "CiliumNetworkPolicy"));
+    assert!(is_reserved(
+        "cilium.io",
+        "CiliumNetworkPolicy",
+        egress::FQDN_POLICY
+    ));
+}
+
+#[test]
+fn egress_problems_name_the_field_at_fault() {
+    let problems = |yaml: &str| -> Vec<String> {
+        egress::check(&isolation(yaml), "shop")
+            .iter()
+            .map(|p| format!("{} {}", p.field.as_deref().unwrap_or(""), p.reason))
+            .collect()
+    };
+    assert!(problems(ALLOW_LIST).is_empty());
+    assert_eq!(
+        problems("networkPolicy: off\negress: [{cidrs: [10.0.0.0/8]}]"),
+        [
+            "spec.isolation.egress has no effect with networkPolicy: off; use networkPolicy: strict to allow only these destinations"
+        ]
+    );
+    assert_eq!(
+        problems(
+            "egress: [{cidrs: [10.0.0.0/8, 10.1.0.1/16]}, {namespace: Shared_DB}, {fqdns: [localhost], ports: [{port: 0}]}]"
+        ),
+        [
+            "spec.isolation.egress[0].cidrs[1] \"10.1.0.1/16\" has host bits set; the network is 10.1.0.0/16",
+            "spec.isolation.egress[1].namespace \"Shared_DB\" is not a namespace name (lower-case letters, digits and '-', at most 63)",
+            "spec.isolation.egress[2].fqdns[0] \"localhost\" is not a host name or a `*.`-wildcard of one",
+            "spec.isolation.egress[2].ports[0] ports run from 1 to 65535, endPort not below port",
+        ]
+    );
+}

@@ -38,6 +38,7 @@ use serde_json::Value;
 
 use super::ids::{NamespaceName, PrNumber, RepoName, Sha};
 use crate::crd::BlueprintSpec;
+use crate::domain::guardrails;
 
 pub use env::ENV_CONFIG_MAP;
 pub use images::ImageRef;
@@ -267,6 +268,10 @@ pub fn plan(
     let mut problems = Vec::new();
     let host_template = hosts::HostTemplate::new(blueprint, ctx, &mut problems);
     let tags = images::render_tags(blueprint, ctx, &mut problems);
+    problems.extend(guardrails::egress::check(
+        &blueprint.isolation,
+        &ctx.blueprint,
+    ));
 
     let source = namespaces::source(ctx.source_namespace.as_deref(), objects);
     let own_labels = namespaces::labels(objects, &source, blueprint.isolation.pod_security);
