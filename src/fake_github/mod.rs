@@ -352,6 +352,12 @@ impl FakeGitHub {
         self.with(|st| st.tokens_issued)
     }
 
+    /// Every installation token issued so far (the secrets themselves, for tests that check
+    /// none of them leaks).
+    pub fn issued_tokens(&self) -> Vec<String> {
+        self.with(|st| st.tokens.keys().cloned().collect())
+    }
+
     // --- call log ------------------------------------------------------------------------------
 
     /// Every recorded call, in order of arrival.

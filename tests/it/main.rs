@@ -21,6 +21,7 @@ mod failures;
 mod fidelity;
 mod guardrails_lifecycle;
 mod harness;
+mod hygiene;
 mod lifecycle;
 mod logs;
 mod mcp;
