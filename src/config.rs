@@ -9,6 +9,20 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::domain::Secret;
 
+/// The fewest characters a webhook secret may have. It proves deliveries come from GitHub, and
+/// the dashboard's cookies and MCP confirmations are keyed from it: a guessable one forges all.
+pub const MIN_WEBHOOK_SECRET: usize = 16;
+
+fn webhook_secret_arg(s: &str) -> Result<Secret, String> {
+    if s.chars().count() < MIN_WEBHOOK_SECRET {
+        return Err(format!(
+            "a webhook secret needs at least {MIN_WEBHOOK_SECRET} characters (it signs deliveries and keys the \
+             dashboard's cookies); make one with `openssl rand -hex 32`"
+        ));
+    }
+    Ok(Secret::new(s))
+}
+
 fn parse_duration(s: &str) -> Result<Duration, String> {
     crate::domain::duration::parse(s, true).map_err(|e| e.to_string())
 }
@@ -168,7 +182,8 @@ pub struct GitHubArgs {
         env = "SANDCASTLE_WEBHOOK_SECRET",
         value_delimiter = ',',
         requires = "app_id",
-        hide_env_values = true
+        hide_env_values = true,
+        value_parser = webhook_secret_arg
     )]
     pub webhook_secret: Vec<Secret>,
 
@@ -588,6 +603,28 @@ mod tests {
     }
 
     #[test]
+    fn a_short_webhook_secret_is_refused() {
+        let serve = |secret: &str| {
+            Cli::try_parse_from([
+                "sandcastle",
+                "serve",
+                "--app-id",
+                "1",
+                "--private-key-file",
+                "k.pem",
+                "--webhook-secret",
+                secret,
+            ])
+        };
+        let refused = serve("current-is-long-enough,short")
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("at least 16 characters"), "{refused}");
+        assert!(serve("").is_err());
+        assert!(serve("0123456789abcdef").is_ok());
+    }
+
+    #[test]
     fn cli_parses() {
         let cli = Cli::try_parse_from(["sandcastle", "crds"]).unwrap();
         assert!(matches!(cli.command, Command::Crds(_)));
@@ -628,7 +665,7 @@ mod tests {
             "--private-key-file",
             "k.pem",
             "--webhook-secret",
-            "s",
+            "a-long-enough-secret",
         ];
         let Command::Serve(args) = Cli::try_parse_from(base).unwrap().command else {
             panic!("serve")

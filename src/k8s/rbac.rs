@@ -6,6 +6,8 @@
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
+use crate::domain::guardrails;
+
 const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &[
     "get", "list", "watch", "create", "patch", "update", "delete",
@@ -33,7 +35,8 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
 ///   to each preview's `preview-agent` Role.
 /// - CustomResourceDefinitions: read, for `/readyz`.
 /// - The API: TokenReviews and SubjectAccessReviews created (who calls, and may they), and
-///   `serviceaccounts/token` created in preview namespaces (tokens for `preview-agent`).
+///   `serviceaccounts/token` created for ServiceAccounts named `preview-agent` only (the tokens
+///   agents get for their preview).
 pub fn cluster_rules() -> Vec<PolicyRule> {
     vec![
         rule(&[""], &["namespaces"], WRITE),
@@ -84,7 +87,13 @@ pub fn cluster_rules() -> Vec<PolicyRule> {
             &["subjectaccessreviews"],
             &["create"],
         ),
-        rule(&[""], &["serviceaccounts/token"], &["create"]),
+        // Tokens only for `preview-agent` (the name is the same in every preview namespace):
+        // without `resourceNames` this would mint a token for any ServiceAccount of the
+        // cluster, `kube-system`'s included.
+        PolicyRule {
+            resource_names: Some(vec![guardrails::PREVIEW_AGENT.to_owned()]),
+            ..rule(&[""], &["serviceaccounts/token"], &["create"])
+        },
     ]
 }
 

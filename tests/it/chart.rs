@@ -5,6 +5,9 @@
 use std::process::Command;
 use std::time::Duration;
 
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Node, Secret};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role};
@@ -40,7 +43,12 @@ fn helm() -> String {
 
 /// `helm template` of Sandcastle's chart as release `release` in `namespace`, with `copy_roles`
 /// for `rbac.copyRoles`.
-fn render(release: &str, namespace: &str, extra_rules: &Value, copy_roles: bool) -> Vec<Value> {
+pub(crate) fn render(
+    release: &str,
+    namespace: &str,
+    extra_rules: &Value,
+    copy_roles: bool,
+) -> Vec<Value> {
     let chart = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/sandcastle");
     let out = Command::new(helm())
         .args(["template", release, chart, "--namespace", namespace])
@@ -58,7 +66,7 @@ fn render(release: &str, namespace: &str, extra_rules: &Value, copy_roles: bool)
 }
 
 /// Apply rendered objects as `helm install` would (server-side, cluster-scoped ones cluster-wide).
-async fn install(admin: &Client, namespace: &str, objects: &[Value]) {
+pub(crate) async fn install(admin: &Client, namespace: &str, objects: &[Value]) {
     for obj in objects {
         let (api_version, kind, name) = identity(obj).unwrap();
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
@@ -79,8 +87,8 @@ async fn install(admin: &Client, namespace: &str, objects: &[Value]) {
 }
 
 /// Cluster-scoped RBAC objects of one release, removed when the test ends however it ends.
-struct ClusterGrant {
-    name: String,
+pub(crate) struct ClusterGrant {
+    pub(crate) name: String,
 }
 
 impl Drop for ClusterGrant {
@@ -91,13 +99,23 @@ impl Drop for ClusterGrant {
             let _ = Api::<ClusterRoleBinding>::all(client.clone())
                 .delete(&name, &dp)
                 .await;
-            let _ = Api::<ClusterRole>::all(client).delete(&name, &dp).await;
+            let _ = Api::<ClusterRole>::all(client.clone())
+                .delete(&name, &dp)
+                .await;
+            // The fence (rbac.fence): its policy and binding.
+            let fence = format!("{name}-fence");
+            let _ = Api::<ValidatingAdmissionPolicyBinding>::all(client.clone())
+                .delete(&fence, &dp)
+                .await;
+            let _ = Api::<ValidatingAdmissionPolicy>::all(client)
+                .delete(&fence, &dp)
+                .await;
         });
     }
 }
 
 /// A client acting as ServiceAccount `name` in `namespace`.
-async fn acting_as(namespace: &str, name: &str) -> Client {
+pub(crate) async fn acting_as(namespace: &str, name: &str) -> Client {
     let mut cfg = config().await;
     cfg.auth_info.impersonate = Some(format!("system:serviceaccount:{namespace}:{name}"));
     cfg.auth_info.impersonate_groups = Some(vec![
@@ -108,7 +126,7 @@ async fn acting_as(namespace: &str, name: &str) -> Client {
     Client::try_from(cfg).expect("impersonating client")
 }
 
-fn forbidden<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> bool {
+pub(crate) fn forbidden<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> bool {
     matches!(r, Err(kube::Error::Api(e)) if e.code == 403)
 }
 

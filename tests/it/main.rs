@@ -31,5 +31,6 @@ mod probe;
 mod schemathesis;
 mod serve;
 mod server_side_apply;
+mod stolen_token;
 mod supersede;
 mod webhook;

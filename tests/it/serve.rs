@@ -43,7 +43,7 @@ async fn serve_runs_from_environment_and_stops_on_sigterm() {
         .env("SANDCASTLE_GITHUB_PRIVATE_KEY_FILE", &key)
         .env(
             "SANDCASTLE_WEBHOOK_SECRET",
-            format!("{SECRET},an-older-secret"),
+            format!("{SECRET},an-older-webhook-secret"),
         )
         .env("SANDCASTLE_GITHUB_API_URL", world.gh.url())
         .env("SANDCASTLE_LOG_FORMAT", "json")

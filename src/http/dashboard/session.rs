@@ -22,14 +22,24 @@ pub const STATE_COOKIE: &str = "sandcastle_oauth_state";
 /// How long a sign-in lasts.
 pub const LIFETIME: Duration = Duration::from_secs(8 * 3600);
 
-/// What a session remembers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What a session remembers. Its Debug form leaves the token out.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Session {
     pub login: String,
     /// The person's user-to-server token.
     pub token: String,
     /// Unix seconds after which the session is over.
     pub expires: u64,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("login", &self.login)
+            .field("token", &"[redacted]")
+            .field("expires", &self.expires)
+            .finish()
+    }
 }
 
 /// Seals and opens sessions, and makes and checks CSRF tokens. Cheap to clone.
