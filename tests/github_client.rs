@@ -384,15 +384,23 @@ async fn requests_and_rate_limit_waits_are_counted() {
 async fn the_installation_budget_is_tracked_and_enforced() {
     let e = env().await;
     e.fake.set_rate_limit(INST, 2);
-    e.gh.get_pull(&e.repo, pr(7)).await.unwrap();
+    let first = e.gh.get_pull(&e.repo, pr(7)).await.unwrap();
     assert_eq!(e.gh.rate_limit_remaining(), Some(1));
-    e.gh.get_pull(&e.repo, pr(7)).await.unwrap();
+    // Asked again with its ETag: 304, answered from what the client kept, and not counted.
+    let again = e.gh.get_pull(&e.repo, pr(7)).await.unwrap();
+    assert_eq!(again.head.sha, first.head.sha);
+    assert_eq!(e.gh.rate_limit_remaining(), Some(1));
+    e.gh.list_open_pulls(&e.repo).await.unwrap();
     assert_eq!(e.gh.rate_limit_remaining(), Some(0));
-    let err = e.gh.get_pull(&e.repo, pr(7)).await.unwrap_err();
+    let err = e.gh.list_open_pulls(&e.repo).await.unwrap_err();
     assert!(matches!(err, GitHubError::RateLimited { .. }), "{err:?}");
     assert_eq!(
         statuses(&e.fake.check("GET /repos/acme/shop/pulls/7")),
-        vec![200, 200, 403]
+        vec![200, 304]
+    );
+    assert_eq!(
+        statuses(&e.fake.check("GET /repos/acme/shop/pulls")),
+        vec![200, 403]
     );
     e.fake.assert_all_checked();
 }

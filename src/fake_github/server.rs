@@ -130,6 +130,11 @@ async fn front(
         serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
     });
+    let if_none_match = parts
+        .headers
+        .get(http::header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let header = parts
         .headers
         .get(http::header::AUTHORIZATION)
@@ -241,6 +246,22 @@ async fn front(
             .await
         }
     };
+    let mut budget = budget;
+    if method == "GET" && response.status() == StatusCode::OK {
+        let not_modified;
+        (response, not_modified) = conditional(response, if_none_match.as_deref()).await;
+        if not_modified {
+            let mut st = shared.lock();
+            let b = match installation {
+                Some(i) => st.installations.get_mut(&i).map(|i| &mut i.budget),
+                None => Some(&mut st.app_budget),
+            };
+            if let Some(b) = b {
+                b.refund();
+                budget = *b;
+            }
+        }
+    }
     for (name, value) in rate_headers(&budget) {
         if !response.headers().contains_key(name) {
             insert(&mut response, name, &value);
@@ -276,6 +297,42 @@ async fn route(
         Ok(r) => r,
         Err(never) => match never {},
     }
+}
+
+/// GitHub's conditional requests: every `200` to a GET carries a (weak) `ETag` of its body; a
+/// request whose `If-None-Match` names it gets `304 Not Modified` with no body instead, which
+/// does not count against the rate limit. The flag tells whether it was not modified.
+async fn conditional(
+    response: Response<Body>,
+    if_none_match: Option<&str>,
+) -> (Response<Body>, bool) {
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = body.collect().await.map(|b| b.to_bytes()) else {
+        return (
+            json_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &json!({"message": "stand-in body"}),
+            ),
+            false,
+        );
+    };
+    let digest = ring::digest::digest(&ring::digest::SHA256, &bytes);
+    let etag = format!("W/\"{}\"", hex::encode(&digest.as_ref()[..16]));
+    if let Ok(v) = http::HeaderValue::from_str(&etag) {
+        parts.headers.insert(http::header::ETAG, v);
+    }
+    let matches = if_none_match.is_some_and(|tags| {
+        tags.split(',')
+            .map(str::trim)
+            .any(|t| t == etag || t == "*")
+    });
+    if matches {
+        parts.status = StatusCode::NOT_MODIFIED;
+        parts.headers.remove(http::header::CONTENT_LENGTH);
+        parts.headers.remove(http::header::CONTENT_TYPE);
+        return (Response::from_parts(parts, Body::empty()), true);
+    }
+    (Response::from_parts(parts, Body::from(bytes)), false)
 }
 
 fn primary_limit(installation: Option<u64>, budget: &Budget) -> Response<Body> {

@@ -227,6 +227,11 @@ impl Budget {
         }
     }
 
+    /// Gives back one request: a `304 Not Modified` does not count against the limit.
+    pub fn refund(&mut self) {
+        self.used = self.used.saturating_sub(1);
+    }
+
     /// Counts one request; `false` when the window is exhausted.
     pub fn charge(&mut self, now: i64) -> bool {
         if now >= self.reset {

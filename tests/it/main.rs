@@ -19,6 +19,7 @@ mod diagnosis;
 mod egress;
 mod failures;
 mod fidelity;
+mod github_calls;
 mod guardrails_lifecycle;
 mod harness;
 mod hygiene;

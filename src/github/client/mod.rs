@@ -6,6 +6,7 @@
 
 mod api;
 mod error;
+mod etags;
 pub mod retry;
 mod transport;
 mod types;

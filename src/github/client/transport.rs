@@ -1,7 +1,7 @@
 //! One GitHub call, done properly: the installation token refreshed ahead of expiry, a timeout per
 //! attempt, the retry loop driven by [`decide`](super::retry::decide), the rate-limit budget
-//! observed, each attempt and rate-limit wait counted, and `Link`-header pagination. Raw octocrab
-//! responses stop here.
+//! observed, each attempt and rate-limit wait counted, GETs made conditional on the last `ETag`
+//! ([`Etags`]), and `Link`-header pagination. Raw octocrab responses stop here.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::ClientSettings;
 use super::error::GitHubError;
+use super::etags::Etags;
 use super::retry::{Decision, Outcome, RetryReason, decide};
 use crate::metrics::{Answer, GitHubMetrics};
 
@@ -83,6 +84,7 @@ pub(crate) struct Transport {
     /// Last `x-ratelimit-remaining` seen; negative while unknown.
     remaining: Arc<AtomicI64>,
     metrics: GitHubMetrics,
+    etags: Arc<Etags>,
 }
 
 impl std::fmt::Debug for Transport {
@@ -116,6 +118,7 @@ impl Transport {
             base_path: base_path.trim_end_matches('/').into(),
             remaining: Arc::new(AtomicI64::new(-1)),
             metrics,
+            etags: Arc::default(),
         }
     }
 
@@ -196,7 +199,9 @@ impl Transport {
                 }
             };
             match decision {
-                Decision::Accept | Decision::GiveUp => return last,
+                Decision::Accept | Decision::GiveUp => {
+                    return last.map(|r| self.conditional(&method, path, r));
+                }
                 Decision::RateLimited { retry_at } => {
                     tracing::warn!(%method, path, %retry_at, "GitHub rate limit outlasts the allowed wait");
                     return Err(GitHubError::RateLimited { retry_at });
@@ -247,7 +252,14 @@ impl Transport {
         }
         let uri = path.to_owned();
         let sent = match *method {
-            Method::GET => self.crab._get(uri).await,
+            Method::GET => {
+                let conditional = self.etags.tag(path).map(|tag| {
+                    let mut h = HeaderMap::new();
+                    h.insert(http::header::IF_NONE_MATCH, tag);
+                    h
+                });
+                self.crab._get_with_headers(uri, conditional).await
+            }
             Method::POST => self.crab._post(uri, body).await,
             Method::PATCH => self.crab._patch(uri, body).await,
             Method::DELETE => self.crab._delete(uri, body).await,
@@ -273,6 +285,29 @@ impl Transport {
             },
             false,
         ))
+    }
+
+    /// A `304` answered from what was remembered; a `200` with an `ETag` remembered.
+    fn conditional(&self, method: &Method, path: &str, mut resp: RawResponse) -> RawResponse {
+        if *method != Method::GET {
+            return resp;
+        }
+        if resp.status == StatusCode::NOT_MODIFIED
+            && let Some(cached) = self.etags.recall(path)
+        {
+            resp.status = StatusCode::OK;
+            resp.body = cached.body;
+            if let Some(link) = cached.link {
+                resp.headers.insert(http::header::LINK, link);
+            }
+        } else if resp.status == StatusCode::OK
+            && let Some(etag) = resp.headers.get(http::header::ETAG)
+        {
+            let link = resp.headers.get(http::header::LINK).cloned();
+            self.etags
+                .remember(path, etag.clone(), resp.body.clone(), link);
+        }
+        resp
     }
 
     fn observe(&self, headers: &HeaderMap) {

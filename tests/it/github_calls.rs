@@ -1,0 +1,77 @@
+//! What a pull request costs in GitHub API calls, counted by the stand-in: opened → Ready for a
+//! first and a second pull request of a repository with a `.github/sandcastle.yml`. The second
+//! one's read of the file is conditional (the `ETag` of the first): GitHub answers `304 Not
+//! Modified`, which does not count against the rate limit.
+
+use std::time::Duration;
+
+use sandcastle::crd::Phase;
+use sandcastle::fake_github::Call;
+
+use crate::support::fixtures::TINY_APP;
+use crate::support::world::World;
+
+const T: Duration = Duration::from_secs(90);
+const CONFIG: &str = ".github/sandcastle.yml";
+
+fn show(what: &str, calls: &[Call]) -> usize {
+    let counted = calls.iter().filter(|c| c.status != 304).count();
+    println!(
+        "{what}: {} calls, {counted} counted against the rate limit",
+        calls.len()
+    );
+    for c in calls {
+        println!("  {c}");
+    }
+    counted
+}
+
+#[tokio::test]
+async fn a_second_pull_request_reads_the_unchanged_config_conditionally() {
+    let world = World::new("calls", TINY_APP, serde_json::json!({})).await;
+    world.gh.put_file(&world.repo, "main", CONFIG, "ttl: 2h\n");
+    world.gh.take_calls();
+    let head = world.open(1).await;
+    world.wait_phase("calls-pr-1", Phase::Ready, T).await;
+    world.wait_github_state(&head, "success", T).await;
+    let first = world.gh.take_calls();
+    show("opened → Ready, first pull request", &first);
+    let read = |calls: &[Call]| -> Vec<u16> {
+        calls
+            .iter()
+            .filter(|c| c.method == "GET" && c.path.ends_with(CONFIG))
+            .map(|c| c.status)
+            .collect()
+    };
+    assert_eq!(read(&first), [200], "the file is read once, in full");
+
+    let head = world.open(2).await;
+    world.wait_phase("calls-pr-2", Phase::Ready, T).await;
+    world.wait_github_state(&head, "success", T).await;
+    let second = world.gh.take_calls();
+    let counted = show("opened → Ready, second pull request", &second);
+    assert_eq!(read(&second), [304], "the unchanged file is not sent again");
+    assert_eq!(counted, second.len() - 1, "the 304 is not counted");
+    // The remembered file applies: a 2 h lifetime.
+    let ttl = |name: &'static str| {
+        let previews = world.previews();
+        async move {
+            let pe = previews.get(name).await.unwrap();
+            let created = pe.metadata.creation_timestamp.clone().unwrap().0;
+            pe.spec
+                .expires_at
+                .unwrap()
+                .0
+                .duration_since(created)
+                .as_secs()
+        }
+    };
+    assert!((7000..=7300).contains(&ttl("calls-pr-2").await));
+
+    // Changed on the base branch: read in full again.
+    world.gh.put_file(&world.repo, "main", CONFIG, "ttl: 3h\n");
+    world.open(3).await;
+    world.wait_phase("calls-pr-3", Phase::Ready, T).await;
+    assert_eq!(read(&world.gh.take_calls()), [200]);
+    assert!((10_700..=10_900).contains(&ttl("calls-pr-3").await));
+}
