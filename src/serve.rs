@@ -188,7 +188,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         },
     };
 
-    let state = AppState {
+    let state = AppState::new(http::Shared {
         client: parts.client.clone(),
         home: parts.settings.home.clone(),
         webhook_secrets: Arc::from(parts.webhook_secrets.clone()),
@@ -200,7 +200,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         metrics: metrics.clone(),
         agent,
         dashboard: dashboard(&parts),
-    };
+    });
     let listener = tokio::net::TcpListener::bind(parts.listen)
         .await
         .with_context(|| format!("binding {}", parts.listen))?;

@@ -8,7 +8,8 @@
 //! code, and timed.
 
 use std::borrow::Cow;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::extract::State;
@@ -64,7 +65,11 @@ pub(super) async fn receive(
             (r, result)
         }
         Err(e) => {
-            tracing::info!(status = e.status.as_u16(), code = e.code, message = %e.message, "webhook refused");
+            if e.code == "payload_too_large" || e.status == StatusCode::UNAUTHORIZED {
+                UNSIGNED_REFUSALS.refused(&e);
+            } else {
+                tracing::info!(status = e.status.as_u16(), code = e.code, message = %e.message, "webhook refused");
+            }
             let code = Cow::Borrowed(e.code);
             (e.into_response(), code)
         }
@@ -75,6 +80,43 @@ pub(super) async fn receive(
         started.elapsed(),
     );
     response
+}
+
+/// Refusals anyone can cause, before a signature is verified (a wrong or missing signature, an
+/// oversized body): logged at most once a second per process, each line with how many more were
+/// refused since the one before. A flood of them (10,000 a second) would otherwise write as many
+/// log lines (formatting and writing one took 8 % of a refusal's time) and fill the log storage.
+/// Every refusal is still counted in the metrics.
+static UNSIGNED_REFUSALS: RefusalLog = RefusalLog {
+    second: AtomicU64::new(0),
+    held: AtomicU64::new(0),
+};
+
+struct RefusalLog {
+    /// The second (Unix time) of the last line written.
+    second: AtomicU64,
+    /// Refusals not logged since that line.
+    held: AtomicU64,
+}
+
+impl RefusalLog {
+    fn refused(&self, e: &ApiError) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let last = self.second.load(Ordering::Relaxed);
+        if last != now
+            && self
+                .second
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let held = self.held.swap(0, Ordering::Relaxed);
+            tracing::info!(status = e.status.as_u16(), code = e.code, message = %e.message, refused_since_last_line = held, "webhook refused");
+        } else {
+            self.held.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
