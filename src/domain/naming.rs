@@ -99,6 +99,17 @@ pub fn repo_label_value(repo: &RepoName) -> String {
     format!("{}.{}", repo.owner(), repo.name())
 }
 
+/// Whether `s` is a DNS label (RFC 1123, lower case): `[a-z0-9-]`, 1 to 63 characters, not
+/// starting or ending with `-` — a namespace name, or one label of a host name.
+pub fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
 /// Whether `s` can name a Kubernetes object (a DNS-1123 subdomain: dot-separated labels, at
 /// most 253 characters). Names that cannot are answered "not found" without asking the API
 /// server, which would refuse the request itself.

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::{NETWORK_POLICY, namespace_peer, object};
 use crate::crd::{EgressPort, EgressRule, Isolation, NetworkIsolation};
+use crate::domain::naming::is_dns_label;
 use crate::domain::plan::{PreviewContext, Problem};
 
 /// Name of the CiliumNetworkPolicy holding a preview's FQDN egress rules.
@@ -40,7 +41,7 @@ pub fn check(isolation: &Isolation, blueprint: &str) -> Vec<Problem> {
             }
         }
         if let Some(ns) = &rule.namespace
-            && !dns_label(ns)
+            && !is_dns_label(ns)
         {
             problem(
                 format!("{at}.namespace"),
@@ -99,24 +100,14 @@ fn cidr_problem(cidr: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-}
-
 /// A host name of DNS labels (letters, digits, `-`), optionally starting with `*.`.
 fn fqdn(s: &str) -> bool {
     let name = s.strip_prefix("*.").unwrap_or(s);
     name.len() <= 253
         && name.contains('.')
-        && name.split('.').all(|l| {
-            let l = l.to_ascii_lowercase();
-            dns_label(&l)
-        })
+        && name
+            .split('.')
+            .all(|l| is_dns_label(&l.to_ascii_lowercase()))
 }
 
 fn ports(ports: &[EgressPort]) -> Vec<Value> {

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::{Obj, PreviewContext, Problem};
 use crate::crd::BlueprintSpec;
-use crate::domain::naming::{fit_label, slug};
+use crate::domain::naming::{fit_label, is_dns_label, slug};
 use crate::domain::template::{self, Value as Var};
 
 const VARIABLES: [&str; 8] = [
@@ -107,15 +107,7 @@ impl HostTemplate {
 /// Whether `host` is a DNS name an Ingress accepts: labels of `[a-z0-9-]` (not starting or
 /// ending with `-`, at most 63 characters), at most 253 characters in all.
 fn valid_host(host: &str) -> bool {
-    host.len() <= 253
-        && host.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-                && l.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        })
+    host.len() <= 253 && host.split('.').all(is_dns_label)
 }
 
 /// The first label of a host, as template text (`*.shop.example.com` gives `wildcard`).
