@@ -144,7 +144,8 @@ fn syntax_message(message: &str) -> String {
     without_location.to_owned()
 }
 
-fn describe(v: &Value) -> &'static str {
+/// What kind of value `v` is, as a message says it.
+pub(super) fn describe(v: &Value) -> &'static str {
     match v {
         Value::Null => "nothing",
         Value::Bool(_) => "a boolean",
