@@ -7,7 +7,7 @@
 //! two hosts still meet, later ones get `-2`, `-3`… on their first label. Hosts are taken in a
 //! fixed order: Ingresses by name, rule hosts first, then hosts only named in `tls`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -164,15 +164,20 @@ fn map_hosts(
     problems: &mut Vec<Problem>,
 ) -> BTreeMap<String, String> {
     let mut originals: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     let rules = ingresses.iter().flat_map(|i| rule_hosts(&i.value));
     let tls = ingresses.iter().flat_map(|i| tls_hosts(&i.value));
     for host in rules.chain(tls) {
-        if !originals.contains(&host) {
+        if seen.insert(host) {
             originals.push(host);
         }
     }
     let mut map = BTreeMap::new();
-    let mut used: Vec<String> = Vec::new();
+    let mut used: HashSet<String> = HashSet::new();
+    // The suffix each base host was last given: those below it are all taken (hosts are only
+    // ever added to `used`), so the search goes on from there, and each host is found in
+    // constant time however many share its base.
+    let mut next: HashMap<String, usize> = HashMap::new();
     for (i, original) in originals.into_iter().enumerate() {
         let label = host_label(original);
         let mut host = match t.render(&label) {
@@ -185,11 +190,16 @@ fn map_hosts(
         if !t.uses_host && i > 0 {
             host = with_first_label(&host, |first| format!("{label}-{first}"));
         }
-        let base = host.clone();
-        let mut n = 2;
-        while used.contains(&host) {
-            host = with_first_label(&base, |first| format!("{first}-{n}"));
-            n += 1;
+        if used.contains(&host) {
+            let base = host.clone();
+            let n = next.entry(base.clone()).or_insert(2);
+            loop {
+                host = with_first_label(&base, |first| format!("{first}-{n}"));
+                if !used.contains(&host) {
+                    break;
+                }
+                *n += 1;
+            }
         }
         host = with_first_label(&host, str::to_owned);
         if !valid_host(&host) {
@@ -198,7 +208,7 @@ fn map_hosts(
             )));
             continue;
         }
-        used.push(host.clone());
+        used.insert(host.clone());
         map.insert(original.to_owned(), host);
     }
     map
