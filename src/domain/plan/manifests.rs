@@ -21,8 +21,9 @@ pub enum ManifestError {
         column: u64,
         message: String,
     },
-    /// Past one of the reader's limits (nesting 64 deep, 1,024 documents, 250,000 nodes, 50,000
-    /// aliases, aliases replaying more events than the text has bytes): refused before it is
+    /// Past one of the reader's limits (nesting 64 deep, 255 deep in flow style, 1,024
+    /// documents, 250,000 nodes, 50,000 aliases, aliases replaying more events than the text
+    /// has bytes): refused before it is
     /// built, so that a small text cannot make a large amount of work.
     #[error("document {document} (line {line}, column {column}): {message}")]
     Limit {
@@ -357,6 +358,15 @@ mod tests {
         assert!(
             matches!(err, ManifestError::Limit { document: 2, line: 5, .. }),
             "{err:?}"
+        );
+        let flow = format!("a: {}{}\n", "[".repeat(300), "]".repeat(300));
+        assert!(
+            matches!(
+                parse_manifests(&flow),
+                Err(ManifestError::Limit { document: 1, .. })
+            ),
+            "{:?}",
+            parse_manifests(&flow)
         );
         let many = "---\na: 1\n".repeat(1_025);
         assert!(matches!(

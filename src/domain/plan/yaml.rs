@@ -49,7 +49,8 @@ pub(crate) fn documents(yaml: &str) -> Result<Vec<Spanned<Document>>, serde_saph
     serde_saphyr::from_multiple_with_options(yaml, options(yaml))
 }
 
-/// Whether `e` is one of the reader's limits (its budget, or the alias replay limits) rather
+/// Whether `e` is one of the reader's limits (its budget, the alias replay limits, or the
+/// scanner's limit of 255 nested flow collections, which it reports by message only) rather
 /// than broken YAML.
 pub(crate) fn is_limit(e: &serde_saphyr::Error) -> bool {
     use serde_saphyr::Error;
@@ -57,14 +58,17 @@ pub(crate) fn is_limit(e: &serde_saphyr::Error) -> bool {
     while let Error::WithSnippet { error, .. } | Error::AliasError { error, .. } = e {
         e = error;
     }
-    matches!(
-        e,
-        Error::Budget { .. }
-            | Error::AliasReplayCounterOverflow { .. }
-            | Error::AliasReplayLimitExceeded { .. }
-            | Error::AliasExpansionLimitExceeded { .. }
-            | Error::AliasReplayStackDepthExceeded { .. }
-    )
+    match e {
+        Error::ExternalMessage { msg, .. } => msg == "recursion limit exceeded",
+        _ => matches!(
+            e,
+            Error::Budget { .. }
+                | Error::AliasReplayCounterOverflow { .. }
+                | Error::AliasReplayLimitExceeded { .. }
+                | Error::AliasExpansionLimitExceeded { .. }
+                | Error::AliasReplayStackDepthExceeded { .. }
+        ),
+    }
 }
 
 /// A duplicate found inside a child, seen from its parent (`segment` is the child's place).
