@@ -381,13 +381,11 @@ fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, ParseError> {
     let value = result.map_err(|err| {
         let path = err.path().to_string();
         let inner = err.into_inner();
+        let message = clip(strip_position(&inner.to_string()).to_owned());
         match inner.classify() {
-            serde_json::error::Category::Data => ParseError::Field {
-                path,
-                message: strip_position(&inner.to_string()),
-            },
+            serde_json::error::Category::Data => ParseError::Field { path, message },
             _ => ParseError::Syntax {
-                message: strip_position(&inner.to_string()),
+                message,
                 line: inner.line(),
                 column: inner.column(),
             },
@@ -396,11 +394,28 @@ fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, ParseError> {
     Ok(value)
 }
 
+/// The longest message a [`ParseError`] carries, in bytes (before a closing `…`). A message
+/// quotes the value at fault (`repository name "…" is not of the form owner/name`), and a
+/// delivery may be 25 MiB: the answer and the log line stay short whatever it holds.
+pub const MESSAGE_LIMIT: usize = 256;
+
+fn clip(mut message: String) -> String {
+    if message.len() > MESSAGE_LIMIT {
+        let mut end = MESSAGE_LIMIT;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
+}
+
 /// serde_json appends " at line L column C" to its messages; the error carries them separately.
-fn strip_position(message: &str) -> String {
+fn strip_position(message: &str) -> &str {
     match message.rfind(" at line ") {
-        Some(i) => message[..i].to_owned(),
-        None => message.to_owned(),
+        Some(i) => &message[..i],
+        None => message,
     }
 }
 
@@ -771,6 +786,20 @@ mod tests {
             parse("issues", br#"{"action":{"odd":true}}"#),
             Ok(Event::Ignored { action: None, .. })
         ));
+    }
+
+    #[test]
+    fn refusals_quote_at_most_message_limit_bytes_of_the_value() {
+        let long = format!("acme/{}", "\u{e9}".repeat(10_000));
+        let v = json!({"action": "added", "installation": {"id": 1}, "repositories_added": [{"full_name": long}]});
+        let err = parse_value("installation_repositories", &v).unwrap_err();
+        let ParseError::Field { path, message } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(path, "repositories_added[0].full_name");
+        assert!(message.starts_with("repository name \"acme/\u{e9}"), "{message}");
+        assert!(message.len() <= MESSAGE_LIMIT + '…'.len_utf8(), "{}", message.len());
+        assert!(message.ends_with('…'));
     }
 
     #[test]
