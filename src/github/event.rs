@@ -334,18 +334,70 @@ fn names(repos: Vec<wire::RepoRef>) -> Vec<RepoName> {
     repos.into_iter().map(|r| r.full_name).collect()
 }
 
-#[derive(Deserialize)]
+/// The `action` of a delivery, read leniently so that an event Sandcastle ignores cannot fail
+/// here: a body that is not an object, or an `action` that is not a string, reads as none.
 struct ActionOnly {
-    #[serde(default, deserialize_with = "lenient_action")]
     action: Option<String>,
 }
 
-/// Any non-string `action` reads as none, so that an event Sandcastle ignores cannot fail here.
-fn lenient_action<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match serde_json::Value::deserialize(d)? {
-        serde_json::Value::String(s) => Some(s),
-        _ => None,
-    })
+impl<'de> Deserialize<'de> for ActionOnly {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ActionVisitor).map(|action| Self { action })
+    }
+}
+
+struct ActionVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ActionVisitor {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut action = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "action" {
+                action = match map.next_value::<serde_json::Value>()? {
+                    serde_json::Value::String(s) => Some(s),
+                    _ => None,
+                };
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(action)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
 }
 
 /// The value of `action` when it is the object's first member and a plain string (no escapes),
@@ -786,6 +838,17 @@ mod tests {
             parse("issues", br#"{"action":{"odd":true}}"#),
             Ok(Event::Ignored { action: None, .. })
         ));
+        // Nor to being an object at all.
+        for body in ["0", "-1.5", "\"opened\"", "null", "true", "[1, {\"action\": \"opened\"}]"] {
+            assert_eq!(
+                parse("push", body.as_bytes()),
+                Ok(Event::Ignored {
+                    event: "push".to_owned(),
+                    action: None
+                }),
+                "{body}"
+            );
+        }
     }
 
     #[test]
