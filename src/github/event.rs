@@ -10,6 +10,9 @@ use crate::domain::{PrNumber, RepoName, Sha};
 
 mod wire;
 
+#[cfg(test)]
+mod hostile;
+
 /// A webhook delivery, in Sandcastle's terms.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
