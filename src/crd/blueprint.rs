@@ -376,12 +376,49 @@ mod hostile {
     /// YAML values of every kind, edge numbers, durations and text that no field should take.
     fn scalars() -> impl Strategy<Value = String> {
         let fixed = vec![
-            "~", "''", "yes", "0", "-0", "1", "-1", "4294967296", "1e999999", "1.5", ".nan",
-            "18446744073709551616", "99999999999h", "1e3s", "-1s", "1h-1m", "0s", "24h", "2d",
-            "auto", "AUTO", "comment", "queue", "reject", "copy", "allowlist", "none", "strict",
-            "off", "restricted", "baseline", "[]", "{}", "[acme/*]", "['{{pr}}.x']", "{{pr}}",
-            "!!python/object:os.system ls", "!!binary aGk=", "&x 1", "*x",
-            "{<<: {namespace: a}}", "\"\\u0000\"", "'\u{feff}'",
+            "~",
+            "''",
+            "yes",
+            "0",
+            "-0",
+            "1",
+            "-1",
+            "4294967296",
+            "1e999999",
+            "1.5",
+            ".nan",
+            "18446744073709551616",
+            "99999999999h",
+            "1e3s",
+            "-1s",
+            "1h-1m",
+            "0s",
+            "24h",
+            "2d",
+            "auto",
+            "AUTO",
+            "comment",
+            "queue",
+            "reject",
+            "copy",
+            "allowlist",
+            "none",
+            "strict",
+            "off",
+            "restricted",
+            "baseline",
+            "[]",
+            "{}",
+            "[acme/*]",
+            "['{{pr}}.x']",
+            "{{pr}}",
+            "!!python/object:os.system ls",
+            "!!binary aGk=",
+            "&x 1",
+            "*x",
+            "{<<: {namespace: a}}",
+            "\"\\u0000\"",
+            "'\u{feff}'",
         ];
         prop_oneof![
             3 => proptest::sample::select(fixed).prop_map(str::to_owned),
@@ -392,9 +429,25 @@ mod hostile {
 
     fn fields() -> impl Strategy<Value = String> {
         let names = vec![
-            "ttl", "maxTtl", "stopAfterIdle", "readinessTimeout", "maxPreviews", "trigger",
-            "overCapacity", "host", "primaryService", "skip", "baseBranches", "waitForChecks",
-            "images", "allowKinds", "secrets", "isolation", "readiness", "source", "repositories",
+            "ttl",
+            "maxTtl",
+            "stopAfterIdle",
+            "readinessTimeout",
+            "maxPreviews",
+            "trigger",
+            "overCapacity",
+            "host",
+            "primaryService",
+            "skip",
+            "baseBranches",
+            "waitForChecks",
+            "images",
+            "allowKinds",
+            "secrets",
+            "isolation",
+            "readiness",
+            "source",
+            "repositories",
         ];
         proptest::collection::vec((proptest::sample::select(names), scalars()), 0..6).prop_map(
             |fields| {
@@ -417,7 +470,7 @@ mod hostile {
                 if let Ok(spec) = serde_saphyr::from_str::<BlueprintSpec>(&yaml) {
                     let json = serde_json::to_value(&spec).unwrap();
                     prop_assert_eq!(
-                        &serde_json::from_value::<BlueprintSpec>(json.clone()).unwrap(),
+                        &serde_json::from_value::<BlueprintSpec>(json).unwrap(),
                         &spec
                     );
                     let back = serde_saphyr::to_string(&spec).unwrap();
@@ -449,7 +502,10 @@ mod hostile {
             ("maxPreviews: -1\n", false),
             ("trigger: AUTO\n", false),
             ("trigger: !!python/object:os.system ls\n", false),
-            ("repositories: !!python/object/apply:os.system [ls]\n", false),
+            (
+                "repositories: !!python/object/apply:os.system [ls]\n",
+                false,
+            ),
             ("ttl: 1h\nttl: 2h\n", false),
             ("defaults: &d {ttl: 2h}\n<<: *d\n", true),
             ("host: \"{{pr}}\\u0000.example.com\"\n", true),

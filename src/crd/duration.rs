@@ -231,7 +231,11 @@ mod hostile {
                 _ => 604_800,
             };
             let digits = number.trim_start_matches('0');
-            let n: u128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
+            let n: u128 = if digits.is_empty() {
+                0
+            } else {
+                digits.parse().ok()?
+            };
             total = total.checked_add(n.checked_mul(unit)?)?;
             number.clear();
         }
@@ -295,7 +299,10 @@ mod hostile {
                 prop_assert_eq!(parse(&text, false), Ok(d));
                 prop_assert_eq!(parse(&text, true), Ok(d));
                 let field: GoDuration = serde_json::from_value(serde_json::json!(text)).unwrap();
-                prop_assert_eq!(serde_json::to_value(field).unwrap(), serde_json::json!(text));
+                prop_assert_eq!(
+                    serde_json::to_value(field).unwrap(),
+                    serde_json::json!(text)
+                );
                 Ok(())
             },
         );

@@ -262,7 +262,8 @@ mod hostile {
     /// A DNS-1123 label, judged apart from `NamespaceName`.
     fn is_label(s: &str) -> bool {
         (1..=63).contains(&s.len())
-            && s.bytes().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
+            && s.bytes()
+                .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
             && !s.starts_with('-')
             && !s.ends_with('-')
     }
@@ -294,7 +295,7 @@ mod hostile {
             );
             prop_assert!(!slugged.starts_with('-') && !slugged.ends_with('-'));
             prop_assert!(!slugged.contains("--"), "{slugged}");
-            prop_assert_eq!(slug(&slugged), slugged.clone());
+            prop_assert_eq!(slug(&slugged), slugged);
             Ok(())
         });
     }
@@ -317,7 +318,13 @@ mod hostile {
 
     #[test]
     fn proptest_preview_and_namespace_names_are_labels() {
-        let strategy = (names(), repos(), 1..=i32::MAX as u64, any::<bool>(), names());
+        let strategy = (
+            names(),
+            repos(),
+            1..=i32::MAX as u64,
+            any::<bool>(),
+            names(),
+        );
         hostile::check(
             "naming: preview and namespace names are labels",
             strategy,
@@ -387,13 +394,17 @@ mod hostile {
             ("a\0b".into(), false, false),
             ("\u{ff53}hop".into(), false, false),
         ];
-        hostile::corpus("naming: nasty names", cases, |(name, label_ok, object_ok)| {
-            assert_eq!(NamespaceName::new(&name).is_ok(), label_ok, "{name:?}");
-            assert_eq!(is_label(&name), label_ok, "{name:?}");
-            assert_eq!(is_object_name(&name), object_ok, "{name:?}");
-            let fitted = fit_label(&slug(&name), 63);
-            assert!(fitted.is_empty() || is_label(&fitted), "{fitted:?}");
-        });
+        hostile::corpus(
+            "naming: nasty names",
+            cases,
+            |(name, label_ok, object_ok)| {
+                assert_eq!(NamespaceName::new(&name).is_ok(), label_ok, "{name:?}");
+                assert_eq!(is_label(&name), label_ok, "{name:?}");
+                assert_eq!(is_object_name(&name), object_ok, "{name:?}");
+                let fitted = fit_label(&slug(&name), 63);
+                assert!(fitted.is_empty() || is_label(&fitted), "{fitted:?}");
+            },
+        );
         // Long names that differ only past the cut still get different labels.
         let a = fit_label(&format!("{}-a", label(70)), 63);
         let b = fit_label(&format!("{}-b", label(70)), 63);

@@ -260,7 +260,10 @@ mod hostile {
             let many = "{{pr}}".repeat(n / 6);
             assert_eq!(render(&many, &vars()).unwrap(), "42".repeat(n / 6));
             let opens = "{{".repeat(n / 2);
-            assert_eq!(check(&opens, ALLOWED), Err(TemplateError::Unclosed { at: 0 }));
+            assert_eq!(
+                check(&opens, ALLOWED),
+                Err(TemplateError::Unclosed { at: 0 })
+            );
             let last_open = format!("{}{{{{pr", "{{pr}}".repeat(n / 6));
             assert_eq!(
                 check(&last_open, ALLOWED),
@@ -302,6 +305,9 @@ mod hostile {
         hostile::corpus("template: nasty templates", cases, |(t, want)| {
             assert_eq!(check(t, ALLOWED), want, "{t:?}");
         });
-        assert_eq!(render(&ten_thousand, &vars()).unwrap(), "42.".repeat(10_000));
+        assert_eq!(
+            render(&ten_thousand, &vars()).unwrap(),
+            "42.".repeat(10_000)
+        );
     }
 }

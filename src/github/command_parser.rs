@@ -629,7 +629,9 @@ mod hostile {
                 }
                 match parsed {
                     Some(Err(CommandError::Unknown(word))) => {
-                        prop_assert!(body.contains(&word) && !word.chars().any(char::is_whitespace));
+                        prop_assert!(
+                            body.contains(&word) && !word.chars().any(char::is_whitespace)
+                        );
                     }
                     Some(Err(CommandError::InvalidDuration(arg))) => {
                         prop_assert!(duration::parse(&arg, true).is_err());
@@ -716,13 +718,19 @@ mod hostile {
     fn corpus_comments_of_growing_size() {
         hostile::corpus("command: comments of growing size", SIZES, |n| {
             let fences = "```\n/preview destroy\n```\n".repeat(n / 24);
-            assert_eq!(parse(&format!("{fences}/preview stop")), Some(Ok(Command::Stop)));
+            assert_eq!(
+                parse(&format!("{fences}/preview stop")),
+                Some(Ok(Command::Stop))
+            );
             let unclosed = format!("````\n{}", "```\n/preview\n".repeat(n / 13));
             assert_eq!(parse(&unclosed), None);
             let quotes = format!("> q\n{}", "lazy /preview\n".repeat(n / 14));
             assert_eq!(parse(&format!("{quotes}/preview")), None);
             let indented = format!("\n{}", "    /preview destroy\n".repeat(n / 21));
-            assert_eq!(parse(&format!("{indented}\n/preview wake")), Some(Ok(Command::Wake)));
+            assert_eq!(
+                parse(&format!("{indented}\n/preview wake")),
+                Some(Ok(Command::Wake))
+            );
             let spaces = format!("/preview{}stop", " ".repeat(n));
             assert_eq!(parse(&spaces), Some(Ok(Command::Stop)));
             let word = "x".repeat(n);
@@ -730,7 +738,10 @@ mod hostile {
             assert_eq!(parse(&long), Some(Err(CommandError::Unknown(word))));
             assert_eq!(command_line(&long, 500).unwrap().len(), 500);
             let endless = format!("/preview extend {}h", "9".repeat(n));
-            assert!(matches!(parse(&endless), Some(Err(CommandError::InvalidDuration(_)))));
+            assert!(matches!(
+                parse(&endless),
+                Some(Err(CommandError::InvalidDuration(_)))
+            ));
             let ticks = format!("{}\n/preview", "`".repeat(n));
             assert_eq!(parse(&ticks), None);
         });
@@ -749,31 +760,70 @@ mod hostile {
             ("\u{202e}/preview", None),
             ("\u{202e}weiverp/", None),
             ("\u{2066}/preview\u{2069}", None),
-            ("/\u{ff30}\u{ff32}\u{ff25}\u{ff36}\u{ff29}\u{ff25}\u{ff37}", None),
+            (
+                "/\u{ff30}\u{ff32}\u{ff25}\u{ff36}\u{ff29}\u{ff25}\u{ff37}",
+                None,
+            ),
             ("/pr\u{0435}view", None), // Cyrillic е
             ("\u{feff}/preview", None),
             ("/preview\0stop", None),
             ("\0/preview", None),
-            ("/preview stop\0", Some(Err(CommandError::Unknown("stop\0".into())))),
+            (
+                "/preview stop\0",
+                Some(Err(CommandError::Unknown("stop\0".into()))),
+            ),
             ("/preview\u{a0}stop", stop.clone()),
             ("/preview\u{2028}stop", stop.clone()),
             ("/preview \u{3000}stop", stop.clone()),
-            ("/preview \u{202e}pots", Some(Err(CommandError::Unknown("\u{202e}pots".into())))),
-            ("/preview st\u{200b}op", Some(Err(CommandError::Unknown("st\u{200b}op".into())))),
-            ("/preview \u{17f}top", Some(Err(CommandError::Unknown("\u{17f}top".into())))),
-            ("/preview extend \u{ff12}d", Some(Err(CommandError::InvalidDuration("\u{ff12}d".into())))),
-            ("/preview extend 99999999999h", Some(Ok(Command::Extend(Duration::from_secs(359_999_999_996_400))))),
-            ("/preview extend 1e3s", Some(Err(CommandError::InvalidDuration("1e3s".into())))),
-            ("/preview extend -1s", Some(Err(CommandError::InvalidDuration("-1s".into())))),
-            ("/preview extend 1h-1m", Some(Err(CommandError::InvalidDuration("1h-1m".into())))),
-            ("/preview extend 0s0m", Some(Err(CommandError::ZeroDuration))),
-            ("\r\r/preview stop", stop.clone()),
+            (
+                "/preview \u{202e}pots",
+                Some(Err(CommandError::Unknown("\u{202e}pots".into()))),
+            ),
+            (
+                "/preview st\u{200b}op",
+                Some(Err(CommandError::Unknown("st\u{200b}op".into()))),
+            ),
+            (
+                "/preview \u{17f}top",
+                Some(Err(CommandError::Unknown("\u{17f}top".into()))),
+            ),
+            (
+                "/preview extend \u{ff12}d",
+                Some(Err(CommandError::InvalidDuration("\u{ff12}d".into()))),
+            ),
+            (
+                "/preview extend 99999999999h",
+                Some(Ok(Command::Extend(Duration::from_secs(
+                    359_999_999_996_400,
+                )))),
+            ),
+            (
+                "/preview extend 1e3s",
+                Some(Err(CommandError::InvalidDuration("1e3s".into()))),
+            ),
+            (
+                "/preview extend -1s",
+                Some(Err(CommandError::InvalidDuration("-1s".into()))),
+            ),
+            (
+                "/preview extend 1h-1m",
+                Some(Err(CommandError::InvalidDuration("1h-1m".into()))),
+            ),
+            (
+                "/preview extend 0s0m",
+                Some(Err(CommandError::ZeroDuration)),
+            ),
+            ("\r\r/preview stop", stop),
             ("text\r/preview stop", None),
             // U+2028 is whitespace to Rust, not a line break to the scanner: an indent.
             ("\u{2028}/preview", Some(Ok(Command::Deploy))),
         ];
-        hostile::corpus("command: look-alikes and control characters", cases, |(body, want)| {
-            assert_eq!(parse(body), want, "{body:?}");
-        });
+        hostile::corpus(
+            "command: look-alikes and control characters",
+            cases,
+            |(body, want)| {
+                assert_eq!(parse(body), want, "{body:?}");
+            },
+        );
     }
 }

@@ -345,7 +345,8 @@ struct ActionOnly {
 
 impl<'de> Deserialize<'de> for ActionOnly {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ActionVisitor).map(|action| Self { action })
+        d.deserialize_any(ActionVisitor)
+            .map(|action| Self { action })
     }
 }
 
@@ -842,7 +843,14 @@ mod tests {
             Ok(Event::Ignored { action: None, .. })
         ));
         // Nor to being an object at all.
-        for body in ["0", "-1.5", "\"opened\"", "null", "true", "[1, {\"action\": \"opened\"}]"] {
+        for body in [
+            "0",
+            "-1.5",
+            "\"opened\"",
+            "null",
+            "true",
+            "[1, {\"action\": \"opened\"}]",
+        ] {
             assert_eq!(
                 parse("push", body.as_bytes()),
                 Ok(Event::Ignored {
@@ -863,8 +871,15 @@ mod tests {
             panic!("{err:?}");
         };
         assert_eq!(path, "repositories_added[0].full_name");
-        assert!(message.starts_with("repository name \"acme/\u{e9}"), "{message}");
-        assert!(message.len() <= MESSAGE_LIMIT + '…'.len_utf8(), "{}", message.len());
+        assert!(
+            message.starts_with("repository name \"acme/\u{e9}"),
+            "{message}"
+        );
+        assert!(
+            message.len() <= MESSAGE_LIMIT + '…'.len_utf8(),
+            "{}",
+            message.len()
+        );
         assert!(message.ends_with('…'));
     }
 

@@ -227,14 +227,20 @@ mod hostile {
 
     /// Whether `header` has the shape `decode` accepts, judged without `decode`.
     fn well_formed(header: &str) -> bool {
-        header.trim().strip_prefix("sha256=").is_some_and(|h| {
-            h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit())
-        })
+        header
+            .trim()
+            .strip_prefix("sha256=")
+            .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
     }
 
     #[test]
     fn proptest_signed_bodies_verify_under_any_secret_of_a_rotation() {
-        let strategy = (secret(), proptest::collection::vec(secret(), 0..3), body(), any::<usize>());
+        let strategy = (
+            secret(),
+            proptest::collection::vec(secret(), 0..3),
+            body(),
+            any::<usize>(),
+        );
         hostile::check(
             "verify: signed bodies verify under any secret of a rotation",
             strategy,
@@ -251,7 +257,14 @@ mod hostile {
 
     #[test]
     fn proptest_one_changed_byte_of_body_or_signature_is_refused() {
-        let strategy = (secret(), body(), any::<usize>(), 1..=255u8, any::<usize>(), 1..16u8);
+        let strategy = (
+            secret(),
+            body(),
+            any::<usize>(),
+            1..=255u8,
+            any::<usize>(),
+            1..16u8,
+        );
         hostile::check(
             "verify: one changed byte of body or signature is refused",
             strategy,
@@ -283,7 +296,7 @@ mod hostile {
                     Err(SignatureError::Mismatch)
                 );
                 // A byte that is no hex digit at all.
-                let mut bytes = header.clone().into_bytes();
+                let mut bytes = header.into_bytes();
                 bytes[i] = b'g';
                 let not_hex = String::from_utf8(bytes).unwrap();
                 prop_assert_eq!(
@@ -361,9 +374,18 @@ mod hostile {
             vec![0u8; 25 * 1024 * 1024],
         ];
         hostile::corpus("verify: nasty bodies", bodies, |body| {
-            assert_eq!(verify_signature(list, Some(&sign(&s, &body)), &body), Ok(()));
-            assert_eq!(verify_signature(list, None, &body), Err(SignatureError::Missing));
-            assert_eq!(verify_signature(&[], Some(&sign(&s, &body)), &body), Err(SignatureError::Mismatch));
+            assert_eq!(
+                verify_signature(list, Some(&sign(&s, &body)), &body),
+                Ok(())
+            );
+            assert_eq!(
+                verify_signature(list, None, &body),
+                Err(SignatureError::Missing)
+            );
+            assert_eq!(
+                verify_signature(&[], Some(&sign(&s, &body)), &body),
+                Err(SignatureError::Mismatch)
+            );
         });
         let good = sign(&s, b"x");
         let digest = &good[7..];

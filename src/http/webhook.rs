@@ -97,7 +97,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Res
         )
     })?;
     verify_signature(&state.webhook_secrets, signature(headers), &body)
-    .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.reason()))?;
+        .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.reason()))?;
     let event_name = header(headers, "x-github-event").ok_or_else(|| {
         ApiError::bad_request("missing_event", "the X-GitHub-Event header is missing")
     })?;

@@ -110,7 +110,8 @@ mod tests {
         // Limits that are not a mapping are left as they are (the API server refuses them),
         // never written into.
         for odd in [json!("x"), json!(7), json!([]), json!(false)] {
-            let mut c = json!({"name": "db", "resources": {"requests": {"cpu": "2"}, "limits": odd}});
+            let mut c =
+                json!({"name": "db", "resources": {"requests": {"cpu": "2"}, "limits": odd}});
             let before = c.clone();
             fit(&mut c, &range);
             assert_eq!(c, before);

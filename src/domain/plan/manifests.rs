@@ -356,7 +356,14 @@ mod tests {
         let deep = format!("{ok}---\na: {}{}\n", "[".repeat(100), "]".repeat(100));
         let err = parse_manifests(&deep).unwrap_err();
         assert!(
-            matches!(err, ManifestError::Limit { document: 2, line: 5, .. }),
+            matches!(
+                err,
+                ManifestError::Limit {
+                    document: 2,
+                    line: 5,
+                    ..
+                }
+            ),
             "{err:?}"
         );
         let flow = format!("a: {}{}\n", "[".repeat(300), "]".repeat(300));

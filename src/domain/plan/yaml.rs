@@ -308,7 +308,10 @@ mod tests {
         assert_eq!((yaml.len(), strings(&unbounded[0])), (307, 111_111));
         let err = documents(&yaml).unwrap_err();
         assert!(is_limit(&err), "{err}");
-        assert!(err.to_string().contains("alias replay limit exceeded"), "{err}");
+        assert!(
+            err.to_string().contains("alias replay limit exceeded"),
+            "{err}"
+        );
         // Aliases within the limit read as before.
         let docs = documents(&laughs(3)).unwrap();
         assert_eq!(strings(&docs[0].value.value), 1_111);

@@ -72,7 +72,11 @@ enum Seg {
 fn places(v: &Value, at: &mut Vec<Seg>, out: &mut Vec<Vec<Seg>>) {
     let children: Vec<(Seg, &Value)> = match v {
         Value::Object(map) => map.iter().map(|(k, v)| (Seg::Key(k.clone()), v)).collect(),
-        Value::Array(items) => items.iter().enumerate().map(|(i, v)| (Seg::Index(i), v)).collect(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (Seg::Index(i), v))
+            .collect(),
         _ => Vec::new(),
     };
     for (seg, child) in children {
@@ -215,7 +219,11 @@ const EVENTS: &[&str] = &[
 fn named(result: &Result<Event, ParseError>, body: &[u8]) -> Result<(), TestCaseError> {
     if let Err(e) = result {
         prop_assert!(matches!(e.code(), "invalid_json" | "invalid_payload"));
-        prop_assert!(e.to_string().len() <= 2 * MESSAGE_LIMIT, "{} bytes", e.to_string().len());
+        prop_assert!(
+            e.to_string().len() <= 2 * MESSAGE_LIMIT,
+            "{} bytes",
+            e.to_string().len()
+        );
         if let ParseError::Syntax { .. } = e {
             prop_assert!(!is_json(body), "{e}");
         }
@@ -237,9 +245,20 @@ fn proptest_arbitrary_bodies_are_read_or_refused_by_name() {
             let result = parse(event, &body);
             named(&result, &body)?;
             // An event or action Sandcastle does not use is never held to any shape.
-            if !matches!(event, "pull_request" | "issue_comment" | "check_run" | "installation" | "installation_repositories" | "ping") {
+            if !matches!(
+                event,
+                "pull_request"
+                    | "issue_comment"
+                    | "check_run"
+                    | "installation"
+                    | "installation_repositories"
+                    | "ping"
+            ) {
                 prop_assert!(
-                    matches!(result, Ok(Event::Ignored { .. }) | Err(ParseError::Syntax { .. })),
+                    matches!(
+                        result,
+                        Ok(Event::Ignored { .. }) | Err(ParseError::Syntax { .. })
+                    ),
                     "{:?}",
                     result
                 );
@@ -251,14 +270,23 @@ fn proptest_arbitrary_bodies_are_read_or_refused_by_name() {
 
 #[test]
 fn proptest_one_changed_field_is_read_or_refused_at_its_path() {
-    let strategy = (0..DELIVERIES.len(), any::<proptest::sample::Index>(), tokens(), 0..8u8);
+    let strategy = (
+        0..DELIVERIES.len(),
+        any::<proptest::sample::Index>(),
+        tokens(),
+        0..8u8,
+    );
     hostile::check(
         "event: one changed field is read or refused at its path",
         strategy,
         |(d, place, token, remove)| {
             let (event, value) = &DELIVERIES[d];
             let path = place.get(&PLACES[d]);
-            let change = if remove == 0 { Change::Remove } else { Change::Replace(token) };
+            let change = if remove == 0 {
+                Change::Remove
+            } else {
+                Change::Replace(token)
+            };
             let body = changed(value, path, &change);
             let result = parse(event, &body);
             named(&result, &body)?;
@@ -277,8 +305,12 @@ fn proptest_one_changed_field_is_read_or_refused_at_its_path() {
 
 #[test]
 fn proptest_mutated_bytes_of_real_deliveries() {
-    let strategy = (0..DELIVERIES.len())
-        .prop_flat_map(|d| (Just(d), hostile::mutated(serde_json::to_vec(&DELIVERIES[d].1).unwrap())));
+    let strategy = (0..DELIVERIES.len()).prop_flat_map(|d| {
+        (
+            Just(d),
+            hostile::mutated(serde_json::to_vec(&DELIVERIES[d].1).unwrap()),
+        )
+    });
     hostile::check(
         "event: mutated bytes of real deliveries",
         strategy,
@@ -333,53 +365,75 @@ fn corpus_deep_nesting() {
     let skipped = parse("pull_request", &opened_with(&format!("\"deep\":{deep}")));
     assert!(matches!(skipped, Ok(Event::PullRequest(_))), "{skipped:?}");
     let action = format!("{{\"action\":{deep}}}");
-    assert_eq!(syntax_message(parse("star", action.as_bytes())), "recursion limit exceeded");
+    assert_eq!(
+        syntax_message(parse("star", action.as_bytes())),
+        "recursion limit exceeded"
+    );
     let zen = format!("{{\"zen\":{deep},\"hook_id\":1}}");
     let (path, _) = field_error(parse("ping", zen.as_bytes()));
     assert_eq!(path, "zen");
     // Just under and just over the limit (the enclosing object counts: 127 levels in all), in
     // the one place a whole value is built.
     let under = format!("{{\"action\":{}}}", nested(126));
-    assert!(matches!(parse("star", under.as_bytes()), Ok(Event::Ignored { action: None, .. })));
+    assert!(matches!(
+        parse("star", under.as_bytes()),
+        Ok(Event::Ignored { action: None, .. })
+    ));
     let over = format!("{{\"action\":{}}}", nested(127));
-    assert_eq!(syntax_message(parse("star", over.as_bytes())), "recursion limit exceeded");
+    assert_eq!(
+        syntax_message(parse("star", over.as_bytes())),
+        "recursion limit exceeded"
+    );
 }
 
 #[test]
 fn corpus_huge_numbers_in_id_fields() {
-    let comment = || serde_json::from_slice::<Value>(&fixture("issue_comment.created.json")).unwrap();
+    let comment =
+        || serde_json::from_slice::<Value>(&fixture("issue_comment.created.json")).unwrap();
     let places: &[(&str, &[&str])] = &[
         ("issue_comment", &["comment", "id"]),
         ("issue_comment", &["issue", "number"]),
         ("ping", &["hook_id"]),
     ];
-    let numbers: &[&str] = &["1e999999", "18446744073709551616", "-0", "1.0e-400", "-1", "0", "2147483648"];
+    let numbers: &[&str] = &[
+        "1e999999",
+        "18446744073709551616",
+        "-0",
+        "1.0e-400",
+        "-1",
+        "0",
+        "2147483648",
+    ];
     let cases: Vec<(&str, &[&str], &str)> = places
         .iter()
         .flat_map(|(e, p)| numbers.iter().map(move |n| (*e, *p, *n)))
         .collect();
-    hostile::corpus("event: huge numbers in id fields", cases, |(event, place, number)| {
-        let base = if event == "ping" {
-            json!({"zen": "z", "hook_id": 1})
-        } else {
-            comment()
-        };
-        let path: Vec<Seg> = place.iter().map(|k| Seg::Key((*k).to_owned())).collect();
-        let body = changed(&base, &path, &Change::Replace(number.as_bytes().to_vec()));
-        let result = parse(event, &body);
-        let want = place.join(".");
-        match (number, &result) {
-            // Out of range for an f64: serde_json refuses it as it reads it.
-            ("1e999999", Err(ParseError::Syntax { message, .. })) => {
-                assert_eq!(message, "number out of range");
+    hostile::corpus(
+        "event: huge numbers in id fields",
+        cases,
+        |(event, place, number)| {
+            let base = if event == "ping" {
+                json!({"zen": "z", "hook_id": 1})
+            } else {
+                comment()
+            };
+            let path: Vec<Seg> = place.iter().map(|k| Seg::Key((*k).to_owned())).collect();
+            let body = changed(&base, &path, &Change::Replace(number.as_bytes().to_vec()));
+            let result = parse(event, &body);
+            let want = place.join(".");
+            match (number, &result) {
+                // Out of range for an f64: serde_json refuses it as it reads it.
+                ("1e999999", Err(ParseError::Syntax { message, .. })) => {
+                    assert_eq!(message, "number out of range");
+                }
+                // A positive integer up to i32::MAX for a pull request number, any u64 for an id.
+                ("0", Ok(_)) if want != "issue.number" => {}
+                ("2147483648", Ok(_)) if want != "issue.number" => {}
+                (_, Err(ParseError::Field { path, .. })) => assert_eq!(path, &want, "{number}"),
+                _ => panic!("{event} {want} = {number}: {result:?}"),
             }
-            // A positive integer up to i32::MAX for a pull request number, any u64 for an id.
-            ("0", Ok(_)) if want != "issue.number" => {}
-            ("2147483648", Ok(_)) if want != "issue.number" => {}
-            (_, Err(ParseError::Field { path, .. })) => assert_eq!(path, &want, "{number}"),
-            _ => panic!("{event} {want} = {number}: {result:?}"),
-        }
-    });
+        },
+    );
 }
 
 #[test]
@@ -387,22 +441,42 @@ fn corpus_invalid_text() {
     let comment = fixture("issue_comment.created.json");
     let text = std::str::from_utf8(&comment).unwrap();
     let with_body = |raw: &[u8]| {
-        let at = text.find("\"body\": \"/build\"").expect("the comment's body");
-        [&comment[..at], b"\"body\": \"", raw, b"\"", &comment[at + 16..]].concat()
+        let at = text
+            .find("\"body\": \"/build\"")
+            .expect("the comment's body");
+        [
+            &comment[..at],
+            b"\"body\": \"",
+            raw,
+            b"\"",
+            &comment[at + 16..],
+        ]
+        .concat()
     };
     // Refused: invalid UTF-8, a raw control character, a lone surrogate.
     let refused: Vec<(&[u8], &str)> = vec![
         (b"\xff/preview", "invalid unicode code point"),
         (b"/preview\xc3", "invalid unicode code point"),
         (b"\xed\xa0\x80", "invalid unicode code point"),
-        (b"/preview\0stop", "control character (\\u0000-\\u001F) found while parsing a string"),
+        (
+            b"/preview\0stop",
+            "control character (\\u0000-\\u001F) found while parsing a string",
+        ),
         (b"\\ud800", "unexpected end of hex escape"),
         (b"\\ud800x", "unexpected end of hex escape"),
         (b"\\udc00", "lone leading surrogate in hex escape"),
     ];
-    hostile::corpus("event: invalid text in comment bodies", refused, |(raw, want)| {
-        assert_eq!(syntax_message(parse("issue_comment", &with_body(raw))), want, "{raw:?}");
-    });
+    hostile::corpus(
+        "event: invalid text in comment bodies",
+        refused,
+        |(raw, want)| {
+            assert_eq!(
+                syntax_message(parse("issue_comment", &with_body(raw))),
+                want,
+                "{raw:?}"
+            );
+        },
+    );
     // Read: escaped NUL, look-alikes of the keyword, a right-to-left override. None of them
     // makes a command.
     let read: Vec<(&[u8], &str)> = vec![
@@ -417,16 +491,26 @@ fn corpus_invalid_text() {
             panic!("{raw:?} not read");
         };
         assert_eq!(c.body, want);
-        assert_eq!(crate::github::command_parser::parse(&c.body), None, "{want:?}");
+        assert_eq!(
+            crate::github::command_parser::parse(&c.body),
+            None,
+            "{want:?}"
+        );
     });
     // A byte order mark before the JSON is not JSON.
     let bom = [&b"\xef\xbb\xbf"[..], &comment].concat();
-    assert_eq!(syntax_message(parse("issue_comment", &bom)), "expected value");
+    assert_eq!(
+        syntax_message(parse("issue_comment", &bom)),
+        "expected value"
+    );
     // Invalid UTF-8 in a string Sandcastle skips is skipped, as serde_json skips it.
     let raw = opened_with("\"junk\":\"x\"");
     let at = raw.windows(3).position(|w| w == b"\"x\"").unwrap();
     let invalid = [&raw[..at + 1], b"\xff\xfe", &raw[at + 2..]].concat();
-    assert!(matches!(parse("pull_request", &invalid), Ok(Event::PullRequest(_))));
+    assert!(matches!(
+        parse("pull_request", &invalid),
+        Ok(Event::PullRequest(_))
+    ));
 }
 
 /// At every size the answer is the same: nesting is refused at depth 128 where a value is built
@@ -436,19 +520,40 @@ fn corpus_invalid_text() {
 fn corpus_bodies_of_growing_size() {
     hostile::corpus("event: bodies of growing size", SIZES, |n| {
         let action = format!("{{\"action\":{}}}", nested(n / 2));
-        assert_eq!(syntax_message(parse("star", action.as_bytes())), "recursion limit exceeded");
+        assert_eq!(
+            syntax_message(parse("star", action.as_bytes())),
+            "recursion limit exceeded"
+        );
         let skipped = opened_with(&format!("\"deep\":{}", nested(n / 2)));
-        assert!(matches!(parse("pull_request", &skipped), Ok(Event::PullRequest(_))));
+        assert!(matches!(
+            parse("pull_request", &skipped),
+            Ok(Event::PullRequest(_))
+        ));
         let zen = "z".repeat(n);
         let ping = format!("{{\"zen\":\"{zen}\",\"hook_id\":1}}");
-        assert!(matches!(parse("ping", ping.as_bytes()), Ok(Event::Ping { zen: z, .. }) if z == zen));
+        assert!(
+            matches!(parse("ping", ping.as_bytes()), Ok(Event::Ping { zen: z, .. }) if z == zen)
+        );
         let array = format!("\"many\":[{}0]", "0,".repeat(n / 2));
-        assert!(matches!(parse("pull_request", &opened_with(&array)), Ok(Event::PullRequest(_))));
+        assert!(matches!(
+            parse("pull_request", &opened_with(&array)),
+            Ok(Event::PullRequest(_))
+        ));
         let digits = format!("{{\"zen\":\"z\",\"hook_id\":{}}}", "9".repeat(n));
-        assert_eq!(syntax_message(parse("ping", digits.as_bytes())), "number out of range");
-        let repo = format!("{{\"action\":\"added\",\"installation\":{{\"id\":1}},\"repositories_added\":[{{\"full_name\":\"{}\"}}]}}", "x".repeat(n));
+        assert_eq!(
+            syntax_message(parse("ping", digits.as_bytes())),
+            "number out of range"
+        );
+        let repo = format!(
+            "{{\"action\":\"added\",\"installation\":{{\"id\":1}},\"repositories_added\":[{{\"full_name\":\"{}\"}}]}}",
+            "x".repeat(n)
+        );
         let err = parse("installation_repositories", repo.as_bytes()).unwrap_err();
-        assert!(err.to_string().len() <= 2 * MESSAGE_LIMIT, "{} bytes", err.to_string().len());
+        assert!(
+            err.to_string().len() <= 2 * MESSAGE_LIMIT,
+            "{} bytes",
+            err.to_string().len()
+        );
         let (path, _) = field_error(Err(err));
         assert_eq!(path, "repositories_added[0].full_name");
     });

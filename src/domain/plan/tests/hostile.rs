@@ -73,7 +73,8 @@ fn dns_name(host: &str) -> bool {
     host.len() <= 253
         && host.split('.').all(|l| {
             (1..=63).contains(&l.len())
-                && l.bytes().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
+                && l.bytes()
+                    .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
                 && !l.starts_with('-')
                 && !l.ends_with('-')
         })
@@ -102,8 +103,11 @@ fn sound(result: &Result<Plan, Refused>, ctx: &PreviewContext) -> Result<(), Tes
                 let host = url.split_once("://").map(|(_, h)| h).unwrap_or_default();
                 prop_assert!(dns_name(host), "url {:?}", url);
             }
-            let yaml = p.to_yaml().map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let back = parse_manifests(&yaml).map_err(|e| TestCaseError::fail(format!("{e}\n{yaml}")))?;
+            let yaml = p
+                .to_yaml()
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let back =
+                parse_manifests(&yaml).map_err(|e| TestCaseError::fail(format!("{e}\n{yaml}")))?;
             let planned: Vec<Value> = p.objects().chain(&p.pre_delete).cloned().collect();
             prop_assert_eq!(back, planned);
         }
@@ -140,13 +144,51 @@ fn parsed_soundly(result: &Result<Manifests, ManifestError>) -> Result<(), TestC
 /// YAML scalars and nodes that readers treat differently.
 fn scalars() -> impl Strategy<Value = String> {
     let fixed = [
-        "~", "null", "Null", "NULL", "''", "\"\"", "yes", "no", "on", "off", "y", "n", "true",
-        "0x1F", "0o17", "017", "1_000", "1e999999", "-1e999999", ".inf", "-.inf", ".nan",
-        "18446744073709551616", "-9223372036854775809", "-0", "1.0e-400", "2001-12-14",
-        "!!binary aGVsbG8=", "!!str 1", "!!int x", "!!python/object:os.system ls",
-        "!!python/object/apply:os.system [ls]", "!custom x", "&a x", "*a", "*undefined",
-        "{<<: {a: 1}}", "[&b [1, 2], *b]", "\"\\u0000\"", "\"\\ud800\"", "'\u{feff}'",
-        "|\n  block", ">-\n  folded", "\"a\\\nb\"", "? complex\n: key",
+        "~",
+        "null",
+        "Null",
+        "NULL",
+        "''",
+        "\"\"",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "y",
+        "n",
+        "true",
+        "0x1F",
+        "0o17",
+        "017",
+        "1_000",
+        "1e999999",
+        "-1e999999",
+        ".inf",
+        "-.inf",
+        ".nan",
+        "18446744073709551616",
+        "-9223372036854775809",
+        "-0",
+        "1.0e-400",
+        "2001-12-14",
+        "!!binary aGVsbG8=",
+        "!!str 1",
+        "!!int x",
+        "!!python/object:os.system ls",
+        "!!python/object/apply:os.system [ls]",
+        "!custom x",
+        "&a x",
+        "*a",
+        "*undefined",
+        "{<<: {a: 1}}",
+        "[&b [1, 2], *b]",
+        "\"\\u0000\"",
+        "\"\\ud800\"",
+        "'\u{feff}'",
+        "|\n  block",
+        ">-\n  folded",
+        "\"a\\\nb\"",
+        "? complex\n: key",
     ];
     prop_oneof![
         3 => proptest::sample::select(fixed.to_vec()).prop_map(str::to_owned),
@@ -177,27 +219,35 @@ fn proptest_manifest_text_is_read_or_refused_by_name() {
                 .prop_map(|b| String::from_utf8_lossy(&b).into_owned())
         }),
     ];
-    hostile::check("plan: manifest text is read or refused by name", text, |text| {
-        let result = Manifests::parse(&text);
-        parsed_soundly(&result)?;
-        if let Ok(m) = result {
-            let _ = plan(&m.objects, &FIXTURES[0].blueprint, &ctx());
-        }
-        Ok(())
-    });
+    hostile::check(
+        "plan: manifest text is read or refused by name",
+        text,
+        |text| {
+            let result = Manifests::parse(&text);
+            parsed_soundly(&result)?;
+            if let Ok(m) = result {
+                let _ = plan(&m.objects, &FIXTURES[0].blueprint, &ctx());
+            }
+            Ok(())
+        },
+    );
 }
 
 #[test]
 fn proptest_structured_manifests_plan_or_are_refused() {
-    hostile::check("plan: structured manifests plan or are refused", structured_yaml(), |text| {
-        let result = Manifests::parse(&text);
-        parsed_soundly(&result)?;
-        if let Ok(m) = result {
-            let c = ctx();
-            sound(&plan(&m.objects, &blueprint(""), &c), &c)?;
-        }
-        Ok(())
-    });
+    hostile::check(
+        "plan: structured manifests plan or are refused",
+        structured_yaml(),
+        |text| {
+            let result = Manifests::parse(&text);
+            parsed_soundly(&result)?;
+            if let Ok(m) = result {
+                let c = ctx();
+                sound(&plan(&m.objects, &blueprint(""), &c), &c)?;
+            }
+            Ok(())
+        },
+    );
 }
 
 /// JSON values in places the planner reads: wrong types, numbers at the edges, long and
@@ -233,7 +283,11 @@ fn values() -> impl Strategy<Value = Value> {
 fn places(v: &Value, at: &mut Vec<Value>, out: &mut Vec<Vec<Value>>) {
     let children: Vec<(Value, &Value)> = match v {
         Value::Object(map) => map.iter().map(|(k, v)| (json!(k), v)).collect(),
-        Value::Array(items) => items.iter().enumerate().map(|(i, v)| (json!(i), v)).collect(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (json!(i), v))
+            .collect(),
         _ => Vec::new(),
     };
     for (seg, child) in children {
@@ -283,7 +337,12 @@ fn proptest_fixture_objects_with_nasty_values_plan_or_are_refused() {
     let strategy = (
         0..FIXTURES.len(),
         proptest::collection::vec(
-            (any::<proptest::sample::Index>(), any::<proptest::sample::Index>(), 0..3u8, values()),
+            (
+                any::<proptest::sample::Index>(),
+                any::<proptest::sample::Index>(),
+                0..3u8,
+                values(),
+            ),
             1..4,
         ),
     );
@@ -313,12 +372,21 @@ fn proptest_fixture_objects_with_nasty_values_plan_or_are_refused() {
                     continue;
                 }
                 ensure_objects(&mut target, &path);
-                done.push(format!("{} {} at {path:?} = {value}", target["kind"], target["metadata"]["name"]));
+                done.push(format!(
+                    "{} {} at {path:?} = {value}",
+                    target["kind"], target["metadata"]["name"]
+                ));
                 put(&mut target, &path, value);
                 objects[i] = target;
             }
-            let result = std::panic::catch_unwind(|| plan(&objects, &fixture.blueprint, &fixture.ctx))
-                .map_err(|_| TestCaseError::fail(format!("{}: plan panicked after {done:?}", fixture.name)))?;
+            let result =
+                std::panic::catch_unwind(|| plan(&objects, &fixture.blueprint, &fixture.ctx))
+                    .map_err(|_| {
+                        TestCaseError::fail(format!(
+                            "{}: plan panicked after {done:?}",
+                            fixture.name
+                        ))
+                    })?;
             sound(&result, &fixture.ctx)
                 .map_err(|e| TestCaseError::fail(format!("{}: {e} after {done:?}", fixture.name)))
         },
@@ -353,10 +421,29 @@ fn ensure_objects(v: &mut Value, path: &[Value]) {
 fn host_templates() -> impl Strategy<Value = String> {
     let piece = prop_oneof![
         proptest::sample::select(vec![
-            "{{pr}}", "{{repo}}", "{{owner}}", "{{branch}}", "{{sha}}", "{{shortSha}}",
-            "{{preview}}", "{{host}}", "{{nope}}", "{{", "}}", ".", "-", "--", "xn--", "A",
-            "\u{e9}", "\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}", "*", "_",
-            " ", "example.com", "localhost",
+            "{{pr}}",
+            "{{repo}}",
+            "{{owner}}",
+            "{{branch}}",
+            "{{sha}}",
+            "{{shortSha}}",
+            "{{preview}}",
+            "{{host}}",
+            "{{nope}}",
+            "{{",
+            "}}",
+            ".",
+            "-",
+            "--",
+            "xn--",
+            "A",
+            "\u{e9}",
+            "\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}\u{fc}",
+            "*",
+            "_",
+            " ",
+            "example.com",
+            "localhost",
         ])
         .prop_map(str::to_owned),
         "[a-z0-9]{1,70}",
@@ -368,7 +455,15 @@ fn host_templates() -> impl Strategy<Value = String> {
 #[test]
 fn proptest_host_templates_give_dns_names_or_a_named_refusal() {
     let with_ingress: Vec<usize> = (0..FIXTURES.len())
-        .filter(|i| FIXTURES[*i].objects.iter().any(|o| o["kind"] == "Ingress") && plan(&FIXTURES[*i].objects, &FIXTURES[*i].blueprint, &FIXTURES[*i].ctx).is_ok())
+        .filter(|i| {
+            FIXTURES[*i].objects.iter().any(|o| o["kind"] == "Ingress")
+                && plan(
+                    &FIXTURES[*i].objects,
+                    &FIXTURES[*i].blueprint,
+                    &FIXTURES[*i].ctx,
+                )
+                .is_ok()
+        })
         .collect();
     assert!(!with_ingress.is_empty());
     let strategy = (
@@ -388,7 +483,10 @@ fn proptest_host_templates_give_dns_names_or_a_named_refusal() {
             let result = plan(&fixture.objects, &bp, &c);
             if let Err(refused) = &result {
                 prop_assert!(
-                    refused.problems.iter().all(|p| p.kind == "Blueprint" && p.field.as_deref() == Some("spec.host")),
+                    refused
+                        .problems
+                        .iter()
+                        .all(|p| p.kind == "Blueprint" && p.field.as_deref() == Some("spec.host")),
                     "{refused}"
                 );
             }
@@ -406,7 +504,8 @@ fn limit(result: Result<Manifests, ManifestError>) -> String {
 
 /// Billion laughs: nine levels of ten aliases each, 10^9 strings if expanded.
 fn laughs(levels: usize) -> String {
-    let mut yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol}\nl0: &l0 \"lol\"\n".to_owned();
+    let mut yaml =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol}\nl0: &l0 \"lol\"\n".to_owned();
     for i in 1..=levels {
         let aliases = vec![format!("*l{}", i - 1); 10].join(", ");
         yaml.push_str(&format!("l{i}: &l{i} [{aliases}]\n"));
@@ -416,21 +515,43 @@ fn laughs(levels: usize) -> String {
 
 #[test]
 fn corpus_yaml_bombs_are_refused_by_a_limit() {
-    let block_deep: String = (0..10_000).map(|i| format!("{}a:\n", " ".repeat(i))).collect();
+    let block_deep: String = (0..10_000)
+        .map(|i| format!("{}a:\n", " ".repeat(i)))
+        .collect();
     let nodes: String = (0..130_000).map(|i| format!("k{i}: v\n")).collect();
     let cases: Vec<(&str, String, &str)> = vec![
         ("billion laughs", laughs(9), "alias replay limit exceeded"),
         ("a million laughs", laughs(6), "alias replay limit exceeded"),
-        ("flow nesting 10,000 deep", format!("a: {}{}", "[".repeat(10_000), "]".repeat(10_000)), "recursion limit exceeded"),
-        ("block nesting 10,000 deep", block_deep, "budget breached: Depth"),
-        ("2,000 documents", "---\na: 1\n".repeat(2_000), "budget breached: Documents"),
+        (
+            "flow nesting 10,000 deep",
+            format!("a: {}{}", "[".repeat(10_000), "]".repeat(10_000)),
+            "recursion limit exceeded",
+        ),
+        (
+            "block nesting 10,000 deep",
+            block_deep,
+            "budget breached: Depth",
+        ),
+        (
+            "2,000 documents",
+            "---\na: 1\n".repeat(2_000),
+            "budget breached: Documents",
+        ),
         ("260,000 nodes", nodes, "budget breached: Nodes"),
-        ("1,000 aliases of one anchor", format!("a: &a 1\nb: [{}]\n", vec!["*a"; 1_000].join(", ")), "budget breached: AliasAnchorRatio"),
+        (
+            "1,000 aliases of one anchor",
+            format!("a: &a 1\nb: [{}]\n", vec!["*a"; 1_000].join(", ")),
+            "budget breached: AliasAnchorRatio",
+        ),
     ];
-    hostile::corpus("plan: YAML bombs are refused by a limit", cases, |(what, yaml, want)| {
-        let message = limit(Manifests::parse(&yaml));
-        assert!(message.starts_with(want), "{what}: {message}");
-    });
+    hostile::corpus(
+        "plan: YAML bombs are refused by a limit",
+        cases,
+        |(what, yaml, want)| {
+            let message = limit(Manifests::parse(&yaml));
+            assert!(message.starts_with(want), "{what}: {message}");
+        },
+    );
     // An anchor cannot hold an alias of itself.
     let itself = Manifests::parse("a: &a [*a]\n").unwrap_err();
     assert!(matches!(itself, ManifestError::Syntax { .. }), "{itself:?}");
@@ -439,7 +560,8 @@ fn corpus_yaml_bombs_are_refused_by_a_limit() {
 #[test]
 fn corpus_yaml_features_kubectl_users_write() {
     // Duplicate keys: the last wins, with a warning.
-    let dup = Manifests::parse("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, name: b}\n").unwrap();
+    let dup = Manifests::parse("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, name: b}\n")
+        .unwrap();
     assert_eq!(dup.objects[0]["metadata"]["name"], "b");
     assert_eq!(dup.warnings.len(), 1);
     // Merge keys merge; anchors and aliases copy.
@@ -448,16 +570,25 @@ fn corpus_yaml_features_kubectl_users_write() {
     assert_eq!(merged.objects[1]["metadata"]["name"], "a");
     // Anchors do not reach across documents.
     let across = Manifests::parse("a: &m 1\n---\nb: *m\n").unwrap_err();
-    assert!(matches!(across, ManifestError::Syntax { document: 2, .. }), "{across:?}");
+    assert!(
+        matches!(across, ManifestError::Syntax { document: 2, .. }),
+        "{across:?}"
+    );
     // Tags run nothing: a Python tag is a tag on a plain value.
-    let tagged = Manifests::parse("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {x: !!python/object:os.system ls}\n");
+    let tagged = Manifests::parse(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {x: !!python/object:os.system ls}\n",
+    );
     assert_eq!(tagged.unwrap().objects[0]["data"]["x"], "ls");
     // A byte order mark, NUL, invalid escapes.
-    let bom = Manifests::parse("\u{feff}apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n").unwrap();
+    let bom =
+        Manifests::parse("\u{feff}apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n").unwrap();
     assert_eq!(bom.objects.len(), 1);
     for bad in ["apiVersion: v1\0\n", "a: \"\\ud800\"\n", "a: [\n"] {
         let err = Manifests::parse(bad).unwrap_err();
-        assert!(matches!(err, ManifestError::Syntax { document: 1, .. }), "{bad:?}: {err:?}");
+        assert!(
+            matches!(err, ManifestError::Syntax { document: 1, .. }),
+            "{bad:?}: {err:?}"
+        );
     }
 }
 
@@ -472,7 +603,9 @@ fn corpus_blueprints_of_growing_size() {
         let rules: String = (0..count)
             .map(|i| format!("  - host: a.h{i}.example.com\n"))
             .collect();
-        let yaml = format!("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: web}}\nspec:\n  rules:\n{rules}---\n{APP}");
+        let yaml = format!(
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: web}}\nspec:\n  rules:\n{rules}---\n{APP}"
+        );
         let p = run(&yaml, "").unwrap();
         let ingress = find(&p, "Ingress", "web");
         let hosts: std::collections::BTreeSet<&str> = ingress["spec"]["rules"]
@@ -488,7 +621,9 @@ fn corpus_blueprints_of_growing_size() {
         // text, refused once that is past the floor of 10,000.
         let items = vec!["x"; n / 50].join(", ");
         let aliases = vec!["*a"; 50].join(", ");
-        let yaml = format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\nitems0: &a [{items}]\nmany: [{aliases}]\n");
+        let yaml = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\nitems0: &a [{items}]\nmany: [{aliases}]\n"
+        );
         let result = Manifests::parse(&yaml);
         if n / 50 * 50 > yaml.len().max(10_000) {
             assert!(limit(result).contains("alias"), "{n}");

@@ -192,7 +192,10 @@ fn thousands_of_colliding_hosts_are_numbered_in_order() {
     );
     let (hosts, url) = hosts(&yaml, "");
     assert_eq!(hosts.len(), n);
-    assert_eq!(url.as_deref(), Some("http://a-shop-pr-42.preview.localhost"));
+    assert_eq!(
+        url.as_deref(),
+        Some("http://a-shop-pr-42.preview.localhost")
+    );
     for (i, host) in hosts.iter().enumerate().skip(1) {
         assert_eq!(host, &format!("a-shop-pr-42-{}.preview.localhost", i + 1));
     }
