@@ -59,11 +59,23 @@ pub enum PrAction {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrState {
     Open,
     Closed,
+}
+
+/// Read from a string, so that a value of another type is refused as the field at fault:
+/// serde_json reports an enum given anything but a string or an object as invalid JSON.
+impl<'de> Deserialize<'de> for PrState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        match &*s {
+            "open" => Ok(Self::Open),
+            "closed" => Ok(Self::Closed),
+            other => Err(serde::de::Error::unknown_variant(other, &["open", "closed"])),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -936,6 +948,21 @@ mod tests {
             .remove("updated_at");
         let err = parse_value("pull_request", &v).unwrap_err();
         assert_eq!(err.to_string(), "pull_request: missing field `updated_at`");
+
+        // A value of the wrong type for an enum is the field's fault, not the JSON's.
+        for (state, want) in [
+            (json!([]), "pull_request.state: invalid type: sequence, expected a string"),
+            (json!(1), "pull_request.state: invalid type: integer `1`, expected a string"),
+            (
+                json!("merged"),
+                "pull_request.state: unknown variant `merged`, expected `open` or `closed`",
+            ),
+        ] {
+            let mut v = value("pull_request.opened.json");
+            v["pull_request"]["state"] = state;
+            let err = parse_value("pull_request", &v).unwrap_err();
+            assert_eq!((err.code(), err.to_string().as_str()), ("invalid_payload", want));
+        }
 
         let mut v = value("pull_request.opened.json");
         v["pull_request"]["updated_at"] = json!("yesterday");
