@@ -214,18 +214,23 @@ fn map_hosts(
     map
 }
 
+/// Put the preview hosts in place. Parts of the Ingress that are not of the shape an Ingress
+/// has (a `spec`, rule or TLS block that is not a mapping) are left for the API server to
+/// refuse, never written into.
 fn set_hosts(ingress: &mut Value, map: &BTreeMap<String, String>) {
-    let spec = &mut ingress["spec"];
-    if let Some(rules) = spec["rules"].as_array_mut() {
+    let Some(spec) = ingress.get_mut("spec") else {
+        return;
+    };
+    if let Some(rules) = spec.get_mut("rules").and_then(Value::as_array_mut) {
         for rule in rules {
             if let Some(new) = rule["host"].as_str().and_then(|h| map.get(h)) {
                 rule["host"] = Value::String(new.clone());
             }
         }
     }
-    if let Some(tls) = spec["tls"].as_array_mut() {
+    if let Some(tls) = spec.get_mut("tls").and_then(Value::as_array_mut) {
         for block in tls {
-            if let Some(hosts) = block["hosts"].as_array_mut() {
+            if let Some(hosts) = block.get_mut("hosts").and_then(Value::as_array_mut) {
                 for host in hosts {
                     if let Some(new) = host.as_str().and_then(|h| map.get(h)) {
                         *host = Value::String(new.clone());

@@ -633,10 +633,11 @@ fn corpus_blueprints_of_growing_size() {
     });
 }
 
-/// Workloads whose pod template (or a part of it) is not a mapping: refused, naming the field,
+/// Parts of objects of the wrong type (pod templates, resources, labels, Ingress rules and TLS
+/// blocks): refused naming the field, or planned as they are for the API server to refuse;
 /// never a panic.
 #[test]
-fn corpus_pod_templates_of_the_wrong_type() {
+fn corpus_parts_of_the_wrong_type() {
     let cases: Vec<String> = ["false", "[]", "'x'", "7", "[{}]"]
         .iter()
         .flat_map(|v| {
@@ -653,6 +654,8 @@ fn corpus_pod_templates_of_the_wrong_type() {
                 format!("apiVersion: v1\nkind: Service\nmetadata: {{name: s}}\nspec: {v}\n"),
                 format!("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: i}}\nspec: {{rules: {v}, tls: {v}}}\n"),
                 format!("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: i}}\nspec: {{rules: [{{host: a.example.com, http: {v}}}]}}\n"),
+                format!("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: i}}\nspec: {v}\n"),
+                format!("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: i}}\nspec: {{rules: [{v}, {{host: a.example.com}}], tls: [{v}, {{hosts: {v}}}, {{hosts: [{v}, a.example.com]}}]}}\n"),
             ]
         })
         .collect();
