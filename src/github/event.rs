@@ -73,7 +73,10 @@ impl<'de> Deserialize<'de> for PrState {
         match &*s {
             "open" => Ok(Self::Open),
             "closed" => Ok(Self::Closed),
-            other => Err(serde::de::Error::unknown_variant(other, &["open", "closed"])),
+            other => Err(serde::de::Error::unknown_variant(
+                other,
+                &["open", "closed"],
+            )),
         }
     }
 }
@@ -951,8 +954,14 @@ mod tests {
 
         // A value of the wrong type for an enum is the field's fault, not the JSON's.
         for (state, want) in [
-            (json!([]), "pull_request.state: invalid type: sequence, expected a string"),
-            (json!(1), "pull_request.state: invalid type: integer `1`, expected a string"),
+            (
+                json!([]),
+                "pull_request.state: invalid type: sequence, expected a string",
+            ),
+            (
+                json!(1),
+                "pull_request.state: invalid type: integer `1`, expected a string",
+            ),
             (
                 json!("merged"),
                 "pull_request.state: unknown variant `merged`, expected `open` or `closed`",
@@ -961,7 +970,10 @@ mod tests {
             let mut v = value("pull_request.opened.json");
             v["pull_request"]["state"] = state;
             let err = parse_value("pull_request", &v).unwrap_err();
-            assert_eq!((err.code(), err.to_string().as_str()), ("invalid_payload", want));
+            assert_eq!(
+                (err.code(), err.to_string().as_str()),
+                ("invalid_payload", want)
+            );
         }
 
         let mut v = value("pull_request.opened.json");
