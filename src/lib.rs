@@ -40,3 +40,6 @@ pub mod mcp;
 pub mod metrics;
 pub mod probe;
 pub mod serve;
+
+#[cfg(test)]
+mod hostile;

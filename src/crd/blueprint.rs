@@ -369,3 +369,161 @@ pub struct BlueprintStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
+
+#[cfg(test)]
+mod hostile {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::hostile::{self, NASTY_ATOMS};
+
+    const BASE: &str = "source: {namespace: shop-staging}\nrepositories: [acme/shop]\n";
+
+    /// YAML values of every kind, edge numbers, durations and text that no field should take.
+    fn scalars() -> impl Strategy<Value = String> {
+        let fixed = vec![
+            "~",
+            "''",
+            "yes",
+            "0",
+            "-0",
+            "1",
+            "-1",
+            "4294967296",
+            "1e999999",
+            "1.5",
+            ".nan",
+            "18446744073709551616",
+            "99999999999h",
+            "1e3s",
+            "-1s",
+            "1h-1m",
+            "0s",
+            "24h",
+            "2d",
+            "auto",
+            "AUTO",
+            "comment",
+            "queue",
+            "reject",
+            "copy",
+            "allowlist",
+            "none",
+            "strict",
+            "off",
+            "restricted",
+            "baseline",
+            "[]",
+            "{}",
+            "[acme/*]",
+            "['{{pr}}.x']",
+            "{{pr}}",
+            "!!python/object:os.system ls",
+            "!!binary aGk=",
+            "&x 1",
+            "*x",
+            "{<<: {namespace: a}}",
+            "\"\\u0000\"",
+            "'\u{feff}'",
+        ];
+        prop_oneof![
+            3 => proptest::sample::select(fixed).prop_map(str::to_owned),
+            1 => proptest::sample::select(NASTY_ATOMS).prop_map(|s| format!("{s:?}")),
+            1 => any::<String>().prop_map(|s| serde_json::to_string(&s).unwrap()),
+        ]
+    }
+
+    fn fields() -> impl Strategy<Value = String> {
+        let names = vec![
+            "ttl",
+            "maxTtl",
+            "stopAfterIdle",
+            "readinessTimeout",
+            "maxPreviews",
+            "trigger",
+            "overCapacity",
+            "host",
+            "primaryService",
+            "skip",
+            "baseBranches",
+            "waitForChecks",
+            "images",
+            "allowKinds",
+            "secrets",
+            "isolation",
+            "readiness",
+            "source",
+            "repositories",
+        ];
+        proptest::collection::vec((proptest::sample::select(names), scalars()), 0..6).prop_map(
+            |fields| {
+                fields
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}\n"))
+                    .collect::<String>()
+            },
+        )
+    }
+
+    #[test]
+    fn proptest_blueprint_specs_are_read_or_refused_and_round_trip() {
+        hostile::check(
+            "blueprint: specs are read or refused, and round-trip",
+            fields(),
+            |extra| {
+                // Repeated keys are an error to serde-saphyr's defaults, as everywhere else.
+                let yaml = format!("{BASE}{extra}");
+                if let Ok(spec) = serde_saphyr::from_str::<BlueprintSpec>(&yaml) {
+                    let json = serde_json::to_value(&spec).unwrap();
+                    prop_assert_eq!(
+                        &serde_json::from_value::<BlueprintSpec>(json).unwrap(),
+                        &spec
+                    );
+                    let back = serde_saphyr::to_string(&spec).unwrap();
+                    let read: BlueprintSpec = serde_saphyr::from_str(&back)
+                        .map_err(|e| TestCaseError::fail(format!("{e}\n{back}")))?;
+                    prop_assert_eq!(&read, &spec);
+                }
+                // What the API server holds arrives as JSON.
+                if let Ok(value) = serde_saphyr::from_str::<serde_json::Value>(&yaml) {
+                    let _ = serde_json::from_value::<BlueprintSpec>(value);
+                }
+                Ok(())
+            },
+        );
+    }
+
+    #[test]
+    fn corpus_nasty_blueprint_specs() {
+        let cases: &[(&str, bool)] = &[
+            // (extra fields, read)
+            ("ttl: 99999999999h\n", true),
+            ("ttl: 1e3s\n", false),
+            ("ttl: -1s\n", false),
+            ("ttl: 1h-1m\n", false),
+            ("ttl: ''\n", false),
+            ("ttl: 2d\n", false),
+            ("maxPreviews: 1e999999\n", false),
+            ("maxPreviews: 4294967296\n", false),
+            ("maxPreviews: -1\n", false),
+            ("trigger: AUTO\n", false),
+            ("trigger: !!python/object:os.system ls\n", false),
+            (
+                "repositories: !!python/object/apply:os.system [ls]\n",
+                false,
+            ),
+            ("ttl: 1h\nttl: 2h\n", false),
+            ("defaults: &d {ttl: 2h}\n<<: *d\n", true),
+            ("host: \"{{pr}}\\u0000.example.com\"\n", true),
+            ("skip: [a, &s b, *s]\n", true),
+        ];
+        hostile::corpus("blueprint: nasty specs", cases, |(extra, read)| {
+            let yaml = format!("{BASE}{extra}");
+            let got = serde_saphyr::from_str::<BlueprintSpec>(&yaml);
+            assert_eq!(got.is_ok(), *read, "{extra:?}: {got:?}");
+        });
+        let merged: BlueprintSpec =
+            serde_saphyr::from_str(&format!("{BASE}defaults: &d {{ttl: 2h}}\n<<: *d\n")).unwrap();
+        assert_eq!(merged.ttl, GoDuration::from_secs(7200));
+    }
+}

@@ -196,3 +196,177 @@ mod tests {
         assert!(err.to_string().contains("is not a duration"), "{err}");
     }
 }
+
+#[cfg(test)]
+mod hostile {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::hostile::{self, SIZES, nasty_text};
+
+    /// What the grammar gives for `s`, worked out apart from `parse`: the CRD's pattern (with
+    /// `d` and `w` when `days`), then the sum in 128 bits; `None` when it does not match or the
+    /// sum does not fit in a `u64` of seconds.
+    fn oracle(s: &str, days: bool) -> Option<u64> {
+        let pattern = if days {
+            r"^(0|([0-9]+(h|m|s|d|w))+)$"
+        } else {
+            SCHEMA_PATTERN
+        };
+        if !regex::Regex::new(pattern).unwrap().is_match(s) {
+            return None;
+        }
+        let mut total: u128 = 0;
+        let mut number = String::new();
+        for c in s.chars() {
+            if c.is_ascii_digit() {
+                number.push(c);
+                continue;
+            }
+            let unit: u128 = match c {
+                's' => 1,
+                'm' => 60,
+                'h' => 3600,
+                'd' => 86_400,
+                _ => 604_800,
+            };
+            let digits = number.trim_start_matches('0');
+            let n: u128 = if digits.is_empty() {
+                0
+            } else {
+                digits.parse().ok()?
+            };
+            total = total.checked_add(n.checked_mul(unit)?)?;
+            number.clear();
+        }
+        u64::try_from(total).ok()
+    }
+
+    fn near_durations() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[0-9hmsdw]{0,20}",
+            "[0-9hmsdw.+eE -]{0,20}",
+            "([0-9]{1,21}[hmsdw]){1,4}",
+            nasty_text(6),
+        ]
+    }
+
+    #[test]
+    fn proptest_durations_parse_exactly_what_the_pattern_matches() {
+        hostile::check(
+            "duration: parse accepts exactly what the pattern matches",
+            (near_durations(), any::<bool>()),
+            |(s, days)| {
+                let got = parse(&s, days);
+                // parse trims and lower-cases; the pattern is for what resources hold.
+                if s.trim() == s && s.to_ascii_lowercase() == s {
+                    prop_assert_eq!(got.clone().ok(), oracle(&s, days).map(Duration::from_secs));
+                }
+                if let Err(e) = got {
+                    prop_assert_eq!(e.input, s);
+                }
+                Ok(())
+            },
+        );
+    }
+
+    #[test]
+    fn proptest_what_fits_the_schema_always_parses() {
+        // The CRD holds at most 16 characters: no such duration overflows.
+        hostile::check(
+            "duration: what fits the schema always parses",
+            "0|([0-9]{1,5}[hms]){1,3}".prop_filter("maxLength 16", |s| s.len() <= 16),
+            |s| {
+                prop_assert!(parse(&s, false).is_ok(), "{s}");
+                prop_assert!(s.parse::<GoDuration>().is_ok(), "{s}");
+                Ok(())
+            },
+        );
+    }
+
+    #[test]
+    fn proptest_go_style_parses_back_to_itself() {
+        hostile::check(
+            "duration: go_style parses back to itself",
+            prop_oneof![any::<u64>(), 0..1_000_000u64],
+            |secs| {
+                let d = Duration::from_secs(secs);
+                let text = go_style(d);
+                prop_assert!(
+                    regex::Regex::new(SCHEMA_PATTERN).unwrap().is_match(&text),
+                    "{text}"
+                );
+                prop_assert_eq!(parse(&text, false), Ok(d));
+                prop_assert_eq!(parse(&text, true), Ok(d));
+                let field: GoDuration = serde_json::from_value(serde_json::json!(text)).unwrap();
+                prop_assert_eq!(
+                    serde_json::to_value(field).unwrap(),
+                    serde_json::json!(text)
+                );
+                Ok(())
+            },
+        );
+    }
+
+    /// The parser is one pass over the characters, stopping at the first that does not fit.
+    /// At every size the outcome is the same: a sum of many parts parses, an endless number is
+    /// refused as soon as it overflows, leading zeros do not count.
+    #[test]
+    fn corpus_durations_of_growing_size() {
+        hostile::corpus("duration: durations of growing size", SIZES, |n| {
+            let many = "1s".repeat(n / 2);
+            assert_eq!(parse(&many, false), Ok(Duration::from_secs((n / 2) as u64)));
+            let endless = format!("{}h", "9".repeat(n));
+            assert!(parse(&endless, false).is_err());
+            let zeros = format!("{}1h", "0".repeat(n));
+            assert_eq!(parse(&zeros, false), Ok(Duration::from_secs(3600)));
+            let junk = "\u{ff11}h".repeat(n / 4);
+            assert!(parse(&junk, true).is_err());
+        });
+    }
+
+    #[test]
+    fn corpus_nasty_durations() {
+        let cases: &[(&str, Option<u64>)] = &[
+            ("99999999999h", Some(359_999_999_996_400)),
+            ("18446744073709551615s", Some(u64::MAX)),
+            ("18446744073709551616s", None),
+            ("5124095576030431h", Some(5_124_095_576_030_431 * 3600)),
+            ("5124095576030432h", None),
+            ("1e3s", None),
+            ("-1s", None),
+            ("+1s", None),
+            ("1h-1m", None),
+            ("1.5h", None),
+            ("", None),
+            (" ", None),
+            ("0", Some(0)),
+            ("00", None),
+            ("0s", Some(0)),
+            ("1h1h", Some(7200)),
+            ("1H", Some(3600)),
+            (" 1h ", Some(3600)),
+            ("\u{feff}1h", None),
+            ("1h\0", None),
+            ("\u{ff11}h", None),
+            ("1\u{ff48}", None),
+            ("1d", None),
+            ("1w", None),
+            ("h", None),
+            ("10", None),
+        ];
+        hostile::corpus("duration: nasty durations", cases, |(input, want)| {
+            assert_eq!(
+                parse(input, false).ok(),
+                want.map(Duration::from_secs),
+                "{input:?}"
+            );
+            if want.is_none() {
+                let e = parse(input, false).unwrap_err();
+                assert!(e.to_string().contains("is not a duration"), "{e}");
+            }
+        });
+        assert_eq!(parse("1w1d", true), Ok(Duration::from_secs(8 * 86_400)));
+        assert!(parse("999999999999999999w", true).is_err());
+    }
+}

@@ -27,13 +27,18 @@ pub fn slug(s: &str) -> String {
 }
 
 /// Fit `name` into a DNS-1123 label: unchanged when it fits, otherwise cut and suffixed with a
-/// stable hash of the whole name so that two long names never meet.
+/// stable hash of the whole name so that two long names never meet. The cut falls on a char
+/// boundary: a name that is not yet label text (a rendered host) is refused by its caller, not
+/// split inside a character.
 pub fn fit_label(name: &str, max: usize) -> String {
     if name.len() <= max {
         return name.to_owned();
     }
     let hash = hex::encode(Sha256::digest(name.as_bytes()));
-    let keep = max - 6;
+    let mut keep = max - 6;
+    while !name.is_char_boundary(keep) {
+        keep -= 1;
+    }
     let mut head = name[..keep].to_owned();
     while head.ends_with('-') {
         head.pop();
@@ -255,5 +260,166 @@ mod tests {
         ] {
             assert!(!is_object_name(bad), "{bad:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod hostile {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::hostile::{self, nasty_text};
+
+    /// A DNS-1123 label, judged apart from `NamespaceName`.
+    fn is_label(s: &str) -> bool {
+        (1..=63).contains(&s.len())
+            && s.bytes()
+                .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
+            && !s.starts_with('-')
+            && !s.ends_with('-')
+    }
+
+    fn names() -> impl Strategy<Value = String> {
+        prop_oneof![
+            nasty_text(10),
+            any::<String>(),
+            "[a-zA-Z0-9._-]{0,300}",
+            "[a-z0-9-]{55,70}",
+        ]
+    }
+
+    fn repos() -> impl Strategy<Value = RepoName> {
+        ("[A-Za-z0-9_-]{1,39}", "[A-Za-z0-9._-]{1,100}")
+            .prop_filter_map("a repository name", |(owner, name)| {
+                RepoName::new(&format!("{owner}/{name}")).ok()
+            })
+    }
+
+    #[test]
+    fn proptest_slugs_are_label_text() {
+        hostile::check("naming: slugs are label text", names(), |s| {
+            let slugged = slug(&s);
+            prop_assert!(
+                slugged
+                    .bytes()
+                    .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
+            );
+            prop_assert!(!slugged.starts_with('-') && !slugged.ends_with('-'));
+            prop_assert!(!slugged.contains("--"), "{slugged}");
+            prop_assert_eq!(slug(&slugged), slugged);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn proptest_fitted_labels_fit() {
+        hostile::check("naming: fitted labels fit", names(), |s| {
+            let fitted = fit_label(&s, 63);
+            prop_assert!(fitted.len() <= 63, "{fitted}");
+            if s.len() <= 63 {
+                prop_assert_eq!(&fitted, &s);
+            }
+            let slugged = slug(&s);
+            if !slugged.is_empty() {
+                prop_assert!(is_label(&fit_label(&slugged, 63)), "{slugged}");
+            }
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn proptest_preview_and_namespace_names_are_labels() {
+        let strategy = (
+            names(),
+            repos(),
+            1..=i32::MAX as u64,
+            any::<bool>(),
+            names(),
+        );
+        hostile::check(
+            "naming: preview and namespace names are labels",
+            strategy,
+            |(blueprint, repo, pr, owner_ambiguous, prefix)| {
+                let id = PreviewIdentity {
+                    blueprint: &blueprint,
+                    repo: &repo,
+                    pr: PrNumber::new(pr).unwrap(),
+                    owner_ambiguous,
+                };
+                let preview = preview_name(id);
+                prop_assert!(is_label(preview.as_str()), "{preview}");
+                prop_assert_eq!(&preview, &preview_name(id));
+                let namespace = namespace_name(&prefix, &preview);
+                prop_assert!(is_label(namespace.as_str()), "{namespace}");
+                prop_assert!(is_object_name(preview.as_str()));
+                prop_assert!(github_environment(preview.as_str()).starts_with("preview/"));
+                Ok(())
+            },
+        );
+    }
+
+    #[test]
+    fn proptest_object_and_branch_names_are_judged_without_panic() {
+        hostile::check("naming: object and branch names", names(), |s| {
+            if is_object_name(&s) {
+                prop_assert!(s.len() <= 253);
+                prop_assert!(s.split('.').all(is_label), "{s}");
+            }
+            if is_branch_name(&s) {
+                prop_assert!(!s.is_empty() && s.len() <= 255 && !s.contains(".."));
+                prop_assert!(!s.chars().any(char::is_control));
+            }
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn corpus_nasty_names() {
+        let label = |n: usize| "a".repeat(n);
+        let dotted = |n: usize| {
+            let mut s = String::new();
+            while s.len() < n {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(&"b".repeat((n - s.len()).min(63)));
+            }
+            s
+        };
+        let cases: Vec<(String, bool, bool)> = vec![
+            // (name, a namespace/label, an object name)
+            (label(63), true, true),
+            (label(64), false, false),
+            (dotted(253), false, true),
+            (dotted(254), false, false),
+            ("Shop".into(), false, false),
+            ("shop.web".into(), false, true),
+            ("9lives".into(), true, true),
+            ("-shop".into(), false, false),
+            ("shop-".into(), false, false),
+            ("xn--bcher-kva".into(), true, true),
+            ("b\u{fc}cher".into(), false, false),
+            ("".into(), false, false),
+            (".".into(), false, false),
+            ("a..b".into(), false, false),
+            ("a\0b".into(), false, false),
+            ("\u{ff53}hop".into(), false, false),
+        ];
+        hostile::corpus(
+            "naming: nasty names",
+            cases,
+            |(name, label_ok, object_ok)| {
+                assert_eq!(NamespaceName::new(&name).is_ok(), label_ok, "{name:?}");
+                assert_eq!(is_label(&name), label_ok, "{name:?}");
+                assert_eq!(is_object_name(&name), object_ok, "{name:?}");
+                let fitted = fit_label(&slug(&name), 63);
+                assert!(fitted.is_empty() || is_label(&fitted), "{fitted:?}");
+            },
+        );
+        // Long names that differ only past the cut still get different labels.
+        let a = fit_label(&format!("{}-a", label(70)), 63);
+        let b = fit_label(&format!("{}-b", label(70)), 63);
+        assert_ne!(a, b);
+        assert_eq!((a.len(), b.len()), (63, 63));
     }
 }

@@ -171,3 +171,143 @@ mod tests {
         assert!(!uses("{{host", "host"));
     }
 }
+
+#[cfg(test)]
+mod hostile {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::hostile::{self, SIZES, nasty_text};
+
+    const ALLOWED: &[&str] = &["pr", "repo", "host"];
+
+    fn vars() -> Vec<(&'static str, Value<'static>)> {
+        vec![
+            ("pr", Value::Text("42")),
+            ("repo", Value::Text("shop")),
+            ("host", Value::Missing("no host here")),
+        ]
+    }
+
+    /// Templates of literals, variables (known, unknown, spaced) and stray braces.
+    fn templates() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("{{pr}}".to_owned()),
+            Just("{{ repo }}".to_owned()),
+            Just("{{host}}".to_owned()),
+            Just("{{nope}}".to_owned()),
+            Just("{{".to_owned()),
+            Just("}}".to_owned()),
+            Just("{".to_owned()),
+            Just("}".to_owned()),
+            nasty_text(3),
+        ];
+        prop_oneof![
+            proptest::collection::vec(piece, 0..12).prop_map(|p| p.concat()),
+            any::<String>(),
+        ]
+    }
+
+    #[test]
+    fn proptest_templates_render_or_name_what_is_wrong() {
+        hostile::check(
+            "template: any template renders or names what is wrong",
+            templates(),
+            |t| {
+                let checked = check(&t, ALLOWED);
+                let rendered = render(&t, &vars());
+                match &checked {
+                    Ok(()) => prop_assert!(
+                        matches!(rendered, Ok(_) | Err(TemplateError::NoValue { .. })),
+                        "{rendered:?}"
+                    ),
+                    // A variable without a value may come first.
+                    Err(e) => prop_assert!(
+                        rendered.as_ref().err() == Some(e)
+                            || matches!(rendered, Err(TemplateError::NoValue { .. })),
+                        "{e:?} {rendered:?}"
+                    ),
+                }
+                match rendered {
+                    Err(TemplateError::Unclosed { at }) => {
+                        prop_assert!(t[at..].starts_with("{{"));
+                        prop_assert!(!t[at + 2..].contains("}}"));
+                    }
+                    Err(TemplateError::Unknown { name, allowed }) => {
+                        prop_assert!(!ALLOWED.contains(&name.as_str()));
+                        prop_assert!(t.contains(&name));
+                        prop_assert_eq!(allowed, ALLOWED);
+                    }
+                    Err(TemplateError::NoValue { name, .. }) => prop_assert_eq!(name, "host"),
+                    Ok(out) => {
+                        if !t.contains("{{") {
+                            prop_assert_eq!(&out, &t);
+                        }
+                        prop_assert!(!uses(&t, "host"));
+                    }
+                }
+                Ok(())
+            },
+        );
+    }
+
+    /// Parsing is one forward scan: each variable is found once and the search for its `}}`
+    /// starts after its `{{`. At every size a template of N variables renders to N values,
+    /// an unclosed `{{` is refused at its place, and a huge variable name is one unknown name.
+    #[test]
+    fn corpus_templates_of_growing_size() {
+        hostile::corpus("template: templates of growing size", SIZES, |n| {
+            let many = "{{pr}}".repeat(n / 6);
+            assert_eq!(render(&many, &vars()).unwrap(), "42".repeat(n / 6));
+            let opens = "{{".repeat(n / 2);
+            assert_eq!(
+                check(&opens, ALLOWED),
+                Err(TemplateError::Unclosed { at: 0 })
+            );
+            let last_open = format!("{}{{{{pr", "{{pr}}".repeat(n / 6));
+            assert_eq!(
+                check(&last_open, ALLOWED),
+                Err(TemplateError::Unclosed { at: n / 6 * 6 })
+            );
+            let long_name = format!("{{{{{}}}}}", "x".repeat(n));
+            assert!(matches!(
+                check(&long_name, ALLOWED),
+                Err(TemplateError::Unknown { name, .. }) if name.len() == n
+            ));
+        });
+    }
+
+    #[test]
+    fn corpus_nasty_templates() {
+        let unknown = |name: &str| {
+            Err(TemplateError::Unknown {
+                name: name.to_owned(),
+                allowed: ALLOWED.iter().map(|s| (*s).to_owned()).collect(),
+            })
+        };
+        let ten_thousand = "{{pr}}.".repeat(10_000);
+        let cases: Vec<(&str, Result<(), TemplateError>)> = vec![
+            ("{{pr", Err(TemplateError::Unclosed { at: 0 })),
+            ("{{pr}", Err(TemplateError::Unclosed { at: 0 })),
+            ("{pr}}", Ok(())),
+            ("{{{pr}}}", unknown("{pr")),
+            ("{{ {{pr}} }}", unknown("{{pr")),
+            ("}}{{pr}}", Ok(())),
+            ("{{}}", unknown("")),
+            ("{{   }}", unknown("")),
+            ("{{PR}}", unknown("PR")),
+            ("{{pr\u{200b}}}", unknown("pr\u{200b}")),
+            ("{{\u{ff50}r}}", unknown("\u{ff50}r")),
+            ("{{pr}}{{nope}}", unknown("nope")),
+            ("a{{\0}}", unknown("\0")),
+            (&ten_thousand, Ok(())),
+        ];
+        hostile::corpus("template: nasty templates", cases, |(t, want)| {
+            assert_eq!(check(t, ALLOWED), want, "{t:?}");
+        });
+        assert_eq!(
+            render(&ten_thousand, &vars()).unwrap(),
+            "42.".repeat(10_000)
+        );
+    }
+}

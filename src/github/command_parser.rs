@@ -582,3 +582,248 @@ mod tests {
         assert!(!text.contains("idle"));
     }
 }
+
+#[cfg(test)]
+mod hostile {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::hostile::{self, SIZES, nasty_text};
+
+    fn commands() -> impl Strategy<Value = Command> {
+        prop_oneof![
+            Just(Command::Deploy),
+            Just(Command::Stop),
+            Just(Command::Wake),
+            Just(Command::Destroy),
+            Just(Command::Status),
+            Just(Command::Help),
+            (1..=10_000_000_000u64).prop_map(|s| Command::Extend(Duration::from_secs(s))),
+        ]
+    }
+
+    /// `text` with each ASCII letter's case chosen by `mask` (cycled).
+    fn recase(text: &str, mask: &[bool]) -> String {
+        text.chars()
+            .zip(mask.iter().cycle())
+            .map(|(c, up)| if *up { c.to_ascii_uppercase() } else { c })
+            .collect()
+    }
+
+    #[test]
+    fn proptest_comment_bodies_parse_or_name_what_is_wrong() {
+        hostile::check(
+            "command: any comment body parses, is no command, or names what is wrong",
+            prop_oneof![nasty_text(24), any::<String>()],
+            |body| {
+                let parsed = parse(&body);
+                let line = command_line(&body, usize::MAX);
+                prop_assert_eq!(parsed.is_some(), line.is_some());
+                if let Some(line) = &line {
+                    prop_assert_eq!(&parse(line), &parsed, "kept line {:?}", line);
+                    prop_assert!(line.to_ascii_lowercase().starts_with(KEYWORD));
+                }
+                // Look-alikes of the keyword never make a command: only ASCII `/preview` does.
+                if !body.to_ascii_lowercase().contains(KEYWORD) {
+                    prop_assert_eq!(&parsed, &None);
+                }
+                match parsed {
+                    Some(Err(CommandError::Unknown(word))) => {
+                        prop_assert!(
+                            body.contains(&word) && !word.chars().any(char::is_whitespace)
+                        );
+                    }
+                    Some(Err(CommandError::InvalidDuration(arg))) => {
+                        prop_assert!(duration::parse(&arg, true).is_err());
+                    }
+                    Some(Ok(Command::Extend(d))) => prop_assert!(!d.is_zero()),
+                    _ => {}
+                }
+                Ok(())
+            },
+        );
+    }
+
+    #[test]
+    fn proptest_kept_lines_are_cut_on_char_boundaries() {
+        hostile::check(
+            "command: kept lines are cut on char boundaries",
+            (nasty_text(24), 0..600usize),
+            |(body, max)| {
+                let Some(cut) = command_line(&body, max) else {
+                    return Ok(());
+                };
+                let whole = command_line(&body, usize::MAX).unwrap();
+                prop_assert!(cut.len() <= max);
+                prop_assert!(whole.starts_with(&cut));
+                if whole.len() <= max {
+                    prop_assert_eq!(cut, whole);
+                } else {
+                    // Cut at the last char boundary at or before `max`.
+                    prop_assert!(cut.len() + 4 > max, "{} of {}", cut.len(), max);
+                }
+                Ok(())
+            },
+        );
+    }
+
+    #[test]
+    fn proptest_valid_commands_with_any_suffix() {
+        let strategy = (
+            commands(),
+            proptest::collection::vec(any::<bool>(), 1..16),
+            0..4usize,
+            "[ \t]{1,4}",
+            "[^\n]{0,40}",
+            proptest::collection::vec("[A-Za-z0-9 ,.!?]{0,30}", 0..3),
+        );
+        hostile::check(
+            "command: valid commands with random case, spacing, suffix and text before",
+            strategy,
+            |(command, mask, indent, gap, suffix, before)| {
+                let typed = recase(&command.to_string(), &mask).replacen(' ', &gap, 1);
+                let mut body = before.join("\n");
+                if !body.is_empty() {
+                    body.push_str("\n\n");
+                }
+                body.push_str(&" ".repeat(indent));
+                body.push_str(&typed);
+                // Words after a bare `/preview` would be its sub-command.
+                if command != Command::Deploy {
+                    body.push(' ');
+                    body.push_str(&suffix);
+                }
+                prop_assert_eq!(parse(&body), Some(Ok(command)), "{:?}", body);
+                Ok(())
+            },
+        );
+    }
+
+    #[test]
+    fn proptest_commands_print_as_typed_and_parse_back() {
+        hostile::check(
+            "command: commands print as typed and parse back",
+            commands(),
+            |command| {
+                prop_assert_eq!(parse(&command.to_string()), Some(Ok(command)));
+                Ok(())
+            },
+        );
+    }
+
+    /// The scanner reads each line once and keeps one open fence: at every size, a command after
+    /// N bytes of fenced code, quotes or indented code is found (or not) as it is in a short
+    /// comment, and the line a command record keeps stays within its limit.
+    #[test]
+    fn corpus_comments_of_growing_size() {
+        hostile::corpus("command: comments of growing size", SIZES, |n| {
+            let fences = "```\n/preview destroy\n```\n".repeat(n / 24);
+            assert_eq!(
+                parse(&format!("{fences}/preview stop")),
+                Some(Ok(Command::Stop))
+            );
+            let unclosed = format!("````\n{}", "```\n/preview\n".repeat(n / 13));
+            assert_eq!(parse(&unclosed), None);
+            let quotes = format!("> q\n{}", "lazy /preview\n".repeat(n / 14));
+            assert_eq!(parse(&format!("{quotes}/preview")), None);
+            let indented = format!("\n{}", "    /preview destroy\n".repeat(n / 21));
+            assert_eq!(
+                parse(&format!("{indented}\n/preview wake")),
+                Some(Ok(Command::Wake))
+            );
+            let spaces = format!("/preview{}stop", " ".repeat(n));
+            assert_eq!(parse(&spaces), Some(Ok(Command::Stop)));
+            let word = "x".repeat(n);
+            let long = format!("/preview {word}");
+            assert_eq!(parse(&long), Some(Err(CommandError::Unknown(word))));
+            assert_eq!(command_line(&long, 500).unwrap().len(), 500);
+            let endless = format!("/preview extend {}h", "9".repeat(n));
+            assert!(matches!(
+                parse(&endless),
+                Some(Err(CommandError::InvalidDuration(_)))
+            ));
+            let ticks = format!("{}\n/preview", "`".repeat(n));
+            assert_eq!(parse(&ticks), None);
+        });
+    }
+
+    #[test]
+    fn corpus_look_alikes_and_control_characters() {
+        let stop = Some(Ok(Command::Stop));
+        let cases: Vec<(&str, Option<Result<Command, CommandError>>)> = vec![
+            ("\u{ff0f}preview", None),
+            ("\u{2215}preview", None),
+            ("\u{2044}preview stop", None),
+            ("/prev\u{200d}iew", None),
+            ("/preview\u{200d}", None),
+            ("\u{200b}/preview", None),
+            ("\u{202e}/preview", None),
+            ("\u{202e}weiverp/", None),
+            ("\u{2066}/preview\u{2069}", None),
+            (
+                "/\u{ff30}\u{ff32}\u{ff25}\u{ff36}\u{ff29}\u{ff25}\u{ff37}",
+                None,
+            ),
+            ("/pr\u{0435}view", None), // Cyrillic е
+            ("\u{feff}/preview", None),
+            ("/preview\0stop", None),
+            ("\0/preview", None),
+            (
+                "/preview stop\0",
+                Some(Err(CommandError::Unknown("stop\0".into()))),
+            ),
+            ("/preview\u{a0}stop", stop.clone()),
+            ("/preview\u{2028}stop", stop.clone()),
+            ("/preview \u{3000}stop", stop.clone()),
+            (
+                "/preview \u{202e}pots",
+                Some(Err(CommandError::Unknown("\u{202e}pots".into()))),
+            ),
+            (
+                "/preview st\u{200b}op",
+                Some(Err(CommandError::Unknown("st\u{200b}op".into()))),
+            ),
+            (
+                "/preview \u{17f}top",
+                Some(Err(CommandError::Unknown("\u{17f}top".into()))),
+            ),
+            (
+                "/preview extend \u{ff12}d",
+                Some(Err(CommandError::InvalidDuration("\u{ff12}d".into()))),
+            ),
+            (
+                "/preview extend 99999999999h",
+                Some(Ok(Command::Extend(Duration::from_secs(
+                    359_999_999_996_400,
+                )))),
+            ),
+            (
+                "/preview extend 1e3s",
+                Some(Err(CommandError::InvalidDuration("1e3s".into()))),
+            ),
+            (
+                "/preview extend -1s",
+                Some(Err(CommandError::InvalidDuration("-1s".into()))),
+            ),
+            (
+                "/preview extend 1h-1m",
+                Some(Err(CommandError::InvalidDuration("1h-1m".into()))),
+            ),
+            (
+                "/preview extend 0s0m",
+                Some(Err(CommandError::ZeroDuration)),
+            ),
+            ("\r\r/preview stop", stop),
+            ("text\r/preview stop", None),
+            // U+2028 is whitespace to Rust, not a line break to the scanner: an indent.
+            ("\u{2028}/preview", Some(Ok(Command::Deploy))),
+        ];
+        hostile::corpus(
+            "command: look-alikes and control characters",
+            cases,
+            |(body, want)| {
+                assert_eq!(parse(body), want, "{body:?}");
+            },
+        );
+    }
+}

@@ -10,6 +10,9 @@ use crate::domain::{PrNumber, RepoName, Sha};
 
 mod wire;
 
+#[cfg(test)]
+mod hostile;
+
 /// A webhook delivery, in Sandcastle's terms.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -56,11 +59,26 @@ pub enum PrAction {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrState {
     Open,
     Closed,
+}
+
+/// Read from a string, so that a value of another type is refused as the field at fault:
+/// serde_json reports an enum given anything but a string or an object as invalid JSON.
+impl<'de> Deserialize<'de> for PrState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        match &*s {
+            "open" => Ok(Self::Open),
+            "closed" => Ok(Self::Closed),
+            other => Err(serde::de::Error::unknown_variant(
+                other,
+                &["open", "closed"],
+            )),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -334,18 +352,71 @@ fn names(repos: Vec<wire::RepoRef>) -> Vec<RepoName> {
     repos.into_iter().map(|r| r.full_name).collect()
 }
 
-#[derive(Deserialize)]
+/// The `action` of a delivery, read leniently so that an event Sandcastle ignores cannot fail
+/// here: a body that is not an object, or an `action` that is not a string, reads as none.
 struct ActionOnly {
-    #[serde(default, deserialize_with = "lenient_action")]
     action: Option<String>,
 }
 
-/// Any non-string `action` reads as none, so that an event Sandcastle ignores cannot fail here.
-fn lenient_action<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match serde_json::Value::deserialize(d)? {
-        serde_json::Value::String(s) => Some(s),
-        _ => None,
-    })
+impl<'de> Deserialize<'de> for ActionOnly {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ActionVisitor)
+            .map(|action| Self { action })
+    }
+}
+
+struct ActionVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ActionVisitor {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut action = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "action" {
+                action = match map.next_value::<serde_json::Value>()? {
+                    serde_json::Value::String(s) => Some(s),
+                    _ => None,
+                };
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(action)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
 }
 
 /// The value of `action` when it is the object's first member and a plain string (no escapes),
@@ -381,13 +452,11 @@ fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, ParseError> {
     let value = result.map_err(|err| {
         let path = err.path().to_string();
         let inner = err.into_inner();
+        let message = clip(strip_position(&inner.to_string()).to_owned());
         match inner.classify() {
-            serde_json::error::Category::Data => ParseError::Field {
-                path,
-                message: strip_position(&inner.to_string()),
-            },
+            serde_json::error::Category::Data => ParseError::Field { path, message },
             _ => ParseError::Syntax {
-                message: strip_position(&inner.to_string()),
+                message,
                 line: inner.line(),
                 column: inner.column(),
             },
@@ -396,11 +465,28 @@ fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, ParseError> {
     Ok(value)
 }
 
+/// The longest message a [`ParseError`] carries, in bytes (before a closing `…`). A message
+/// quotes the value at fault (`repository name "…" is not of the form owner/name`), and a
+/// delivery may be 25 MiB: the answer and the log line stay short whatever it holds.
+pub const MESSAGE_LIMIT: usize = 256;
+
+fn clip(mut message: String) -> String {
+    if message.len() > MESSAGE_LIMIT {
+        let mut end = MESSAGE_LIMIT;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
+}
+
 /// serde_json appends " at line L column C" to its messages; the error carries them separately.
-fn strip_position(message: &str) -> String {
+fn strip_position(message: &str) -> &str {
     match message.rfind(" at line ") {
-        Some(i) => message[..i].to_owned(),
-        None => message.to_owned(),
+        Some(i) => &message[..i],
+        None => message,
     }
 }
 
@@ -771,6 +857,45 @@ mod tests {
             parse("issues", br#"{"action":{"odd":true}}"#),
             Ok(Event::Ignored { action: None, .. })
         ));
+        // Nor to being an object at all.
+        for body in [
+            "0",
+            "-1.5",
+            "\"opened\"",
+            "null",
+            "true",
+            "[1, {\"action\": \"opened\"}]",
+        ] {
+            assert_eq!(
+                parse("push", body.as_bytes()),
+                Ok(Event::Ignored {
+                    event: "push".to_owned(),
+                    action: None
+                }),
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn refusals_quote_at_most_message_limit_bytes_of_the_value() {
+        let long = format!("acme/{}", "\u{e9}".repeat(10_000));
+        let v = json!({"action": "added", "installation": {"id": 1}, "repositories_added": [{"full_name": long}]});
+        let err = parse_value("installation_repositories", &v).unwrap_err();
+        let ParseError::Field { path, message } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(path, "repositories_added[0].full_name");
+        assert!(
+            message.starts_with("repository name \"acme/\u{e9}"),
+            "{message}"
+        );
+        assert!(
+            message.len() <= MESSAGE_LIMIT + '…'.len_utf8(),
+            "{}",
+            message.len()
+        );
+        assert!(message.ends_with('…'));
     }
 
     #[test]
@@ -826,6 +951,30 @@ mod tests {
             .remove("updated_at");
         let err = parse_value("pull_request", &v).unwrap_err();
         assert_eq!(err.to_string(), "pull_request: missing field `updated_at`");
+
+        // A value of the wrong type for an enum is the field's fault, not the JSON's.
+        for (state, want) in [
+            (
+                json!([]),
+                "pull_request.state: invalid type: sequence, expected a string",
+            ),
+            (
+                json!(1),
+                "pull_request.state: invalid type: integer `1`, expected a string",
+            ),
+            (
+                json!("merged"),
+                "pull_request.state: unknown variant `merged`, expected `open` or `closed`",
+            ),
+        ] {
+            let mut v = value("pull_request.opened.json");
+            v["pull_request"]["state"] = state;
+            let err = parse_value("pull_request", &v).unwrap_err();
+            assert_eq!(
+                (err.code(), err.to_string().as_str()),
+                ("invalid_payload", want)
+            );
+        }
 
         let mut v = value("pull_request.opened.json");
         v["pull_request"]["updated_at"] = json!("yesterday");

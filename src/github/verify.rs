@@ -207,3 +207,207 @@ mod tests {
         assert_eq!(err.code(), "signature_missing");
     }
 }
+
+#[cfg(test)]
+mod hostile {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::hostile::{self, SIZES, nasty_text};
+
+    fn secret() -> impl Strategy<Value = Secret> {
+        prop_oneof![nasty_text(6), any::<String>()]
+            .prop_filter("a secret is never empty", |s| !s.is_empty())
+            .prop_map(Secret::new)
+    }
+
+    fn body() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(any::<u8>(), 0..2048)
+    }
+
+    /// Whether `header` has the shape `decode` accepts, judged without `decode`.
+    fn well_formed(header: &str) -> bool {
+        header
+            .trim()
+            .strip_prefix("sha256=")
+            .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    }
+
+    #[test]
+    fn proptest_signed_bodies_verify_under_any_secret_of_a_rotation() {
+        let strategy = (
+            secret(),
+            proptest::collection::vec(secret(), 0..3),
+            body(),
+            any::<usize>(),
+        );
+        hostile::check(
+            "verify: signed bodies verify under any secret of a rotation",
+            strategy,
+            |(secret, others, body, at)| {
+                let header = sign(&secret, &body);
+                prop_assert!(well_formed(&header), "{header}");
+                let mut list = others;
+                list.insert(at % (list.len() + 1), secret);
+                prop_assert_eq!(verify_signature(&list, Some(&header), &body), Ok(()));
+                Ok(())
+            },
+        );
+    }
+
+    #[test]
+    fn proptest_one_changed_byte_of_body_or_signature_is_refused() {
+        let strategy = (
+            secret(),
+            body(),
+            any::<usize>(),
+            1..=255u8,
+            any::<usize>(),
+            1..16u8,
+        );
+        hostile::check(
+            "verify: one changed byte of body or signature is refused",
+            strategy,
+            |(secret, body, at, flip, digit, shift)| {
+                let header = sign(&secret, &body);
+                let list = [secret];
+                if !body.is_empty() {
+                    let mut tampered = body.clone();
+                    tampered[at % body.len()] ^= flip;
+                    prop_assert_eq!(
+                        verify_signature(&list, Some(&header), &tampered),
+                        Err(SignatureError::Mismatch)
+                    );
+                }
+                let mut appended = body.clone();
+                appended.push(flip);
+                prop_assert_eq!(
+                    verify_signature(&list, Some(&header), &appended),
+                    Err(SignatureError::Mismatch)
+                );
+                // Another hex digit in one place of the signature.
+                let mut hex_digits: Vec<char> = header.chars().collect();
+                let i = 7 + digit % 64;
+                let value = hex_digits[i].to_digit(16).unwrap();
+                hex_digits[i] = char::from_digit((value + u32::from(shift)) % 16, 16).unwrap();
+                let changed: String = hex_digits.iter().collect();
+                prop_assert_eq!(
+                    verify_signature(&list, Some(&changed), &body),
+                    Err(SignatureError::Mismatch)
+                );
+                // A byte that is no hex digit at all.
+                let mut bytes = header.into_bytes();
+                bytes[i] = b'g';
+                let not_hex = String::from_utf8(bytes).unwrap();
+                prop_assert_eq!(
+                    verify_signature(&list, Some(&not_hex), &body),
+                    Err(SignatureError::Malformed)
+                );
+                Ok(())
+            },
+        );
+    }
+
+    #[test]
+    fn proptest_any_header_is_accepted_or_refused_by_name() {
+        let header = prop_oneof![
+            nasty_text(12),
+            any::<String>(),
+            "sha256=[0-9a-fA-F]{60,68}",
+            " *sha256=[0-9a-fA-Fg\u{ff10}]{64} *",
+        ];
+        let strategy = (secret(), header, body());
+        hostile::check(
+            "verify: any header is accepted or refused by name",
+            strategy,
+            |(secret, header, body)| {
+                let got = verify_signature(std::slice::from_ref(&secret), Some(&header), &body);
+                if !well_formed(&header) {
+                    prop_assert_eq!(got, Err(SignatureError::Malformed));
+                } else if header.trim().eq_ignore_ascii_case(&sign(&secret, &body)) {
+                    prop_assert_eq!(got, Ok(()));
+                } else {
+                    prop_assert_eq!(got, Err(SignatureError::Mismatch));
+                }
+                if let Err(e) = got {
+                    prop_assert!(e.code().starts_with("signature_"));
+                }
+                Ok(())
+            },
+        );
+    }
+
+    /// Headers of growing size are refused for their shape alone (`decode` looks at the length
+    /// before any hex digit), and bodies of growing size are one pass of HMAC each.
+    #[test]
+    fn corpus_headers_and_bodies_of_growing_size() {
+        let s = Secret::new("It's a Secret to Everybody");
+        let list = std::slice::from_ref(&s);
+        hostile::corpus("verify: headers and bodies of growing size", SIZES, |n| {
+            let long_hex = format!("sha256={}", "0".repeat(n));
+            assert_eq!(
+                verify_signature(list, Some(&long_hex), b"x"),
+                Err(SignatureError::Malformed)
+            );
+            let long_junk = "\u{feff}".repeat(n / 3);
+            assert_eq!(
+                verify_signature(list, Some(&long_junk), b"x"),
+                Err(SignatureError::Malformed)
+            );
+            // Surrounding whitespace is trimmed, as an HTTP header value's is.
+            let body = vec![b'{'; n];
+            let padded = format!("{}{}{}", " ".repeat(n), sign(&s, &body), "\t".repeat(n));
+            assert_eq!(verify_signature(list, Some(&padded), &body), Ok(()));
+        });
+    }
+
+    #[test]
+    fn corpus_nasty_bodies_and_headers() {
+        let s = Secret::new("It's a Secret to Everybody");
+        let list = std::slice::from_ref(&s);
+        let bodies: Vec<Vec<u8>> = vec![
+            Vec::new(),
+            b"\xff\xfe\xfd not UTF-8".to_vec(),
+            b"\xef\xbb\xbf{\"zen\":\"z\",\"hook_id\":1}".to_vec(),
+            b"\0\0\0".to_vec(),
+            "[".repeat(10_000).into_bytes(),
+            vec![0u8; 25 * 1024 * 1024],
+        ];
+        hostile::corpus("verify: nasty bodies", bodies, |body| {
+            assert_eq!(
+                verify_signature(list, Some(&sign(&s, &body)), &body),
+                Ok(())
+            );
+            assert_eq!(
+                verify_signature(list, None, &body),
+                Err(SignatureError::Missing)
+            );
+            assert_eq!(
+                verify_signature(&[], Some(&sign(&s, &body)), &body),
+                Err(SignatureError::Mismatch)
+            );
+        });
+        let good = sign(&s, b"x");
+        let digest = &good[7..];
+        let headers = vec![
+            format!("sha256={}\0", &digest[..63]),
+            format!("sha256={}\u{e9}", &digest[..62]),
+            format!("sha256=\u{ff10}{}", &digest[1..]),
+            format!("sha256={}\u{ff10}", &digest[..61]),
+            format!("sha256 ={digest}"),
+            format!("sha256=\u{200b}{digest}"),
+            format!("\u{feff}sha256={digest}"),
+            format!("sha256={digest}\u{202e}"),
+            format!("sha256={digest},sha256={digest}"),
+            format!("sha256=0x{}", &digest[2..]),
+            format!("sha256=+{}", &digest[1..]),
+        ];
+        hostile::corpus("verify: nasty headers", headers, |header| {
+            assert_eq!(
+                verify_signature(list, Some(&header), b"x"),
+                Err(SignatureError::Malformed),
+                "{header:?}"
+            );
+        });
+    }
+}

@@ -34,7 +34,7 @@ use crate::github::config_file;
 use crate::github::event::{
     self, CheckRunAction, CheckRunEvent, Event, PrAction, PullRequestEvent,
 };
-use crate::github::verify::verify_signature;
+use crate::github::verify::{SIGNATURE_HEADER, verify_signature};
 use crate::k8s::events::Request;
 use crate::k8s::previews::{self, Outcome};
 
@@ -46,6 +46,14 @@ const GITHUB_TIMEOUT: Duration = Duration::from_secs(4);
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The `X-Hub-Signature-256` value. One that is there but not visible ASCII (which no
+/// signature is) reads as empty: refused as malformed, not as missing.
+fn signature(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(SIGNATURE_HEADER)
+        .map(|v| v.to_str().unwrap_or_default())
 }
 
 pub(super) async fn receive(
@@ -130,12 +138,8 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Res
             ),
         )
     })?;
-    verify_signature(
-        &state.webhook_secrets,
-        header(headers, "x-hub-signature-256"),
-        &body,
-    )
-    .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.reason()))?;
+    verify_signature(&state.webhook_secrets, signature(headers), &body)
+        .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.reason()))?;
     let event_name = header(headers, "x-github-event").ok_or_else(|| {
         ApiError::bad_request("missing_event", "the X-GitHub-Event header is missing")
     })?;
@@ -400,4 +404,31 @@ async fn check_run(
         StatusCode::OK,
         json!({"status": "accepted", "previews": nudged}),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+    use crate::domain::Secret;
+    use crate::github::verify::SignatureError;
+
+    #[test]
+    fn a_signature_header_that_is_not_text_is_malformed_not_missing() {
+        let secrets = [Secret::new("s")];
+        let mut headers = HeaderMap::new();
+        assert_eq!(
+            verify_signature(&secrets, signature(&headers), b"{}"),
+            Err(SignatureError::Missing)
+        );
+        let mut value = b"sha256=".to_vec();
+        value.extend([0xe9; 64]);
+        headers.insert(SIGNATURE_HEADER, HeaderValue::from_bytes(&value).unwrap());
+        assert_eq!(signature(&headers), Some(""));
+        assert_eq!(
+            verify_signature(&secrets, signature(&headers), b"{}"),
+            Err(SignatureError::Malformed)
+        );
+    }
 }

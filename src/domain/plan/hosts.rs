@@ -7,7 +7,7 @@
 //! two hosts still meet, later ones get `-2`, `-3`… on their first label. Hosts are taken in a
 //! fixed order: Ingresses by name, rule hosts first, then hosts only named in `tls`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -156,15 +156,20 @@ fn map_hosts(
     problems: &mut Vec<Problem>,
 ) -> BTreeMap<String, String> {
     let mut originals: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     let rules = ingresses.iter().flat_map(|i| rule_hosts(&i.value));
     let tls = ingresses.iter().flat_map(|i| tls_hosts(&i.value));
     for host in rules.chain(tls) {
-        if !originals.contains(&host) {
+        if seen.insert(host) {
             originals.push(host);
         }
     }
     let mut map = BTreeMap::new();
-    let mut used: Vec<String> = Vec::new();
+    let mut used: HashSet<String> = HashSet::new();
+    // The suffix each base host was last given: those below it are all taken (hosts are only
+    // ever added to `used`), so the search goes on from there, and each host is found in
+    // constant time however many share its base.
+    let mut next: HashMap<String, usize> = HashMap::new();
     for (i, original) in originals.into_iter().enumerate() {
         let label = host_label(original);
         let mut host = match t.render(&label) {
@@ -177,11 +182,16 @@ fn map_hosts(
         if !t.uses_host && i > 0 {
             host = with_first_label(&host, |first| format!("{label}-{first}"));
         }
-        let base = host.clone();
-        let mut n = 2;
-        while used.contains(&host) {
-            host = with_first_label(&base, |first| format!("{first}-{n}"));
-            n += 1;
+        if used.contains(&host) {
+            let base = host.clone();
+            let n = next.entry(base.clone()).or_insert(2);
+            loop {
+                host = with_first_label(&base, |first| format!("{first}-{n}"));
+                if !used.contains(&host) {
+                    break;
+                }
+                *n += 1;
+            }
         }
         host = with_first_label(&host, str::to_owned);
         if !valid_host(&host) {
@@ -190,24 +200,29 @@ fn map_hosts(
             )));
             continue;
         }
-        used.push(host.clone());
+        used.insert(host.clone());
         map.insert(original.to_owned(), host);
     }
     map
 }
 
+/// Put the preview hosts in place. Parts of the Ingress that are not of the shape an Ingress
+/// has (a `spec`, rule or TLS block that is not a mapping) are left for the API server to
+/// refuse, never written into.
 fn set_hosts(ingress: &mut Value, map: &BTreeMap<String, String>) {
-    let spec = &mut ingress["spec"];
-    if let Some(rules) = spec["rules"].as_array_mut() {
+    let Some(spec) = ingress.get_mut("spec") else {
+        return;
+    };
+    if let Some(rules) = spec.get_mut("rules").and_then(Value::as_array_mut) {
         for rule in rules {
             if let Some(new) = rule["host"].as_str().and_then(|h| map.get(h)) {
                 rule["host"] = Value::String(new.clone());
             }
         }
     }
-    if let Some(tls) = spec["tls"].as_array_mut() {
+    if let Some(tls) = spec.get_mut("tls").and_then(Value::as_array_mut) {
         for block in tls {
-            if let Some(hosts) = block["hosts"].as_array_mut() {
+            if let Some(hosts) = block.get_mut("hosts").and_then(Value::as_array_mut) {
                 for host in hosts {
                     if let Some(new) = host.as_str().and_then(|h| map.get(h)) {
                         *host = Value::String(new.clone());

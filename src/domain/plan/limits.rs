@@ -25,8 +25,16 @@ pub(crate) fn fit(container: &mut Value, range: &LimitRange) {
         let (Some(asked), Some(limit)) = (quantity(&request), quantity(default_limit)) else {
             continue;
         };
-        if asked > limit {
-            container["resources"]["limits"][resource] = Value::from(request);
+        if asked <= limit {
+            continue;
+        }
+        // Limits that are there but not a mapping are left for the API server to refuse.
+        let limits = &mut container["resources"]["limits"];
+        if limits.is_null() {
+            *limits = Value::Object(serde_json::Map::new());
+        }
+        if let Some(limits) = limits.as_object_mut() {
+            limits.insert(resource.to_owned(), Value::from(request));
         }
     }
 }
@@ -98,6 +106,16 @@ mod tests {
         let before = equal.clone();
         fit(&mut equal, &range);
         assert_eq!(equal, before, "a request equal to the default limit fits");
+
+        // Limits that are not a mapping are left as they are (the API server refuses them),
+        // never written into.
+        for odd in [json!("x"), json!(7), json!([]), json!(false)] {
+            let mut c =
+                json!({"name": "db", "resources": {"requests": {"cpu": "2"}, "limits": odd}});
+            let before = c.clone();
+            fit(&mut c, &range);
+            assert_eq!(c, before);
+        }
 
         let mut none = json!({"name": "web"});
         fit(&mut none, &range);

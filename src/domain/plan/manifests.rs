@@ -21,6 +21,17 @@ pub enum ManifestError {
         column: u64,
         message: String,
     },
+    /// Past one of the reader's limits (nesting 64 deep, 255 deep in flow style, 1,024
+    /// documents, 250,000 nodes, 50,000 aliases, aliases replaying more events than the text
+    /// has bytes): refused before it is
+    /// built, so that a small text cannot make a large amount of work.
+    #[error("document {document} (line {line}, column {column}): {message}")]
+    Limit {
+        document: usize,
+        line: u64,
+        column: u64,
+        message: String,
+    },
     #[error("document {document}{}: {message}", item.map(|i| format!(", item {i}")).unwrap_or_default())]
     Object {
         document: usize,
@@ -82,11 +93,21 @@ fn parse(yaml: &str) -> Result<Manifests, ManifestError> {
     let starts = document_starts(yaml);
     let docs = yaml::documents(yaml).map_err(|e| {
         let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-        ManifestError::Syntax {
-            document: document_of(&starts, line),
-            line,
-            column,
-            message: syntax_message(&e.to_string()),
+        let (document, message) = (document_of(&starts, line), syntax_message(&e.to_string()));
+        if yaml::is_limit(&e) {
+            ManifestError::Limit {
+                document,
+                line,
+                column,
+                message,
+            }
+        } else {
+            ManifestError::Syntax {
+                document,
+                line,
+                column,
+                message,
+            }
         }
     })?;
     let mut out = Vec::new();
@@ -144,7 +165,8 @@ fn syntax_message(message: &str) -> String {
     without_location.to_owned()
 }
 
-fn describe(v: &Value) -> &'static str {
+/// What kind of value `v` is, as a message says it.
+pub(super) fn describe(v: &Value) -> &'static str {
     match v {
         Value::Null => "nothing",
         Value::Bool(_) => "a boolean",
@@ -326,6 +348,42 @@ mod tests {
             panic!("expected a syntax error, got {err:?}");
         };
         assert_eq!((document, line), (2, 6));
+    }
+
+    #[test]
+    fn the_readers_limits_are_named_apart_from_syntax_errors() {
+        let ok = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n";
+        let deep = format!("{ok}---\na: {}{}\n", "[".repeat(100), "]".repeat(100));
+        let err = parse_manifests(&deep).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ManifestError::Limit {
+                    document: 2,
+                    line: 5,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let flow = format!("a: {}{}\n", "[".repeat(300), "]".repeat(300));
+        assert!(
+            matches!(
+                parse_manifests(&flow),
+                Err(ManifestError::Limit { document: 1, .. })
+            ),
+            "{:?}",
+            parse_manifests(&flow)
+        );
+        let many = "---\na: 1\n".repeat(1_025);
+        assert!(matches!(
+            parse_manifests(&many),
+            Err(ManifestError::Limit { .. })
+        ));
+        assert!(matches!(
+            parse_manifests("a: *nowhere\n"),
+            Err(ManifestError::Syntax { .. })
+        ));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Refusals that depend on an object's content rather than its kind: objects of another
 //! namespace (see [`super::namespaces`]), RoleBindings reaching outside the preview, names Sandcastle reserves and hooks it
-//! does not know. Kinds are refused in [`super::kinds`], pods in [`super::security`].
+//! does not know, and workloads whose pod template is not a mapping. Kinds are refused in
+//! [`super::kinds`], pods in [`super::security`].
 //!
 //! A RoleBinding may bind ServiceAccounts of its own namespace (rewritten to the preview's),
 //! users and groups, a Role, or one of the built-in ClusterRoles `view`, `edit` and `admin`:
@@ -8,7 +9,9 @@
 //! ClusterRole is refused: it is defined outside the blueprint and may grant anything.
 
 use super::kinds::{Builtin, Class};
+use super::manifests::describe;
 use super::namespaces::{Source, named};
+use super::pods::{dotted, template_paths};
 use super::{Obj, Problem};
 use crate::crd::labels;
 use crate::domain::guardrails;
@@ -49,7 +52,32 @@ pub(crate) fn check(obj: &Obj, class: Class, namespaces: &Source) -> Vec<Problem
     if class == Class::Builtin(Builtin::RoleBinding) {
         role_binding(obj, source, &mut problems);
     }
+    if let Class::Builtin(_) = class {
+        problems.extend(template_shape(obj, class));
+    }
     problems
+}
+
+/// The first part of the way to a workload's pod template (`spec`, `spec.template`, or
+/// `spec.jobTemplate…` for a CronJob) that is there but not a mapping: the pods could not be
+/// checked or labelled, and the API server would refuse the object anyway.
+fn template_shape(obj: &Obj, class: Class) -> Option<Problem> {
+    for path in template_paths(obj, class) {
+        let mut at = &obj.value;
+        for (i, key) in path.iter().enumerate() {
+            let Some(next) = at.get(key) else {
+                break;
+            };
+            if !next.is_object() {
+                return Some(obj.problem(
+                    dotted(&path[..=i]),
+                    format!("must be a mapping, found {}", describe(next)),
+                ));
+            }
+            at = next;
+        }
+    }
+    None
 }
 
 fn role_binding(obj: &Obj, source: Option<&str>, problems: &mut Vec<Problem>) {

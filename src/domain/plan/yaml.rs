@@ -26,14 +26,49 @@ pub(crate) struct Document {
     pub duplicates: Vec<DuplicateKey>,
 }
 
-/// Parser options: repeated keys reach [`Document`]'s visitor, which keeps the last value.
-pub(crate) fn options() -> Options {
-    serde_saphyr::options! { duplicate_keys: DuplicateKeyPolicy::PassThrough }
+/// Aliases may replay at most this many events, or one per byte of the text if that is more.
+/// serde-saphyr's own limit (a million) lets a few hundred bytes of nested aliases ("billion
+/// laughs") build a million values; tied to the size of the text, the work of a parse is too.
+pub(crate) const MIN_REPLAYED_EVENTS: usize = 10_000;
+
+/// Parser options for `yaml`: repeated keys reach [`Document`]'s visitor, which keeps the last
+/// value; aliases replay at most as many events as [`MIN_REPLAYED_EVENTS`] or the text's length.
+/// The rest of serde-saphyr's default budget stands: nesting 64 deep, 1,024 documents, 250,000
+/// nodes, 50,000 aliases.
+pub(crate) fn options(yaml: &str) -> Options {
+    serde_saphyr::options! {
+        duplicate_keys: DuplicateKeyPolicy::PassThrough,
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: yaml.len().max(MIN_REPLAYED_EVENTS),
+        },
+    }
 }
 
 /// Every document of `yaml` (empty ones skipped), with where each starts.
 pub(crate) fn documents(yaml: &str) -> Result<Vec<Spanned<Document>>, serde_saphyr::Error> {
-    serde_saphyr::from_multiple_with_options(yaml, options())
+    serde_saphyr::from_multiple_with_options(yaml, options(yaml))
+}
+
+/// Whether `e` is one of the reader's limits (its budget, the alias replay limits, or the
+/// scanner's limit of 255 nested flow collections, which it reports by message only) rather
+/// than broken YAML.
+pub(crate) fn is_limit(e: &serde_saphyr::Error) -> bool {
+    use serde_saphyr::Error;
+    let mut e = e;
+    while let Error::WithSnippet { error, .. } | Error::AliasError { error, .. } = e {
+        e = error;
+    }
+    match e {
+        Error::ExternalMessage { msg, .. } => msg == "recursion limit exceeded",
+        _ => matches!(
+            e,
+            Error::Budget { .. }
+                | Error::AliasReplayCounterOverflow { .. }
+                | Error::AliasReplayLimitExceeded { .. }
+                | Error::AliasExpansionLimitExceeded { .. }
+                | Error::AliasReplayStackDepthExceeded { .. }
+        ),
+    }
 }
 
 /// A duplicate found inside a child, seen from its parent (`segment` is the child's place).
@@ -244,5 +279,41 @@ mod tests {
             found,
             [("b.c[0].d", 3), ("b[\"x.y\"]", 5), ("a", 6), ("a.e", 6)]
         );
+    }
+
+    /// "Billion laughs": `levels` levels of ten aliases of the level below.
+    fn laughs(levels: usize) -> String {
+        let mut yaml = "l0: &l0 lol\n".to_owned();
+        for i in 1..=levels {
+            let aliases = vec![format!("*l{}", i - 1); 10].join(", ");
+            yaml.push_str(&format!("l{i}: &l{i} [{aliases}]\n"));
+        }
+        yaml
+    }
+
+    fn strings(v: &Value) -> usize {
+        match v {
+            Value::String(_) => 1,
+            Value::Array(items) => items.iter().map(strings).sum(),
+            Value::Object(map) => map.values().map(strings).sum(),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn aliases_replay_no_more_events_than_the_text_has_bytes() {
+        let yaml = laughs(5);
+        // serde-saphyr's own limits let these 307 bytes build 111,111 strings.
+        let unbounded: Vec<Value> = serde_saphyr::from_multiple(&yaml).unwrap();
+        assert_eq!((yaml.len(), strings(&unbounded[0])), (307, 111_111));
+        let err = documents(&yaml).unwrap_err();
+        assert!(is_limit(&err), "{err}");
+        assert!(
+            err.to_string().contains("alias replay limit exceeded"),
+            "{err}"
+        );
+        // Aliases within the limit read as before.
+        let docs = documents(&laughs(3)).unwrap();
+        assert_eq!(strings(&docs[0].value.value), 1_111);
     }
 }

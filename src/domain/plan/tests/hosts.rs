@@ -179,3 +179,24 @@ fn no_ingress_means_no_url() {
         json!("")
     );
 }
+
+#[test]
+fn thousands_of_colliding_hosts_are_numbered_in_order() {
+    // Every host has the first label `a`, so with `{{host}}` in the template all meet.
+    let n = 3_000;
+    let rules: String = (0..n)
+        .map(|i| format!("  - host: a.h{i}.example.com\n"))
+        .collect();
+    let yaml = format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: web}}\nspec:\n  rules:\n{rules}"
+    );
+    let (hosts, url) = hosts(&yaml, "");
+    assert_eq!(hosts.len(), n);
+    assert_eq!(
+        url.as_deref(),
+        Some("http://a-shop-pr-42.preview.localhost")
+    );
+    for (i, host) in hosts.iter().enumerate().skip(1) {
+        assert_eq!(host, &format!("a-shop-pr-42-{}.preview.localhost", i + 1));
+    }
+}

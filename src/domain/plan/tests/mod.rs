@@ -1,6 +1,7 @@
 //! Table tests of `plan()` through the public API, one module per group of rules.
 
 mod copied;
+mod hostile;
 mod hosts;
 mod namespaces;
 mod refused;

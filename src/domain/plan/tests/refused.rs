@@ -204,3 +204,28 @@ fn objects_without_identity_are_refused() {
         "ConfigMap #2: metadata.name: is missing (generateName is not supported: a preview needs stable names)\nobject #1: apiVersion/kind: an object needs apiVersion and kind"
     );
 }
+
+#[test]
+fn pod_templates_that_are_not_mappings_are_refused_not_a_panic() {
+    let table = [
+        (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w}\nspec: {template: false}\n",
+            "Deployment w: spec.template: must be a mapping, found a boolean",
+        ),
+        (
+            "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: w}\nspec: [1]\n",
+            "StatefulSet w: spec: must be a mapping, found a sequence",
+        ),
+        (
+            "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {schedule: '* * * * *', jobTemplate: 'x'}\n",
+            "CronJob c: spec.jobTemplate: must be a mapping, found a string",
+        ),
+        (
+            "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {jobTemplate: {spec: {template: 7}}}\n",
+            "CronJob c: spec.jobTemplate.spec.template: must be a mapping, found a number",
+        ),
+    ];
+    for (yaml, want) in table {
+        assert_eq!(refusal(&with_app(yaml), ""), want, "{yaml}");
+    }
+}
