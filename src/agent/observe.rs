@@ -124,6 +124,10 @@ pub struct LogEntry {
     pub pod: String,
     pub container: String,
     pub lines: Vec<String>,
+    /// Why this container's lines could not be had (its node did not give them); the other
+    /// containers' lines are still there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// A preview's Events: Sandcastle's on the PreviewEnvironment, the namespace's own.
@@ -144,6 +148,19 @@ pub struct EventView {
     pub note: Option<String>,
     /// `Kind/name` the Event is about.
     pub object: String,
+}
+
+/// What the API server said when it could not get a container's logs from its node, on one
+/// line and at most 200 characters.
+fn unavailable_reason(code: u16, message: &str) -> String {
+    let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut: String = one_line.chars().take(200).collect();
+    let more = if cut.len() < one_line.len() {
+        "…"
+    } else {
+        ""
+    };
+    format!("the node did not give these logs ({code}): {cut}{more}")
 }
 
 fn unknown_workload(w: &str) -> AgentError {
@@ -278,6 +295,17 @@ impl Agent {
                         // No such container, or not started yet: nothing to show.
                         continue;
                     }
+                    Err(kube::Error::Api(r)) if r.code >= 500 => {
+                        // The API server could not get them from the pod's node (kubelet down,
+                        // node gone): say so for this container, and go on with the others.
+                        out.entries.push(LogEntry {
+                            pod: pod.name_any(),
+                            container,
+                            lines: Vec::new(),
+                            unavailable: Some(unavailable_reason(r.code, &r.message)),
+                        });
+                        continue;
+                    }
                     Err(e) => return Err(e.into()),
                 };
                 let mut lines = Vec::new();
@@ -289,6 +317,7 @@ impl Agent {
                                 pod: pod.name_any(),
                                 container: container.clone(),
                                 lines,
+                                unavailable: None,
                             });
                         }
                         break 'pods;
@@ -303,6 +332,7 @@ impl Agent {
                     pod: pod.name_any(),
                     container,
                     lines,
+                    unavailable: None,
                 });
             }
         }
@@ -395,6 +425,20 @@ impl Agent {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_nodes_refusal_is_said_on_one_short_line() {
+        assert_eq!(
+            unavailable_reason(
+                500,
+                "Get \"https://10.0.0.7:10250/containerLogs/ns/p/c\":\n dial tcp: connection refused"
+            ),
+            "the node did not give these logs (500): Get \"https://10.0.0.7:10250/containerLogs/ns/p/c\": dial tcp: connection refused"
+        );
+        let long = unavailable_reason(502, &"x".repeat(500));
+        assert!(long.ends_with('…') && long.chars().count() < 260, "{long}");
+    }
+
     use super::*;
     use crate::crd::PreviewStatus;
 

@@ -284,3 +284,112 @@ async fn events_and_a_wait_that_times_out() {
         "{scheduled}"
     );
 }
+
+#[tokio::test]
+async fn a_node_that_gives_no_logs_costs_only_its_own_containers() {
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+
+    let world = World::new("nodeless", APP, json!({})).await;
+    let admin = account(&world, "admin", &[ALL]).await;
+    let body = json!({"blueprint": "nodeless", "repository": world.repo.as_str(),
+        "commit": sha().as_str(), "branch": "logs", "name": "nodeless-logs"});
+    let created = call(&world, "POST", "/api/v1/previews", Some(&admin), Some(body)).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let waited = call(
+        &world,
+        "GET",
+        "/api/v1/previews/nodeless-logs/wait?for=ready&timeout=90s",
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(waited.body["outcome"], "ready", "{:?}", waited.body);
+    let ns = waited.body["preview"]["namespace"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    set_pod_logs(
+        &world.client,
+        &ns,
+        &[ContainerLogs {
+            containers: &["worker"],
+            lines: &["worker waiting for jobs"],
+            ..Default::default()
+        }],
+    )
+    .await;
+
+    // A node no kubelet serves (kwok manages only nodes it is told to): its address answers
+    // nothing, as a node whose kubelet is down.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let node = crate::support::cluster::unique("ghost");
+    let nodes: Api<Node> = Api::all(world.client.clone());
+    nodes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": node}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    nodes
+        .patch_status(
+            &node,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {
+                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": closed}},
+            }})),
+        )
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(world.client.clone(), &ns);
+    pods.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "stranded"}, "spec": {
+            "nodeName": node, "containers": [{"name": "stranded", "image": "ghcr.io/acme/worker:1.0"}]}}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+
+    let logs = eventually(
+        "the worker's lines beside the stranded pod's refusal",
+        T,
+        || async {
+            let a = call(
+                &world,
+                "GET",
+                "/api/v1/previews/nodeless-logs/logs",
+                Some(&admin),
+                None,
+            )
+            .await;
+            if a.status != 200 {
+                return Err(format!("{} {}", a.status, a.body));
+            }
+            if lines_of(&a.body, "worker", "worker").is_empty() {
+                return Err(format!("no worker lines yet: {}", a.body));
+            }
+            Ok(a.body)
+        },
+    )
+    .await;
+    let stranded = logs["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["pod"] == "stranded")
+        .unwrap_or_else(|| panic!("no entry for the stranded pod: {logs}"));
+    let why = stranded["unavailable"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("the node did not give these logs (5"),
+        "{stranded}"
+    );
+    assert_eq!(stranded["lines"], json!([]));
+    let _ = nodes.delete(&node, &DeleteParams::default()).await;
+}

@@ -226,6 +226,11 @@ pub fn logs_note(l: &LogLines) -> Option<String> {
     if l.redacted > 0 {
         notes.push(format!("{} secret value(s) redacted", l.redacted));
     }
+    for e in &l.entries {
+        if let Some(why) = &e.unavailable {
+            notes.push(format!("no logs from {}/{}: {why}", e.pod, e.container));
+        }
+    }
     (!notes.is_empty()).then(|| notes.join("; "))
 }
 
@@ -377,6 +382,7 @@ mod tests {
             pod: pod.into(),
             container: c.into(),
             lines: lines.iter().map(|l| (*l).to_owned()).collect(),
+            unavailable: None,
         };
         let one = LogLines {
             entries: vec![entry("web-1", "web", &["a", "b"])],
