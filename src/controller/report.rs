@@ -52,10 +52,11 @@ impl Report {
 }
 
 /// The one state to post now so that GitHub moves towards `report`, given what the current
-/// deployment last showed (`None`: a deployment that shows nothing yet). A deployment is queued
-/// before it is in progress, and in progress before it succeeds or before a rollout fails (a
-/// blueprint refused before anything ran fails straight from queued); waking a stopped one goes
-/// through in progress again. `None`: GitHub already shows it.
+/// deployment last showed (`None`: a deployment that shows nothing yet). A deployment shows
+/// `queued` only while it waits (for a slot, for checks); it is in progress before it succeeds
+/// or before a rollout fails (a blueprint refused before anything ran fails at once); waking a
+/// stopped one goes through in progress again. `None`: GitHub already shows it. Each state is a
+/// call, so no step is posted that says nothing (GitHub's `queued` is optional).
 pub(super) fn next_state(reported: Option<Reported>, report: &Report) -> Option<Reported> {
     let desired = report.state();
     if reported == Some(desired) {
@@ -65,10 +66,11 @@ pub(super) fn next_state(reported: Option<Reported>, report: &Report) -> Option<
         report,
         Report::Success | Report::Failure { rollout: true, .. }
     );
-    Some(match (desired, reported) {
-        (Reported::InProgress | Reported::Success | Reported::Failure, None) => Reported::Queued,
-        (_, Some(Reported::Queued | Reported::Stopped)) if through_progress => Reported::InProgress,
-        (desired, _) => desired,
+    Some(match reported {
+        None | Some(Reported::Queued | Reported::Stopped) if through_progress => {
+            Reported::InProgress
+        }
+        _ => desired,
     })
 }
 
@@ -331,13 +333,14 @@ mod tests {
         let stopped = Report::Stopped("Stopped on request".into());
         let table = [
             (None, &queued, Some(Queued)),
-            (None, &Report::InProgress, Some(Queued)),
-            (None, &Report::Success, Some(Queued)),
+            (None, &Report::InProgress, Some(InProgress)),
+            (None, &Report::Success, Some(InProgress)),
             (Some(Queued), &Report::Success, Some(InProgress)),
             (Some(InProgress), &Report::Success, Some(Success)),
             (Some(Success), &Report::Success, None),
             // A refusal need not have started; a rollout that fails had.
-            (None, &refused, Some(Queued)),
+            (None, &refused, Some(Failure)),
+            (None, &failed, Some(InProgress)),
             (Some(Queued), &refused, Some(Failure)),
             (Some(Queued), &failed, Some(InProgress)),
             (Some(InProgress), &failed, Some(Failure)),

@@ -8,8 +8,9 @@ use std::time::Duration;
 use sandcastle::crd::Phase;
 use sandcastle::fake_github::Call;
 
+use crate::support::eventually;
 use crate::support::fixtures::TINY_APP;
-use crate::support::world::World;
+use crate::support::world::{World, pr};
 
 const T: Duration = Duration::from_secs(90);
 const CONFIG: &str = ".github/sandcastle.yml";
@@ -26,6 +27,18 @@ fn show(what: &str, calls: &[Call]) -> usize {
     counted
 }
 
+/// Wait until pull request `n`'s sticky comment says Ready (its last edit is in this window).
+async fn sticky_ready(world: &World, n: u64) {
+    eventually("the sticky comment says Ready", T, || async {
+        let comments = world.gh.comments(&world.repo, pr(n));
+        match comments.iter().any(|c| c.body.contains("✅ Ready")) {
+            true => Ok(()),
+            false => Err(format!("{} comments, none Ready", comments.len())),
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_second_pull_request_reads_the_unchanged_config_conditionally() {
     let world = World::new("calls", TINY_APP, serde_json::json!({})).await;
@@ -34,6 +47,7 @@ async fn a_second_pull_request_reads_the_unchanged_config_conditionally() {
     let head = world.open(1).await;
     world.wait_phase("calls-pr-1", Phase::Ready, T).await;
     world.wait_github_state(&head, "success", T).await;
+    sticky_ready(&world, 1).await;
     let first = world.gh.take_calls();
     show("opened → Ready, first pull request", &first);
     let read = |calls: &[Call]| -> Vec<u16> {
@@ -48,10 +62,14 @@ async fn a_second_pull_request_reads_the_unchanged_config_conditionally() {
     let head = world.open(2).await;
     world.wait_phase("calls-pr-2", Phase::Ready, T).await;
     world.wait_github_state(&head, "success", T).await;
+    sticky_ready(&world, 2).await;
     let second = world.gh.take_calls();
     let counted = show("opened → Ready, second pull request", &second);
     assert_eq!(read(&second), [304], "the unchanged file is not sent again");
     assert_eq!(counted, second.len() - 1, "the 304 is not counted");
+    // The deployment lookup and create, in_progress and success, the comment lookup, the
+    // sticky comment and its edit to Ready.
+    assert!(counted <= 7, "{counted} calls counted for one pull request");
     // The remembered file applies: a 2 h lifetime.
     let ttl = |name: &'static str| {
         let previews = world.previews();

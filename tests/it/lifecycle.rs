@@ -111,7 +111,7 @@ async fn opened_synchronize_closed() {
         .iter()
         .map(|s| s.state.as_str())
         .collect();
-    assert_eq!(states, ["queued", "in_progress", "success"]);
+    assert_eq!(states, ["in_progress", "success"]);
     world.gh.check("GET /repos/acme/guestbook/deployments");
     world.gh.check("POST /repos/acme/guestbook/deployments");
     world
