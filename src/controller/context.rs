@@ -16,6 +16,10 @@ use crate::github::client::GitHubApp;
 use crate::k8s::apply::Resolver;
 use crate::metrics::ControllerMetrics;
 
+/// How long one read of a Blueprint's source serves the reconciles that ask for it: the edit of a
+/// blueprint namespace reaches previews this much later at most.
+const SOURCE_SHARED_FOR: Duration = Duration::from_secs(2);
+
 /// Controller settings, from configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -106,6 +110,8 @@ impl Settings {
 pub struct Context {
     pub client: Client,
     pub resolver: Resolver,
+    /// Blueprint sources read once for the reconciles that run together (a burst).
+    pub sources: Arc<crate::k8s::source::SourceCache>,
     pub github: GitHubApp,
     pub settings: Settings,
     pub clock: Clock,
@@ -201,6 +207,7 @@ impl Context {
         );
         Self {
             resolver: Resolver::new(client.clone()),
+            sources: Arc::new(crate::k8s::source::SourceCache::new(SOURCE_SHARED_FOR)),
             client,
             github,
             settings,

@@ -9,7 +9,11 @@ use serde_json::Value;
 
 use super::apply::{ApplyError, Resolver};
 use crate::crd::{BlueprintSpec, KindRef};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::OnceCell;
 
 use crate::domain::plan::Manifests;
 
@@ -84,6 +88,51 @@ pub async fn read(
         return read_manifests(resolver, home, &m.config_map).await;
     }
     Err(SourceError::NoSource)
+}
+
+/// Source reads shared by reconciles that run together: a burst of previews of one Blueprint
+/// reads its source once (about twenty list calls) instead of once each. A read is shared with
+/// every reconcile that asks within `within` of it (and with those waiting while it runs); a
+/// failed read is not kept. So an edit of a blueprint namespace is seen within `within`.
+#[derive(Debug)]
+pub struct SourceCache {
+    within: Duration,
+    reads: Mutex<HashMap<String, (Instant, SharedRead)>>,
+}
+
+/// One read of a source, done once by the first reconcile that asks.
+type SharedRead = Arc<OnceCell<Arc<Vec<Value>>>>;
+
+impl SourceCache {
+    pub fn new(within: Duration) -> Self {
+        Self {
+            within,
+            reads: Mutex::default(),
+        }
+    }
+
+    /// [`read`], shared as the type says.
+    pub async fn read(
+        &self,
+        resolver: &Resolver,
+        home: &str,
+        blueprint: &BlueprintSpec,
+    ) -> Result<Arc<Vec<Value>>, SourceError> {
+        let key = serde_json::to_string(&(home, &blueprint.source, &blueprint.allow_kinds))
+            .unwrap_or_default();
+        let cell = {
+            let mut reads = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+            reads.retain(|_, (at, _)| at.elapsed() < self.within);
+            reads
+                .entry(key)
+                .or_insert_with(|| (Instant::now(), Arc::default()))
+                .1
+                .clone()
+        };
+        cell.get_or_try_init(|| async { read(resolver, home, blueprint).await.map(Arc::new) })
+            .await
+            .cloned()
+    }
 }
 
 async fn read_namespace(

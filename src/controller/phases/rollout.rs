@@ -32,7 +32,6 @@ use crate::github::text::statuses::Failure;
 use crate::k8s::diagnose::{self, Logs};
 use crate::k8s::namespace::{self, NamespaceError};
 use crate::k8s::readiness::{self, Health};
-use crate::k8s::source;
 
 /// How soon a failure that may heal by itself (a Blueprint fixed, a source readable again) is
 /// looked at again when nothing wakes it sooner.
@@ -164,7 +163,11 @@ pub(crate) async fn run(
     }
 
     // Plan first: a refused blueprint fails before anything is created.
-    let objects = match source::read(&ctx.resolver, &ctx.settings.home, spec).await {
+    let objects = match ctx
+        .sources
+        .read(&ctx.resolver, &ctx.settings.home, spec)
+        .await
+    {
         Ok(o) => o,
         Err(e) if e.is_transient() => return Err(Error::Transient(e.to_string())),
         Err(e) => {

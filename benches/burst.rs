@@ -1,0 +1,294 @@
+//! A burst of pull requests, as agent fleets make them: N opened at once (run with
+//! `scripts/bench-burst`), timed until every preview is Ready, against the control plane's own
+//! limit — the same objects (each preview's guardrails and plan, as Sandcastle computes them)
+//! server-side applied directly, N namespaces in parallel, until every Deployment is available.
+//! Both on the same control plane, one after the other; prints both, the ratio, and the API
+//! requests each made (kube-apiserver's `apiserver_request_total`).
+
+mod support;
+
+use std::collections::HashSet;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client as HttpClient;
+use hyper_util::rt::TokioExecutor;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use sandcastle::cli::demo::stage::{ensure_namespace, guestbook_yaml, load};
+use sandcastle::crd::{self, BlueprintSpec, PreviewEnvironment};
+use sandcastle::domain::guardrails;
+use sandcastle::domain::plan::{self, PreviewContext, parse_manifests};
+use sandcastle::domain::{NamespaceName, PrNumber, RepoName};
+use sandcastle::fake_github::{
+    FakeConfig, FakeGitHub, PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
+};
+use sandcastle::k8s::apply::Resolver;
+use serde_json::{Value, json};
+
+const SECRET: &str = "bench-burst-webhook-secret";
+
+/// kube-apiserver's request count so far (every verb, resource and code).
+async fn api_requests(client: &Client) -> f64 {
+    let req = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let text = client.request_text(req).await.expect("apiserver metrics");
+    text.lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// The objects Sandcastle applies for preview `n`: namespace labels aside, its guardrails then
+/// its plan, in order.
+fn objects_for(
+    source: &[Value],
+    spec: &BlueprintSpec,
+    staging: &str,
+    ns: &str,
+    n: u64,
+) -> Vec<Value> {
+    let ctx = PreviewContext {
+        preview: NamespaceName::new(&format!("burst-pr-{n}")).unwrap(),
+        namespace: NamespaceName::new(ns).unwrap(),
+        source_namespace: Some(staging.to_owned()),
+        blueprint: "burst".to_owned(),
+        repo: RepoName::new("acme/burst").unwrap(),
+        pr: Some(PrNumber::new(n).unwrap()),
+        sha: support::random_sha(),
+        branch: "feature".to_owned(),
+        default_host: "{{preview}}.preview.example.com".to_owned(),
+    };
+    let planned = plan::plan(source, spec, &ctx).expect("the blueprint plans");
+    let mut out = guardrails::guardrail_objects(&ctx, &spec.isolation, "ingress-nginx");
+    out.extend(parse_manifests(&planned.to_yaml().unwrap()).unwrap());
+    out
+}
+
+/// Apply every namespace's objects directly, all namespaces at once; wait until all their
+/// Deployments are available.
+async fn direct(client: &Client, batches: Vec<(String, Vec<Value>)>) -> Duration {
+    let t = Instant::now();
+    let resolver = Resolver::new(client.clone());
+    let namespaces: HashSet<String> = batches.iter().map(|(ns, _)| ns.clone()).collect();
+    let n = batches.len();
+    futures::stream::iter(batches)
+        .map(|(ns, objects)| {
+            let resolver = &resolver;
+            async move {
+                ensure_namespace(resolver.client(), &ns).await.unwrap();
+                for obj in &objects {
+                    resolver.apply(&ns, obj).await.expect("applied");
+                }
+            }
+        })
+        .buffer_unordered(n.max(1))
+        .collect::<Vec<()>>()
+        .await;
+    let all: Api<Deployment> = Api::all(client.clone());
+    loop {
+        let list = all.list(&ListParams::default()).await.unwrap();
+        let waiting = list
+            .items
+            .iter()
+            .filter(|d| {
+                d.metadata
+                    .namespace
+                    .as_ref()
+                    .is_some_and(|ns| namespaces.contains(ns))
+            })
+            .filter(|d| {
+                let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                d.status
+                    .as_ref()
+                    .and_then(|s| s.available_replicas)
+                    .unwrap_or(0)
+                    < want
+            })
+            .count();
+        let present = list
+            .items
+            .iter()
+            .filter(|d| {
+                d.metadata
+                    .namespace
+                    .as_ref()
+                    .is_some_and(|ns| namespaces.contains(ns))
+            })
+            .count();
+        if waiting == 0 && present > 0 {
+            return t.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let total = support::arg("--previews", 100);
+    let client = support::client().await;
+    let kubeconfig = std::env::var("KUBECONFIG").unwrap();
+    let home = support::unique("burst-home");
+    let staging = support::unique("burst-staging");
+    sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30))
+        .await
+        .unwrap();
+    // Guestbook runs 6 pods a preview, for both runs.
+    support::ensure_nodes(&client, total * 12 + 10).await;
+    ensure_namespace(&client, &home).await.unwrap();
+    ensure_namespace(&client, &staging).await.unwrap();
+    load(&client, &staging, &guestbook_yaml().unwrap())
+        .await
+        .unwrap();
+    let spec_json = json!({
+        "source": {"namespace": staging},
+        "repositories": ["acme/burst"],
+        "images": [{"repository": "gcr.io/google-samples/gb-frontend", "tag": "{{sha}}"}],
+        "primaryService": "frontend",
+        "maxPreviews": total + 10,
+    });
+    let spec: BlueprintSpec = serde_json::from_value(spec_json.clone()).unwrap();
+    let source = sandcastle::k8s::source::read(&Resolver::new(client.clone()), &home, &spec)
+        .await
+        .unwrap();
+
+    // The control plane's own limit: the same objects, applied directly.
+    let batches: Vec<(String, Vec<Value>)> = (1..=total)
+        .map(|n| {
+            let ns = format!("{home}-direct-{n}");
+            let objects = objects_for(&source, &spec, &staging, &ns, n);
+            (ns, objects)
+        })
+        .collect();
+    let per_preview = batches[0].1.len();
+    let before = api_requests(&client).await;
+    let direct_took = direct(&client, batches).await;
+    let direct_requests = api_requests(&client).await - before;
+
+    // Sandcastle: N opened deliveries at once.
+    let blueprint = json!({"apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": "burst"}, "spec": spec_json});
+    Api::<crd::Blueprint>::namespaced(client.clone(), &home)
+        .patch(
+            "burst",
+            &PatchParams::apply("bench").force(),
+            &Patch::Apply(&blueprint),
+        )
+        .await
+        .unwrap();
+    let gh = FakeGitHub::start(FakeConfig::test_app()).await.unwrap();
+    let repo = RepoName::new("acme/burst").unwrap();
+    gh.add_installation(1, "acme");
+    gh.add_repo(1, &repo);
+    gh.set_rate_limit(1, 1_000_000);
+    let key = std::env::temp_dir().join(format!("{home}.pem"));
+    std::fs::write(&key, TEST_APP_PRIVATE_KEY_PEM).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_sandcastle"))
+            .arg("serve")
+            .env("KUBECONFIG", &kubeconfig)
+            .env("SANDCASTLE_NAMESPACE", &home)
+            .env("SANDCASTLE_NAMESPACE_PREFIX", &home)
+            .env("SANDCASTLE_LISTEN", format!("127.0.0.1:{port}"))
+            .env("SANDCASTLE_GITHUB_APP_ID", TEST_APP_ID.to_string())
+            .env("SANDCASTLE_GITHUB_PRIVATE_KEY_FILE", &key)
+            .env("SANDCASTLE_WEBHOOK_SECRET", SECRET)
+            .env("SANDCASTLE_GITHUB_API_URL", gh.url())
+            .env("SANDCASTLE_LEADER_ELECTION", "false")
+            .env("SANDCASTLE_RESYNC_INTERVAL", "0")
+            .env("SANDCASTLE_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("sandcastle serve starts"),
+    );
+    let http: HttpClient<_, Full<Bytes>> = HttpClient::builder(TokioExecutor::new()).build_http();
+    let t = Instant::now();
+    loop {
+        let req = http::Request::get(format!("http://127.0.0.1:{port}/readyz"))
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        if matches!(http.request(req).await, Ok(r) if r.status() == 200) {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "sandcastle not ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let deliveries: Vec<_> = (1..=total)
+        .map(|n| {
+            gh.open_pull_request(
+                &repo,
+                PrSpec::new(PrNumber::new(n).unwrap(), support::random_sha(), "feature"),
+            )
+        })
+        .collect();
+    gh.take_calls();
+    let before = api_requests(&client).await;
+    let t = Instant::now();
+    let names: HashSet<String> = futures::stream::iter(deliveries)
+        .map(|d| {
+            let http = &http;
+            async move {
+                let mut req =
+                    http::Request::post(format!("http://127.0.0.1:{port}/github/webhook"));
+                for (k, v) in d.signed_headers(SECRET) {
+                    req = req.header(k, v);
+                }
+                let resp = http
+                    .request(req.body(Full::new(Bytes::from(d.body.clone()))).unwrap())
+                    .await
+                    .unwrap();
+                assert_eq!(resp.status(), 200, "opened accepted");
+                let _ = resp.into_body().collect().await;
+                format!("burst-pr-{}", d.json()["number"])
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    let answered = t.elapsed();
+    let api: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
+    support::all_ready(&api, &names).await;
+    let sandcastle_took = t.elapsed();
+    let sandcastle_requests = api_requests(&client).await - before;
+    let calls = gh.take_calls().len();
+
+    println!(
+        "burst of {total} pull requests, guestbook ({per_preview} objects per preview with its guardrails), release build"
+    );
+    println!("| | all Ready | API requests |\n|---|---|---|");
+    println!(
+        "| direct server-side applies | {:.1} s | {direct_requests:.0} |",
+        direct_took.as_secs_f64()
+    );
+    println!(
+        "| Sandcastle (deliveries answered in {:.1} s) | {:.1} s | {sandcastle_requests:.0} |",
+        answered.as_secs_f64(),
+        sandcastle_took.as_secs_f64()
+    );
+    println!(
+        "ratio: {:.2}x the time, {:.2}x the API requests; {calls} GitHub calls",
+        sandcastle_took.as_secs_f64() / direct_took.as_secs_f64(),
+        sandcastle_requests / direct_requests
+    );
+    let _ = std::fs::remove_file(key);
+}
