@@ -8,7 +8,7 @@
 mod support;
 
 use std::collections::HashSet;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -24,9 +24,7 @@ use sandcastle::crd::{self, BlueprintSpec, PreviewEnvironment};
 use sandcastle::domain::guardrails;
 use sandcastle::domain::plan::{self, PreviewContext, parse_manifests};
 use sandcastle::domain::{NamespaceName, PrNumber, RepoName};
-use sandcastle::fake_github::{
-    FakeConfig, FakeGitHub, PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
-};
+use sandcastle::fake_github::PrSpec;
 use sandcastle::k8s::apply::Resolver;
 use serde_json::{Value, json};
 
@@ -139,7 +137,6 @@ impl Drop for Serve {
 async fn main() {
     let total = support::arg("--previews", 100);
     let client = support::client().await;
-    let kubeconfig = std::env::var("KUBECONFIG").unwrap();
     let home = support::unique("burst-home");
     let staging = support::unique("burst-staging");
     sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30))
@@ -188,36 +185,9 @@ async fn main() {
         )
         .await
         .unwrap();
-    let gh = FakeGitHub::start(FakeConfig::test_app()).await.unwrap();
     let repo = RepoName::new("acme/burst").unwrap();
-    gh.add_installation(1, "acme");
-    gh.add_repo(1, &repo);
-    gh.set_rate_limit(1, 1_000_000);
-    let key = std::env::temp_dir().join(format!("{home}.pem"));
-    std::fs::write(&key, TEST_APP_PRIVATE_KEY_PEM).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let _serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_sandcastle"))
-            .arg("serve")
-            .env("KUBECONFIG", &kubeconfig)
-            .env("SANDCASTLE_NAMESPACE", &home)
-            .env("SANDCASTLE_NAMESPACE_PREFIX", &home)
-            .env("SANDCASTLE_LISTEN", format!("127.0.0.1:{port}"))
-            .env("SANDCASTLE_GITHUB_APP_ID", TEST_APP_ID.to_string())
-            .env("SANDCASTLE_GITHUB_PRIVATE_KEY_FILE", &key)
-            .env("SANDCASTLE_WEBHOOK_SECRET", SECRET)
-            .env("SANDCASTLE_GITHUB_API_URL", gh.url())
-            .env("SANDCASTLE_LEADER_ELECTION", "false")
-            .env("SANDCASTLE_RESYNC_INTERVAL", "0")
-            .env("SANDCASTLE_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("sandcastle serve starts"),
-    );
+    let (gh, child, port, key) = support::serve_with_stand_in(&home, &repo, SECRET).await;
+    let _serve = Serve(child);
     let http: HttpClient<_, Full<Bytes>> = HttpClient::builder(TokioExecutor::new()).build_http();
     let t = Instant::now();
     loop {

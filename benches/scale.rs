@@ -7,7 +7,7 @@
 mod support;
 
 use std::collections::HashSet;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -21,9 +21,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use sandcastle::cli::demo::stage::{ensure_namespace, load};
 use sandcastle::crd::{self, Phase, PreviewEnvironment};
 use sandcastle::domain::{PrNumber, RepoName};
-use sandcastle::fake_github::{
-    Delivery, FakeConfig, FakeGitHub, PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
-};
+use sandcastle::fake_github::{Delivery, FakeGitHub, PrSpec};
 use serde_json::json;
 
 const SECRET: &str = "bench-scale-secret";
@@ -126,7 +124,6 @@ async fn main() {
     let total = support::arg("--previews", 500);
     let rounds = support::arg("--rounds", 20);
     let client = support::client().await;
-    let kubeconfig = std::env::var("KUBECONFIG").unwrap();
     let home = support::unique("scale-home");
     let staging = support::unique("scale-staging");
     sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30))
@@ -154,37 +151,8 @@ async fn main() {
         .await
         .unwrap();
 
-    let gh = FakeGitHub::start(FakeConfig::test_app()).await.unwrap();
     let repo = RepoName::new("acme/scale").unwrap();
-    gh.add_installation(1, "acme");
-    gh.add_repo(1, &repo);
-    // GitHub's 5000 calls an hour per installation would stop reporting after about 500 opens
-    // (counted below); this measures the Kubernetes side, so the stand-in allows more.
-    gh.set_rate_limit(1, 1_000_000);
-    let key = std::env::temp_dir().join(format!("{home}.pem"));
-    std::fs::write(&key, TEST_APP_PRIVATE_KEY_PEM).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(env!("CARGO_BIN_EXE_sandcastle"))
-        .arg("serve")
-        .env("KUBECONFIG", &kubeconfig)
-        .env("SANDCASTLE_NAMESPACE", &home)
-        .env("SANDCASTLE_NAMESPACE_PREFIX", &home)
-        .env("SANDCASTLE_LISTEN", format!("127.0.0.1:{port}"))
-        .env("SANDCASTLE_GITHUB_APP_ID", TEST_APP_ID.to_string())
-        .env("SANDCASTLE_GITHUB_PRIVATE_KEY_FILE", &key)
-        .env("SANDCASTLE_WEBHOOK_SECRET", SECRET)
-        .env("SANDCASTLE_GITHUB_API_URL", gh.url())
-        .env("SANDCASTLE_LEADER_ELECTION", "false")
-        .env("SANDCASTLE_RESYNC_INTERVAL", "0")
-        .env("SANDCASTLE_ORPHAN_GRACE", "0")
-        .env("SANDCASTLE_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("sandcastle serve starts");
+    let (gh, child, port, key) = support::serve_with_stand_in(&home, &repo, SECRET).await;
     let pid = child.id();
     let sc = Sandcastle {
         child,

@@ -145,3 +145,49 @@ pub fn arg(name: &str, default: u64) -> u64 {
 pub fn random_sha() -> sandcastle::domain::Sha {
     sandcastle::domain::Sha::new(&hex::encode(rand::random::<[u8; 20]>())).unwrap()
 }
+
+/// `sandcastle serve` (the benchmark's build) for namespace `home`, without leader election,
+/// resync or orphan grace, against a GitHub stand-in holding `repo` whose budget no benchmark
+/// exhausts (this measures the Kubernetes side; GitHub's 5000 calls an hour would stop
+/// reporting after about 500 opens). Returns the stand-in, the process, its port and key file.
+pub async fn serve_with_stand_in(
+    home: &str,
+    repo: &sandcastle::domain::RepoName,
+    secret: &str,
+) -> (
+    sandcastle::fake_github::FakeGitHub,
+    std::process::Child,
+    u16,
+    std::path::PathBuf,
+) {
+    use sandcastle::fake_github::{FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
+    let gh = FakeGitHub::start(FakeConfig::test_app()).await.unwrap();
+    gh.add_installation(1, repo.owner());
+    gh.add_repo(1, repo);
+    gh.set_rate_limit(1, 1_000_000);
+    let key = std::env::temp_dir().join(format!("{home}.pem"));
+    std::fs::write(&key, TEST_APP_PRIVATE_KEY_PEM).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"))
+        .arg("serve")
+        .env("KUBECONFIG", std::env::var("KUBECONFIG").unwrap())
+        .env("SANDCASTLE_NAMESPACE", home)
+        .env("SANDCASTLE_NAMESPACE_PREFIX", home)
+        .env("SANDCASTLE_LISTEN", format!("127.0.0.1:{port}"))
+        .env("SANDCASTLE_GITHUB_APP_ID", TEST_APP_ID.to_string())
+        .env("SANDCASTLE_GITHUB_PRIVATE_KEY_FILE", &key)
+        .env("SANDCASTLE_WEBHOOK_SECRET", secret)
+        .env("SANDCASTLE_GITHUB_API_URL", gh.url())
+        .env("SANDCASTLE_LEADER_ELECTION", "false")
+        .env("SANDCASTLE_RESYNC_INTERVAL", "0")
+        .env("SANDCASTLE_ORPHAN_GRACE", "0")
+        .env("SANDCASTLE_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("sandcastle serve starts");
+    (gh, child, port, key)
+}
