@@ -195,9 +195,14 @@ pub(crate) async fn guard(
             None => 0,
         };
         tracing::info!(target: "audit", actor = "sandcastle", action = "wake", preview = %pe.name_any(), sha = %sha, result = restored, "preview woken");
-        // Waking is asking again: a rollout that had failed starts over.
+        // Waking is asking again: a rollout that had failed starts over, and the readiness
+        // timeout counts from now (not from when the workloads were first applied, which may
+        // be hours ago: the woken pods would fail at once, while still starting).
         if st.rollout.as_ref().is_some_and(|r| r.failed) {
             st.rollout = None;
+        }
+        if let Some(r) = st.rollout.as_mut() {
+            r.step_started_at = Time(now);
         }
         set_phase(
             &mut st,
