@@ -1,6 +1,9 @@
 // up.go starts a whole control plane (etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler, kwok) as child processes of this binary on free loopback ports, waits until the
 // cluster is usable, writes a kubeconfig and a ready file, and stops every child on SIGTERM.
+// SIGUSR1 restarts kube-apiserver (stop, start with the same flags, wait for /readyz) and then
+// writes the number of restarts so far into <dir>/apiserver-restarts: the fault a chaos run
+// injects.
 package main
 
 import (
@@ -99,10 +102,13 @@ func logf(format string, args ...any) {
 
 type child struct {
 	name    string
+	args    []string
 	cmd     *exec.Cmd
 	logPath string
 	done    chan struct{}
 	err     error
+	// Set before a deliberate stop (a restart): its exit is expected, not a failure.
+	restarting bool
 }
 
 type controlPlane struct {
@@ -111,6 +117,10 @@ type controlPlane struct {
 	children []*child
 	exited   chan *child
 	pki      *pki
+	// The API's address and a client trusting its certificate, for waiting on /readyz.
+	server    string
+	tlsClient *http.Client
+	restarts  int
 }
 
 func isExecutable(path string) bool {
@@ -144,7 +154,8 @@ func (cp *controlPlane) spawn(name string, args ...string) error {
 		return err
 	}
 	logPath := filepath.Join(cp.opts.dir, "logs", name+".log")
-	f, err := os.Create(logPath)
+	// Appended to: a restarted component keeps its earlier lines.
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -162,9 +173,18 @@ func (cp *controlPlane) spawn(name string, args ...string) error {
 		f.Close()
 		return fmt.Errorf("start %s: %w", name, err)
 	}
-	c := &child{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	c := &child{name: name, args: args, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	cp.mu.Lock()
-	cp.children = append(cp.children, c)
+	replaced := false
+	for i, old := range cp.children {
+		if old.name == name {
+			cp.children[i] = c
+			replaced = true
+		}
+	}
+	if !replaced {
+		cp.children = append(cp.children, c)
+	}
 	cp.mu.Unlock()
 	go func() {
 		c.err = cmd.Wait()
@@ -256,6 +276,7 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cp.server, cp.tlsClient = server, tlsClient
 	if err := cp.poll(ctx, "kube-apiserver /readyz", func() error { return httpOK(tlsClient, server+"/readyz") }); err != nil {
 		return err
 	}
@@ -362,7 +383,9 @@ func (cp *controlPlane) poll(ctx context.Context, what string, check func() erro
 		}
 		select {
 		case c := <-cp.exited:
-			return fmt.Errorf("waiting for %s: %s exited: %v", what, c.name, c.err)
+			if !c.restarting {
+				return fmt.Errorf("waiting for %s: %s exited: %v", what, c.name, c.err)
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), last)
 		case <-time.After(100 * time.Millisecond):
@@ -370,15 +393,66 @@ func (cp *controlPlane) poll(ctx context.Context, what string, check func() erro
 	}
 }
 
-// wait blocks until a signal arrives or a child exits on its own.
+// wait blocks until a stop signal arrives or a child exits on its own; SIGUSR1 meanwhile
+// restarts kube-apiserver.
 func (cp *controlPlane) wait(ctx context.Context) error {
-	select {
-	case <-ctx.Done():
-		logf("stopping")
-		return nil
-	case c := <-cp.exited:
-		return fmt.Errorf("%s exited unexpectedly: %v", c.name, c.err)
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	for {
+		select {
+		case <-ctx.Done():
+			logf("stopping")
+			return nil
+		case c := <-cp.exited:
+			if c.restarting {
+				continue
+			}
+			return fmt.Errorf("%s exited unexpectedly: %v", c.name, c.err)
+		case <-usr1:
+			if err := cp.restart(ctx, "kube-apiserver"); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// restart stops child name (SIGTERM, SIGKILL after 10 s), starts it again with the same flags,
+// waits until the API is ready again and records the count in <dir>/apiserver-restarts.
+func (cp *controlPlane) restart(ctx context.Context, name string) error {
+	cp.mu.Lock()
+	var old *child
+	for _, c := range cp.children {
+		if c.name == name {
+			old = c
+		}
+	}
+	cp.mu.Unlock()
+	if old == nil {
+		return fmt.Errorf("restart %s: no such component", name)
+	}
+	started := time.Now()
+	old.restarting = true
+	_ = syscall.Kill(-old.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-old.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-old.cmd.Process.Pid, syscall.SIGKILL)
+		<-old.done
+	}
+	logf("stopped %s for a restart", name)
+	if err := cp.spawn(name, old.args...); err != nil {
+		return err
+	}
+	readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := cp.poll(readyCtx, name+" /readyz after a restart", func() error { return httpOK(cp.tlsClient, cp.server+"/readyz") }); err != nil {
+		return err
+	}
+	cp.restarts++
+	logf("restarted %s in %s (restart %d)", name, time.Since(started).Round(time.Millisecond), cp.restarts)
+	count := filepath.Join(cp.opts.dir, "apiserver-restarts")
+	return os.WriteFile(count, []byte(fmt.Sprintf("%d\n", cp.restarts)), 0o600)
 }
 
 // shutdown stops children in reverse start order: SIGTERM, then SIGKILL after a grace period.
