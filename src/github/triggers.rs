@@ -8,8 +8,10 @@
 //! non-draft pull requests from the repository itself, unless they carry the `no-preview`
 //! label; `trigger: comment` waits for `/preview`. A push always moves a preview that exists
 //! (someone asked for it), except a fork's, which stays on the commit a maintainer approved.
-//! Adding `no-preview` takes the pull request's previews down; removing it deploys again as if
-//! the pull request had just opened. Drafts follow the same rule: a draft is not deployed on
+//! The `no-preview` label is state, not only an event: adding it takes the pull request's
+//! previews down, any head-moving event still carrying it does too (a `labeled` delivery that
+//! was lost is made good by the next push or resync), `/preview` is refused while it is there,
+//! and removing it deploys again as if the pull request had just opened. Drafts follow the same rule: a draft is not deployed on
 //! its own, converting a pull request to draft takes its previews down, and marking it ready for
 //! review deploys again; a `/preview` on a draft deploys it on request (and pushes then move it).
 
@@ -73,6 +75,13 @@ pub fn from_pull_request(
                 create: false,
             }),
             _ if !head_moved => None,
+            // The label is state, not only an event: a push (or the resync's reading) that still
+            // carries it takes down a preview whose `labeled` delivery never arrived.
+            _ if no_preview_label && ev.action == PrAction::Synchronize => Some(Change::Teardown {
+                reason: TeardownReason::NoPreview,
+                actor: None,
+                create: false,
+            }),
             _ if !config.selects(name) => {
                 skipped.push(skip("not the blueprint chosen in .github/sandcastle.yml"));
                 None
@@ -266,12 +275,17 @@ mod tests {
         let (intents, skipped) = from_pull_request(&ev, &[("shop", &auto)], &none());
         assert!(intents.is_empty());
         assert_eq!(skipped[0].reason, "labelled no-preview");
-        // A push still moves a preview someone asked for with /preview.
+        // A push still carrying it takes a preview down (its `labeled` delivery may have been
+        // lost); where there is none it leaves no tombstone.
         ev.action = PrAction::Synchronize;
-        assert!(matches!(
-            changes(&ev, &[("shop", &auto)])[..],
-            [Change::Deploy { create: false, .. }]
-        ));
+        assert_eq!(
+            changes(&ev, &[("shop", &auto)]),
+            [Change::Teardown {
+                reason: TeardownReason::NoPreview,
+                actor: None,
+                create: false
+            }]
+        );
         // Adding it takes existing previews down (and makes no tombstone where there is none).
         ev.action = PrAction::Labeled;
         ev.label = Some(NO_PREVIEW_LABEL.into());

@@ -154,6 +154,10 @@ async fn deploy(
     if pull.state == PullState::Closed {
         return Ok(Done::refuse(Reply::PullRequestClosed));
     }
+    // The label is state: a push carrying it takes previews down (`github::triggers`).
+    if pull.labels.iter().any(|l| l == intent::NO_PREVIEW_LABEL) {
+        return Ok(Done::refuse(Reply::LabelledNoPreview));
+    }
     let admitting: Vec<(&str, &BlueprintSpec)> = all
         .iter()
         .filter_map(|b| b.metadata.name.as_deref().map(|n| (n, &b.spec)))

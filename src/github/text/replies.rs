@@ -53,6 +53,8 @@ pub enum Reply {
     NotAPullRequest,
     /// `/preview` on a closed pull request.
     PullRequestClosed,
+    /// `/preview` on a pull request labelled `no-preview`.
+    LabelledNoPreview,
     /// `stop`, `wake`, `extend`, `destroy` or `status` with no preview to act on.
     NoPreview,
     /// No blueprint allows the repository.
@@ -127,6 +129,11 @@ pub fn reply_text(reply: &Reply, limits: &HelpLimits) -> String {
         Reply::NotAPullRequest => "`/preview` works on pull requests only.".to_owned(),
         Reply::PullRequestClosed => {
             "This pull request is closed; reopen it to get a preview.".to_owned()
+        }
+        Reply::LabelledNoPreview => {
+            "This pull request is labelled `no-preview`; remove the label and its preview is \
+             deployed."
+                .to_owned()
         }
         Reply::NoPreview => {
             "This pull request has no preview yet; comment `/preview` to deploy one.".to_owned()
