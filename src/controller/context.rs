@@ -132,6 +132,8 @@ pub struct Context {
     pub events: crate::k8s::events::Events,
     /// Who may run `/preview` commands, briefly remembered.
     pub permissions: Arc<crate::github::permissions::PermissionCache>,
+    /// What this leadership term knows of GitHub (`controller::term`); new for each term.
+    pub(crate) term: Arc<super::term::Term>,
 }
 
 type Wakeups = mpsc::UnboundedReceiver<ObjectRef<PreviewEnvironment>>;
@@ -220,6 +222,7 @@ impl Context {
             checks_asked: super::phases::check_answers::Asked::default(),
             events,
             permissions: Arc::default(),
+            term: Arc::default(),
         }
     }
 }

@@ -17,6 +17,7 @@ mod reconcile;
 mod report;
 pub mod resync;
 mod sticky;
+pub(crate) mod term;
 mod verdict;
 
 use std::sync::Arc;
@@ -77,6 +78,8 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     let shutdown = shutdown.shared();
+    // Another leader may have posted anything since this process last led.
+    ctx.term = Arc::default();
     let home = ctx.settings.home.clone();
     let client = ctx.client.clone();
     let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);

@@ -83,6 +83,7 @@ async fn reconcile_one(
         await_approval(&pe, &ctx)
     } else if !finalizer::present(&pe) {
         finalizer::add(&api, &pe).await?;
+        ctx.term.finalized(&pe);
         // The update brings another pass with the finalizer in place.
         Verdict::new(pe.status.clone().unwrap_or_default(), Next::Change)
     } else {

@@ -13,6 +13,7 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::context::Context;
+use super::term::Shown;
 use crate::crd::{PreviewEnvironment, PreviewStatus, Reported};
 use crate::domain::RepoName;
 use crate::github::client::{DeploymentState, GitHubError, Installation, NewDeployment, NewStatus};
@@ -128,7 +129,7 @@ pub(super) async fn sync(
     let gh = ctx.github.installation(installation_id);
     let now = ctx.clock.now();
     let result = match report {
-        Report::Inactive => inactivate(pe, st, &gh, &repo).await,
+        Report::Inactive => inactivate(pe, st, &ctx.term.shown, &gh, &repo).await,
         _ => post(pe, st, ctx, &gh, &repo, report).await,
     };
     match result {
@@ -157,11 +158,13 @@ pub(super) async fn sync(
 async fn inactivate(
     pe: &PreviewEnvironment,
     st: &mut PreviewStatus,
+    shown: &Shown,
     gh: &Installation,
     repo: &RepoName,
 ) -> Result<(), GitHubError> {
     if let Some(old) = st.github_previous_deployment_id {
-        gh.create_deployment_status(repo, old, &NewStatus::new(DeploymentState::Inactive))
+        shown
+            .post(gh, repo, old, &NewStatus::new(DeploymentState::Inactive))
             .await?;
         st.github_previous_deployment_id = None;
     }
@@ -173,7 +176,7 @@ async fn inactivate(
             || "Replaced: the preview came back and is deployed again".to_owned(),
             |t| inactive_description(t.reason),
         ));
-        gh.create_deployment_status(repo, id, &inactive).await?;
+        shown.post(gh, repo, id, &inactive).await?;
         st.github_reported = Some(Reported::Inactive);
     }
     Ok(())
@@ -183,6 +186,7 @@ async fn inactivate(
 /// one succeeds (then it becomes `inactive`); one still queued or in progress never will, and
 /// becomes `inactive` now, saying which commit superseded it. A failed one keeps its failure.
 async fn supersede(
+    shown: &Shown,
     gh: &Installation,
     repo: &RepoName,
     st: &mut PreviewStatus,
@@ -195,7 +199,7 @@ async fn supersede(
             let mut inactive = NewStatus::new(DeploymentState::Inactive);
             let short = newer.get(..7).unwrap_or(newer);
             inactive.description = Some(format!("Superseded by {short} before it was ready"));
-            gh.create_deployment_status(repo, old, &inactive).await?;
+            shown.post(gh, repo, old, &inactive).await?;
         }
         Some(Reported::Failure | Reported::Error | Reported::Inactive | Reported::Stopped) => {}
     }
@@ -215,46 +219,16 @@ async fn post(
     let name = pe.name_any();
     let resurrected = st.github_reported == Some(Reported::Inactive);
     if st.github_deployment_sha.as_deref() != Some(pe.spec.sha.as_str()) || resurrected {
-        let environment = crate::domain::naming::github_environment(&name);
-        // A deployment made before a crash, whose id never reached the status, is reused.
-        let existing = if resurrected {
-            None
-        } else {
-            gh.find_deployment(repo, &environment, &pe.spec.sha).await?
+        let (id, adopted) = match known_deployment(pe, ctx, gh, repo, resurrected).await? {
+            // Made before a crash or a change of leader (or by this term, before a status write
+            // failed): what it already shows was reported, and is not posted again.
+            Some(id) => (id, adopted_state(ctx, gh, repo, id).await?),
+            None => (create_deployment(pe, st, ctx, gh, repo).await?, None),
         };
-        let mut adopted = None;
-        let deployment = match existing {
-            Some(d) => {
-                // Adopted after a crash or a change of leader: what it already shows was
-                // reported, and is not posted again.
-                let latest = gh.list_deployment_statuses(repo, d.id).await?;
-                adopted = latest
-                    .first()
-                    .map(|s| reported(s.state))
-                    .filter(|s| *s != Reported::Inactive);
-                d
-            }
-            None => {
-                gh.create_deployment(
-                    repo,
-                    &NewDeployment {
-                        ref_: pe.spec.sha.clone(),
-                        environment,
-                        description: Some(format!("Sandcastle preview {name}")),
-                        payload: json!({"preview": name, "namespace": st.namespace, "blueprint": pe.spec.blueprint}),
-                        transient_environment: true,
-                        production_environment: false,
-                        auto_merge: false,
-                        required_contexts: Vec::new(),
-                    },
-                )
-                .await?
-            }
-        };
-        if let Some(old) = st.github_deployment_id.filter(|old| *old != deployment.id) {
-            supersede(gh, repo, st, old, &pe.spec.sha).await?;
+        if let Some(old) = st.github_deployment_id.filter(|old| *old != id) {
+            supersede(&ctx.term.shown, gh, repo, st, old, &pe.spec.sha).await?;
         }
-        st.github_deployment_id = Some(deployment.id);
+        st.github_deployment_id = Some(id);
         st.github_deployment_sha = Some(pe.spec.sha.clone());
         st.github_reported = adopted;
     }
@@ -266,17 +240,91 @@ async fn post(
     };
     let mut status = new_status(state, report, st);
     status.log_url = Some(log_url(ctx, &name));
-    gh.create_deployment_status(repo, id, &status).await?;
+    ctx.term.shown.post(gh, repo, id, &status).await?;
     st.github_reported = Some(state);
 
     if state == Reported::Success
         && let Some(old) = st.github_previous_deployment_id
     {
-        gh.create_deployment_status(repo, old, &NewStatus::new(DeploymentState::Inactive))
+        ctx.term
+            .shown
+            .post(gh, repo, old, &NewStatus::new(DeploymentState::Inactive))
             .await?;
         st.github_previous_deployment_id = None;
     }
     Ok(())
+}
+
+/// A deployment of this commit that exists already, whose id never reached the status: one
+/// this term made, or (unless the preview is fresh, so no other leader can have made one) the
+/// newest GitHub has. A comeback always gets a new one.
+async fn known_deployment(
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+    gh: &Installation,
+    repo: &RepoName,
+    resurrected: bool,
+) -> Result<Option<u64>, GitHubError> {
+    if resurrected {
+        return Ok(None);
+    }
+    if let Some(id) = ctx.term.deployment(pe, &pe.spec.sha) {
+        return Ok(Some(id));
+    }
+    if ctx.term.fresh(pe) {
+        return Ok(None);
+    }
+    let environment = crate::domain::naming::github_environment(&pe.name_any());
+    Ok(gh
+        .find_deployment(repo, &environment, &pe.spec.sha)
+        .await?
+        .map(|d| d.id))
+}
+
+/// What an existing deployment already shows, as reported (nothing once it is inactive).
+async fn adopted_state(
+    ctx: &Context,
+    gh: &Installation,
+    repo: &RepoName,
+    id: u64,
+) -> Result<Option<Reported>, GitHubError> {
+    let shown = match ctx.term.shown.get(id) {
+        Some(shown) => shown,
+        None => {
+            let latest = gh.list_deployment_statuses(repo, id).await?;
+            let shown = latest.first().map(|s| s.state);
+            ctx.term.shown.set(id, shown);
+            shown
+        }
+    };
+    Ok(shown.map(reported).filter(|s| *s != Reported::Inactive))
+}
+
+async fn create_deployment(
+    pe: &PreviewEnvironment,
+    st: &PreviewStatus,
+    ctx: &Context,
+    gh: &Installation,
+    repo: &RepoName,
+) -> Result<u64, GitHubError> {
+    let name = pe.name_any();
+    let deployment = gh
+        .create_deployment(
+            repo,
+            &NewDeployment {
+                ref_: pe.spec.sha.clone(),
+                environment: crate::domain::naming::github_environment(&name),
+                description: Some(format!("Sandcastle preview {name}")),
+                payload: json!({"preview": name, "namespace": st.namespace, "blueprint": pe.spec.blueprint}),
+                transient_environment: true,
+                production_environment: false,
+                auto_merge: false,
+                required_contexts: Vec::new(),
+            },
+        )
+        .await?;
+    ctx.term.created_deployment(pe, &pe.spec.sha, deployment.id);
+    Ok(deployment.id)
 }
 
 /// The deployment status posted for `state` on the way to `report`.

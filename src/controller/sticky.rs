@@ -3,7 +3,7 @@
 //! when someone asks with `/preview status`. Its id and what it last showed live in the
 //! preview's status (written with the reconcile's verdict). It is found again by its hidden marker (only in the App's own comments) when
 //! the id is unknown, for example after a crash between posting and saving, and extra copies are
-//! deleted; a comment a person deleted is posted again on the next change, one a person edited
+//! deleted (not looked for when the leadership term knows there can be none: `controller::term`); a comment a person deleted is posted again on the next change, one a person edited
 //! is overwritten by the next edit.
 //!
 //! A failed call never blocks the preview: the status keeps what was shown, and the preview is
@@ -69,11 +69,17 @@ pub(super) async fn sync(
         number,
         preview: &name,
     };
-    match target
-        .post_or_edit(current.as_ref().map(|c| c.comment_id), &body)
-        .await
-    {
-        Ok(comment_id) => {
+    let known = current
+        .as_ref()
+        .map(|c| c.comment_id)
+        .or_else(|| ctx.term.sticky(&pe));
+    // A pull request opened in this leadership term has no comment of this preview to find.
+    let look = !ctx.term.fresh_pull_request(&pe);
+    match target.post_or_edit(known, &body, look).await {
+        Ok((comment_id, created)) => {
+            if created {
+                ctx.term.created_sticky(&pe, comment_id);
+            }
             let mut pe = pe;
             pe.status.get_or_insert_default().sticky = Some(StickyComment {
                 comment_id,
@@ -116,16 +122,27 @@ impl Target<'_> {
             && parse_marker(&c.body).is_some_and(|m| m.preview == self.preview)
     }
 
-    /// Edit the comment `known` (or the one the marker finds, or a new one) to `body`; returns its
-    /// id.
-    async fn post_or_edit(&self, known: Option<u64>, body: &str) -> Result<u64, GitHubError> {
+    /// Edit the comment `known` (or the one the marker finds, when `look`, or a new one) to
+    /// `body`; returns its id and whether it is new.
+    async fn post_or_edit(
+        &self,
+        known: Option<u64>,
+        body: &str,
+        look: bool,
+    ) -> Result<(u64, bool), GitHubError> {
         if let Some(id) = known {
             match self.gh.update_issue_comment(self.repo, id, body).await {
-                Ok(_) => return Ok(id),
+                Ok(_) => return Ok((id, false)),
                 // Deleted by someone: find another copy, or post it again.
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e),
             }
+        } else if !look {
+            let created = self
+                .gh
+                .create_issue_comment(self.repo, self.number, body)
+                .await?;
+            return Ok((created.id, true));
         }
         let comments = self.gh.list_issue_comments(self.repo, self.number).await?;
         let mut ours = comments
@@ -136,7 +153,7 @@ impl Target<'_> {
                 .gh
                 .create_issue_comment(self.repo, self.number, body)
                 .await?;
-            return Ok(created.id);
+            return Ok((created.id, true));
         };
         for extra in ours {
             tracing::info!(
@@ -149,6 +166,6 @@ impl Target<'_> {
         self.gh
             .update_issue_comment(self.repo, keep.id, body)
             .await?;
-        Ok(keep.id)
+        Ok((keep.id, false))
     }
 }

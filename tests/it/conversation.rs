@@ -966,7 +966,7 @@ async fn a_busy_pull_request_keeps_exactly_one_sticky_comment() {
 
 #[tokio::test]
 async fn edited_or_deleted_sticky_comments_never_multiply() {
-    let world = world(json!({})).await;
+    let mut world = world(json!({})).await;
     let repo = world.repo.clone();
     let first = sha();
     world
@@ -1013,8 +1013,11 @@ async fn edited_or_deleted_sticky_comments_never_multiply() {
     .await;
     assert_ne!(again.id, original.id);
 
-    // Sandcastle loses its record of the comment (as after a crash between posting and saving):
-    // the marker finds it again.
+    // Sandcastle loses its record of the comment (as after a crash between posting and saving)
+    // and a new process leads, which cannot know what the last one posted: the marker finds it
+    // again.
+    world.sandcastle.take().unwrap().shutdown().await;
+    world.start().await;
     let api = world.previews();
     api.patch_status(
         "shop-pr-12",

@@ -178,6 +178,6 @@ pub async fn run(ctx: &Context, round: u64) -> Result<ResyncReport, ResyncError>
     r.report.installations = installations.len();
     open::follow(ctx, &mut r, &installations, &specs, &existing).await?;
     closed::tear_down(&mut r, &existing).await?;
-    statuses::check(&mut r, &existing, round).await?;
+    statuses::check(&mut r, &existing, round, &ctx.term.shown).await?;
     Ok(r.report)
 }

@@ -8,6 +8,7 @@ use std::hash::{Hash, Hasher};
 use kube::ResourceExt;
 
 use super::{ResyncError, Round, Step, step};
+use crate::controller::term::Shown;
 use crate::crd::{Phase, PreviewEnvironment, Reported, SlotState};
 use crate::domain::RepoName;
 use crate::github::client::DeploymentState;
@@ -46,6 +47,7 @@ pub(super) async fn check(
     r: &mut Round,
     existing: &BTreeMap<String, PreviewEnvironment>,
     round: u64,
+    known: &Shown,
 ) -> Result<(), ResyncError> {
     for p in existing.values() {
         if r.report.stopped.is_some() {
@@ -70,6 +72,7 @@ pub(super) async fn check(
         match gh.list_deployment_statuses(&repo, id).await {
             Ok(list) => {
                 let shown = list.first().map(|s| s.state);
+                known.set(id, shown);
                 if shown != Some(remote) {
                     tracing::info!(preview = %name, ?shown, expected = remote.as_str(), "GitHub disagrees; reporting again");
                     r.forget_report(&name, false).await?;
