@@ -7,18 +7,17 @@
 //! installation token GitHub issued, the Kubernetes and preview tokens agents used, and a
 //! blueprint Secret's value (plain and base64). None may appear.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, ListParams};
 use sandcastle::crd::{Blueprint, Phase};
-use sandcastle::fake_github::{PrSpec, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
+use sandcastle::fake_github::{PrSpec, TEST_APP_PRIVATE_KEY_PEM};
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
 
 use crate::support::api::{ALL, account, client};
+use crate::support::process::ServeProcess;
 use crate::support::world::{World, pr, sha};
 use crate::support::{cluster, eventually};
 
@@ -157,65 +156,21 @@ async fn no_secret_appears_in_any_log_status_event_comment_or_answer() {
     // Only the process under test reconciles.
     world.sandcastle.take().unwrap().shutdown().await;
 
-    let dir = std::env::temp_dir().join(cluster::unique("sandcastle-hygiene"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let key = dir.join("app.pem");
-    std::fs::write(&key, TEST_APP_PRIVATE_KEY_PEM).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let kubeconfig = std::env::var("SANDCASTLE_TEST_KUBECONFIG")
-        .or_else(|_| std::env::var("KUBECONFIG"))
-        .unwrap();
     let (client_id, client_secret) = world.gh.oauth_client();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"))
-        .arg("serve")
-        .env_clear()
-        .env("KUBECONFIG", kubeconfig)
-        .env("SANDCASTLE_LISTEN", &addr)
-        .env("SANDCASTLE_PUBLIC_URL", format!("http://{addr}"))
-        .env("SANDCASTLE_NAMESPACE", &world.home.name)
-        .env("SANDCASTLE_NAMESPACE_PREFIX", &world.prefix)
-        .env("SANDCASTLE_GITHUB_APP_ID", TEST_APP_ID.to_string())
-        .env("SANDCASTLE_GITHUB_PRIVATE_KEY_FILE", &key)
-        .env("SANDCASTLE_WEBHOOK_SECRET", &webhook_secret)
-        .env("SANDCASTLE_GITHUB_API_URL", world.gh.url())
-        .env("SANDCASTLE_GITHUB_URL", world.gh.url())
-        .env("SANDCASTLE_GITHUB_CLIENT_ID", &client_id)
-        .env("SANDCASTLE_GITHUB_CLIENT_SECRET", &client_secret)
-        .env("SANDCASTLE_PUBLIC_PAGES", "true")
-        .env("SANDCASTLE_LOG", "debug")
-        .env("SANDCASTLE_LOG_FORMAT", "json")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("sandcastle serve starts");
-    // Read its output as it comes: a full pipe would stop the process.
-    let drain = |pipe: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
-        tokio::spawn(async move {
-            let mut text = String::new();
-            if let Some(mut p) = pipe {
-                p.read_to_string(&mut text).await.unwrap();
-            }
-            text
-        })
-    };
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let mut log = Transcript::default();
-    eventually("serve is ready", Duration::from_secs(60), || async {
-        let (status, body) = world.get_from(addr.parse().unwrap(), "/readyz").await;
-        if status == 200 {
-            Ok(())
-        } else {
-            Err(format!("{status} {body}"))
-        }
-    })
+    let serve = ServeProcess::start(
+        &world,
+        &webhook_secret,
+        &[
+            ("SANDCASTLE_GITHUB_CLIENT_ID", client_id),
+            ("SANDCASTLE_GITHUB_CLIENT_SECRET", client_secret.clone()),
+            ("SANDCASTLE_PUBLIC_PAGES", "true".to_owned()),
+            ("SANDCASTLE_LOG", "debug".to_owned()),
+            ("SANDCASTLE_LOG_FORMAT", "json".to_owned()),
+        ],
+    )
     .await;
+    let addr = serve.addr.to_string();
+    let mut log = Transcript::default();
     let deliver = |d: sandcastle::fake_github::Delivery| {
         let headers = d.signed_headers(&webhook_secret);
         let addr = addr.parse().unwrap();
@@ -347,17 +302,7 @@ async fn no_secret_appears_in_any_log_status_event_comment_or_answer() {
     }
 
     // Its logs, to the end.
-    let pid = child.id().unwrap();
-    std::process::Command::new("kill")
-        .arg("-TERM")
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("stops within 30 s")
-        .unwrap();
-    let (stderr, stdout) = (stderr.await.unwrap(), stdout.await.unwrap());
+    let (stdout, stderr) = serve.stop().await;
     let lines = stderr.lines().chain(stdout.lines()).count();
     assert!(
         stderr.contains("\"level\":\"DEBUG\""),
@@ -399,5 +344,4 @@ async fn no_secret_appears_in_any_log_status_event_comment_or_answer() {
         log.0.len()
     );
     assert!(leaks.is_empty(), "secrets appeared: {leaks:#?}");
-    let _ = std::fs::remove_dir_all(dir);
 }

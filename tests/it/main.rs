@@ -8,6 +8,7 @@ mod api_observe;
 
 mod bare_workloads;
 mod browser;
+mod chaos;
 mod chart;
 mod cli;
 mod comebacks;

@@ -1,0 +1,138 @@
+//! `sandcastle serve` as a real process beside a test's world: its own port, the world's
+//! namespaces and GitHub stand-in, the App key in a file, its output read as it comes (a full
+//! pipe would stop it), stopped with SIGTERM or killed with SIGKILL.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use sandcastle::fake_github::{TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
+use tokio::io::AsyncReadExt;
+use tokio::task::JoinHandle;
+
+use super::cluster;
+use super::eventually;
+use super::world::World;
+
+/// A running `sandcastle serve`.
+pub struct ServeProcess {
+    child: tokio::process::Child,
+    pub addr: SocketAddr,
+    stdout: JoinHandle<String>,
+    stderr: JoinHandle<String>,
+}
+
+/// Everything it said: `(stdout, stderr)`.
+pub type Output = (String, String);
+
+/// The App's private key written to a file of its own (what `SANDCASTLE_GITHUB_PRIVATE_KEY_FILE`
+/// names).
+pub fn app_key_file() -> PathBuf {
+    let dir = std::env::temp_dir().join(cluster::unique("sandcastle-serve"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = dir.join("app.pem");
+    std::fs::write(&key, TEST_APP_PRIVATE_KEY_PEM).unwrap();
+    key
+}
+
+impl ServeProcess {
+    /// Starts it for `world` with `webhook_secret`, the settings every process needs and `extra`
+    /// (later entries win); returns once `/readyz` answers 200.
+    pub async fn start(world: &World, webhook_secret: &str, extra: &[(&str, String)]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let kubeconfig = std::env::var("SANDCASTLE_TEST_KUBECONFIG")
+            .or_else(|_| std::env::var("KUBECONFIG"))
+            .expect("SANDCASTLE_TEST_KUBECONFIG names the control plane");
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"));
+        cmd.arg("serve")
+            .env_clear()
+            .env("KUBECONFIG", kubeconfig)
+            .env("SANDCASTLE_LISTEN", addr.to_string())
+            .env("SANDCASTLE_PUBLIC_URL", format!("http://{addr}"))
+            .env("SANDCASTLE_NAMESPACE", &world.home.name)
+            .env("SANDCASTLE_NAMESPACE_PREFIX", &world.prefix)
+            .env("SANDCASTLE_GITHUB_APP_ID", TEST_APP_ID.to_string())
+            .env("SANDCASTLE_GITHUB_PRIVATE_KEY_FILE", app_key_file())
+            .env("SANDCASTLE_WEBHOOK_SECRET", webhook_secret)
+            .env("SANDCASTLE_GITHUB_API_URL", world.gh.url())
+            .env("SANDCASTLE_GITHUB_URL", world.gh.url())
+            .env("SANDCASTLE_LOG", "warn");
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("sandcastle serve starts");
+        let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+        let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+        let process = Self {
+            child,
+            addr,
+            stdout,
+            stderr,
+        };
+        eventually("serve is ready", Duration::from_secs(60), || async {
+            let (status, body) = world.get_from(addr, "/readyz").await;
+            if status == 200 {
+                Ok(())
+            } else {
+                Err(format!("{status} {body}"))
+            }
+        })
+        .await;
+        process
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("still running")
+    }
+
+    /// SIGTERM, then wait (30 s at most) for it to end; returns everything it said.
+    pub async fn stop(self) -> Output {
+        self.signal("-TERM");
+        self.finish().await
+    }
+
+    /// SIGKILL (no chance to hand anything back); returns everything it said.
+    pub async fn kill(self) -> Output {
+        self.signal("-KILL");
+        self.finish().await
+    }
+
+    fn signal(&self, which: &str) {
+        let status = std::process::Command::new("kill")
+            .arg(which)
+            .arg(self.pid().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {which} {}", self.pid());
+    }
+
+    async fn finish(mut self) -> Output {
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("stops within 30 s")
+            .unwrap();
+        (self.stdout.await.unwrap(), self.stderr.await.unwrap())
+    }
+}
+
+fn drain(pipe: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>) -> JoinHandle<String> {
+    tokio::spawn(async move {
+        let mut bytes = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut bytes).await;
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
