@@ -125,7 +125,7 @@ pub struct Context {
     /// Set while the controller runs: its cache of PreviewEnvironments.
     pub(crate) previews: Option<Store<PreviewEnvironment>>,
     /// Serializes slot decisions, so two previews never take the last slot together.
-    pub(crate) admission: std::sync::Arc<tokio::sync::Mutex<()>>,
+    pub(crate) admission: std::sync::Arc<super::phases::capacity::Admissions>,
     /// GitHub's last answer about each waiting preview's checks.
     pub(crate) checks_asked: super::phases::check_answers::Asked,
     /// Kubernetes Events for each preview's history (`kubectl describe`).

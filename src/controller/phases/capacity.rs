@@ -18,6 +18,7 @@ use crate::controller::context::Context;
 use crate::controller::error::Error;
 use crate::controller::report::Report;
 use crate::controller::verdict::{save, set_phase};
+use std::collections::BTreeMap;
 use crate::crd::{
     Blueprint, OverCapacity, Phase, PreviewEnvironment, PreviewStatus, SlotState, SlotStatus,
 };
@@ -27,6 +28,17 @@ use crate::k8s::status;
 
 /// Field manager of the Blueprint status counts.
 const COUNTS_MANAGER: &str = "sandcastle-capacity";
+
+/// Slot decisions, one at a time, each numbered; and the number of the last decision whose
+/// counts reached the Blueprint. Counts are written after the decision lock is released (the
+/// next decision need not wait for them), so an older decision's counts, late, are skipped
+/// rather than written over a newer one's.
+#[derive(Default)]
+pub(crate) struct Admissions {
+    decide: tokio::sync::Mutex<u64>,
+    counted: tokio::sync::Mutex<u64>,
+    asking: std::sync::Mutex<Vec<Ask>>,
+}
 
 fn live(p: &PreviewEnvironment) -> bool {
     p.spec.teardown.is_none() && p.meta().deletion_timestamp.is_none()
@@ -74,6 +86,10 @@ pub(crate) enum Slot {
 
 /// Make sure `pe` holds a slot of `bp`, or record in `st` why it waits or was refused. A new
 /// decision is written before the admission lock is released (`persisted` follows).
+///
+/// Decisions are taken in batches: every preview asking while a decision is under way waits
+/// for the next one, which lists the previews once and decides for all of them in line order,
+/// as one by one would have (a burst of N previews costs a few lists, not N lists of N).
 pub(crate) async fn admit(
     api: &Api<PreviewEnvironment>,
     pe: &PreviewEnvironment,
@@ -95,24 +111,180 @@ pub(crate) async fn admit(
         }
         _ => {}
     }
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
+    let mut asking = pe.clone();
+    asking.status = persisted.clone();
+    ctx.admission.ask(Ask {
+        pe: asking,
+        bp: bp.clone(),
+        st: st.clone(),
+        answer: tx,
+    });
+    let answer = tokio::select! {
+        biased;
+        answer = &mut rx => answer,
+        decide = ctx.admission.decide.lock() => match rx.try_recv() {
+            Ok(answer) => Ok(answer),
+            // Not decided by the batch before: this one decides.
+            Err(_) => {
+                decide_batch(api, ctx, decide).await?;
+                rx.await
+            }
+        },
+    };
+    let answer = answer.map_err(|_| Error::Transient("a slot decision was dropped".into()))?;
+    let (decided, slot) = answer?;
+    *st = decided.clone();
+    *persisted = Some(decided);
+    Ok(slot)
+}
+
+/// A preview asking for a slot, with its status as last written (`pe.status`) and as the
+/// reconcile has it (`st`).
+pub(crate) struct Ask {
+    pe: PreviewEnvironment,
+    bp: Blueprint,
+    st: PreviewStatus,
+    answer: tokio::sync::oneshot::Sender<Result<(PreviewStatus, Slot), Error>>,
+}
+
+impl Admissions {
+    fn ask(&self, ask: Ask) {
+        self.asking
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(ask);
+    }
+
+    fn take(&self) -> Vec<Ask> {
+        std::mem::take(
+            &mut *self
+                .asking
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
+
+/// Decide for every preview asking, on one fresh list; write each decision (at once, in
+/// parallel) before the lock is released, then the Blueprints' counts.
+async fn decide_batch(
+    api: &Api<PreviewEnvironment>,
+    ctx: &Context,
+    mut decide: tokio::sync::MutexGuard<'_, u64>,
+) -> Result<(), Error> {
+    let asks = ctx.admission.take();
+    let all = match api.list(&ListParams::default()).await {
+        Ok(all) => all,
+        Err(e) => {
+            let why = e.to_string();
+            for ask in asks {
+                let _ = ask
+                    .answer
+                    .send(Err(Error::Transient(format!("listing previews: {why}"))));
+            }
+            return Err(e.into());
+        }
+    };
+    *decide += 1;
+    let seq = Some(*decide);
     let now = ctx.clock.now();
-    let _decide = ctx.admission.lock().await;
-    let all = api.list(&ListParams::default()).await?;
-    let peers: Vec<&PreviewEnvironment> = all
-        .items
-        .iter()
-        .filter(|p| p.spec.blueprint == pe.spec.blueprint)
-        .collect();
-    let holders = u32::try_from(peers.iter().filter(|p| holds(p)).count()).unwrap_or(u32::MAX);
-    let mut line: Vec<&PreviewEnvironment> = peers.into_iter().filter(|p| waits(p)).collect();
+    let mut by_blueprint: BTreeMap<String, Vec<Ask>> = BTreeMap::new();
+    for ask in asks {
+        by_blueprint
+            .entry(ask.pe.spec.blueprint.clone())
+            .or_default()
+            .push(ask);
+    }
+    let mut writes = Vec::new();
+    let mut tallies = Vec::new();
+    for (blueprint, asks) in by_blueprint {
+        let peers: Vec<&PreviewEnvironment> = all
+            .items
+            .iter()
+            .filter(|p| p.spec.blueprint == blueprint)
+            .collect();
+        let bp = asks[0].bp.clone();
+        let (decided, tally) = decide_in_line(&peers, asks, now);
+        tallies.push((bp, tally));
+        writes.extend(decided);
+    }
+    futures::future::join_all(writes.into_iter().map(|(ask, st, slot)| async move {
+        let result = save(api, &ask.pe, &st).await.map(|()| (st, slot));
+        let _ = ask.answer.send(result.map_err(Error::from));
+    }))
+    .await;
+    // The counts are not part of the decision: the next one need not wait for them.
+    drop(decide);
+    for (bp, (holders, waiting)) in tallies {
+        counts(ctx, &bp, holders, waiting, seq).await;
+    }
+    Ok(())
+}
+
+type Decided = (Ask, PreviewStatus, Slot);
+
+/// Decide for `asks` (previews of one Blueprint) as if one at a time in line order, each on
+/// the list `peers` as the decisions before it left it. Returns each decision and the
+/// Blueprint's previews holding a slot and waiting after them.
+fn decide_in_line(
+    peers: &[&PreviewEnvironment],
+    asks: Vec<Ask>,
+    now: jiff::Timestamp,
+) -> (Vec<Decided>, (u32, u32)) {
+    let holders = peers.iter().filter(|p| holds(p)).count();
+    let mut line: Vec<&PreviewEnvironment> = peers.iter().copied().filter(|p| waits(p)).collect();
     line.sort_by_key(|p| (p.creation_timestamp().map(|t| t.0), p.name_any()));
-    let name = pe.name_any();
-    let index = line
-        .iter()
-        .position(|p| p.name_any() == name)
-        .unwrap_or(line.len());
-    let waiting = u32::try_from(line.len()).unwrap_or(u32::MAX);
-    let index = u32::try_from(index).unwrap_or(u32::MAX);
+    let place = |name: &str| {
+        line.iter()
+            .position(|p| p.name_any() == name)
+            .unwrap_or(line.len())
+    };
+    let mut asks: Vec<(usize, Ask)> = asks
+        .into_iter()
+        .map(|a| (place(&a.pe.name_any()), a))
+        .collect();
+    asks.sort_by_key(|(index, _)| *index);
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let (mut admitted, mut left) = (0, 0);
+    let mut out = Vec::with_capacity(asks.len());
+    for (index, ask) in asks {
+        let mut st = ask.st.clone();
+        let in_line = index < line.len();
+        let lane = Lane {
+            holders: count(holders + admitted),
+            // Those decided before it in this batch are ahead of it and have left the line.
+            index: count(index.saturating_sub(left)),
+        };
+        let (slot, stays) = decide_one(&ask.pe, &ask.bp, &mut st, lane, now);
+        if in_line && !stays {
+            left += 1;
+        }
+        if matches!(slot, Slot::Held) {
+            admitted += 1;
+        }
+        out.push((ask, st, slot));
+    }
+    let waiting = count(line.len().saturating_sub(left));
+    (out, (count(holders + admitted), waiting))
+}
+
+/// Where a preview stands when its slot is decided.
+#[derive(Clone, Copy)]
+struct Lane {
+    holders: u32,
+    index: u32,
+}
+
+/// Decide `pe`'s slot into `st`; also returns whether it still waits in line afterwards.
+fn decide_one(
+    pe: &PreviewEnvironment,
+    bp: &Blueprint,
+    st: &mut PreviewStatus,
+    lane: Lane,
+    now: jiff::Timestamp,
+) -> (Slot, bool) {
+    let Lane { holders, index } = lane;
     let cap = bp.spec.max_previews;
     let queue = bp.spec.over_capacity == OverCapacity::Queue;
     // A preview rolled out before slots were recorded already has its namespace: it keeps it.
@@ -131,12 +303,10 @@ pub(crate) async fn admit(
             .flatten(),
         since: Time(now),
     };
-    let result = match decision {
+    match decision {
         Admission::Admitted => {
             st.slot = Some(slot(SlotState::Held, None, holders + 1));
-            commit(api, pe, st, persisted).await?;
-            counts(ctx, bp, holders + 1, waiting.saturating_sub(1)).await;
-            return Ok(Slot::Held);
+            (Slot::Held, false)
         }
         Admission::Queued {
             position,
@@ -159,7 +329,7 @@ pub(crate) async fn admit(
                 "Waiting for a free slot ({in_use}/{cap} previews of {} in use)",
                 pe.spec.blueprint
             );
-            (holders, waiting, Report::Queued(why))
+            (Slot::Waiting(Some(Report::Queued(why))), true)
         }
         Admission::Rejected { in_use, cap } => {
             let message = format!(
@@ -173,26 +343,9 @@ pub(crate) async fn admit(
                 why: fit_description(&message),
                 rollout: false,
             };
-            (holders, waiting.saturating_sub(1), report)
+            (Slot::Waiting(Some(report)), false)
         }
-    };
-    commit(api, pe, st, persisted).await?;
-    counts(ctx, bp, result.0, result.1).await;
-    Ok(Slot::Waiting(Some(result.2)))
-}
-
-/// Write the decision in `st` now (it is `pe`'s status from here on).
-async fn commit(
-    api: &Api<PreviewEnvironment>,
-    pe: &PreviewEnvironment,
-    st: &PreviewStatus,
-    persisted: &mut Option<PreviewStatus>,
-) -> Result<(), Error> {
-    let mut current = pe.clone();
-    current.status = persisted.clone();
-    save(api, &current, st).await?;
-    *persisted = Some(st.clone());
-    Ok(())
+    }
 }
 
 /// A torn-down or deleted preview gives its slot (or place in line) back: cleared from `st`.
@@ -221,12 +374,28 @@ pub(crate) async fn poke_queue(pe: &PreviewEnvironment, ctx: &Context) {
     let active = peers.iter().filter(|p| holds(p)).count();
     let blueprints: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
     if let Ok(Some(bp)) = blueprints.get_opt(&pe.spec.blueprint).await {
-        counts(ctx, &bp, u32::try_from(active).unwrap_or(u32::MAX), queued).await;
+        counts(
+            ctx,
+            &bp,
+            u32::try_from(active).unwrap_or(u32::MAX),
+            queued,
+            None,
+        )
+        .await;
     }
 }
 
-/// Keep `status.activePreviews` and `status.queuedPreviews` of the Blueprint true.
-async fn counts(ctx: &Context, bp: &Blueprint, active: u32, queued: u32) {
+/// Keep `status.activePreviews` and `status.queuedPreviews` of the Blueprint true: as decision
+/// `seq` left them (skipped if a later decision's counts were written already), or as the cache
+/// says (`None`, after a release).
+async fn counts(ctx: &Context, bp: &Blueprint, active: u32, queued: u32, seq: Option<u64>) {
+    let mut counted = ctx.admission.counted.lock().await;
+    if let Some(seq) = seq {
+        if seq < *counted {
+            return;
+        }
+        *counted = seq;
+    }
     let now = bp.status.as_ref();
     if now.is_some_and(|s| s.active_previews == active && s.queued_previews == queued) {
         return;
@@ -235,5 +404,105 @@ async fn counts(ctx: &Context, bp: &Blueprint, active: u32, queued: u32) {
     let counts = json!({"activePreviews": active, "queuedPreviews": queued});
     if let Err(e) = status::apply(&api, &bp.name_any(), COUNTS_MANAGER, &counts).await {
         tracing::warn!(blueprint = %bp.name_any(), error = %e, "updating the preview counts failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn preview(name: &str, created: &str, slot: Option<SlotState>) -> PreviewEnvironment {
+        let status = slot.map(|state| {
+            json!({"slot": {"state": state, "inUse": 1, "cap": 1, "since": "2026-12-01T00:00:00Z"}})
+        });
+        serde_json::from_value(json!({
+            "apiVersion": "sandcastle.dev/v1alpha1", "kind": "PreviewEnvironment",
+            "metadata": {"name": name, "creationTimestamp": created, "generation": 1},
+            "spec": {"blueprint": "shop", "repository": "acme/shop", "ref": "f",
+                     "sha": "a".repeat(40), "requestedBy": {"kind": "github-user", "name": "al"}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn blueprint(cap: u32, over: &str) -> Blueprint {
+        serde_json::from_value(json!({
+            "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint",
+            "metadata": {"name": "shop"},
+            "spec": {"source": {"namespace": "staging"}, "repositories": ["acme/shop"],
+                     "maxPreviews": cap, "overCapacity": over},
+        }))
+        .unwrap()
+    }
+
+    fn ask(pe: &PreviewEnvironment, bp: &Blueprint) -> Ask {
+        Ask {
+            pe: pe.clone(),
+            bp: bp.clone(),
+            st: pe.status.clone().unwrap_or_default(),
+            answer: tokio::sync::oneshot::channel().0,
+        }
+    }
+
+    fn outcome(decided: &[Decided]) -> Vec<(String, SlotState, Option<u32>, u32)> {
+        decided
+            .iter()
+            .map(|(a, st, _)| {
+                let slot = st.slot.as_ref().unwrap();
+                (a.pe.name_any(), slot.state, slot.position, slot.in_use)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_decides_in_line_order_as_one_by_one_would() {
+        let bp = blueprint(3, "queue");
+        let held = preview("held", "2026-12-01T10:00:00Z", Some(SlotState::Held));
+        // Asked in another order than they came.
+        let e = preview("e", "2026-12-01T10:05:00Z", None);
+        let b = preview("b", "2026-12-01T10:01:00Z", None);
+        let d = preview("d", "2026-12-01T10:04:00Z", None);
+        let c = preview("c", "2026-12-01T10:02:00Z", None);
+        // Waiting too, but not in this batch: it keeps its place ahead of d and e.
+        let x = preview("x", "2026-12-01T10:03:00Z", None);
+        let peers = [&held, &e, &b, &d, &c, &x];
+        let asks = [&e, &d, &b, &c].map(|p| ask(p, &bp)).into();
+        let (decided, tally) = decide_in_line(&peers, asks, jiff::Timestamp::UNIX_EPOCH);
+        use SlotState::{Held, Queued};
+        assert_eq!(
+            outcome(&decided),
+            [
+                ("b".to_owned(), Held, None, 2),
+                ("c".to_owned(), Held, None, 3),
+                ("d".to_owned(), Queued, Some(2), 3),
+                ("e".to_owned(), Queued, Some(3), 3),
+            ]
+        );
+        // Held: held, b, c; waiting: x, d, e.
+        assert_eq!(tally, (3, 3));
+    }
+
+    #[test]
+    fn refused_previews_leave_the_line() {
+        let bp = blueprint(1, "reject");
+        let a = preview("a", "2026-12-01T10:00:00Z", None);
+        let b = preview("b", "2026-12-01T10:01:00Z", None);
+        let c = preview("c", "2026-12-01T10:02:00Z", None);
+        let peers = [&a, &b, &c];
+        let asks = [&c, &b, &a].map(|p| ask(p, &bp)).into();
+        let (decided, tally) = decide_in_line(&peers, asks, jiff::Timestamp::UNIX_EPOCH);
+        use SlotState::{Held, Rejected};
+        assert_eq!(
+            outcome(&decided),
+            [
+                ("a".to_owned(), Held, None, 1),
+                ("b".to_owned(), Rejected, None, 1),
+                ("c".to_owned(), Rejected, None, 1),
+            ]
+        );
+        assert!(decided[1].1.message.as_deref().unwrap().contains("1/1 previews"));
+        assert_eq!(tally, (1, 0));
     }
 }
