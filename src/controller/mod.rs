@@ -30,7 +30,7 @@ use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
@@ -90,7 +90,8 @@ pub async fn run(
     let h2 = home.clone();
     let h3 = home.clone();
     let h4 = home.clone();
-    let controller = Controller::new(previews, watcher::Config::default());
+    let controller = Controller::new(previews, watcher::Config::default())
+        .with_config(controller::Config::default().debounce(RECONCILE_DEBOUNCE));
     let store = controller.store();
     let (pokes, poked) = futures::channel::mpsc::unbounded();
     ctx.pokes = Some(pokes);
@@ -180,6 +181,11 @@ pub async fn run(
         },
     }
 }
+
+/// Changes to one preview within this long of each other bring one reconcile, not one each: a
+/// rollout's Deployments report their pods one status write at a time, and each pass's own
+/// status write comes back as a change.
+const RECONCILE_DEBOUNCE: Duration = Duration::from_millis(250);
 
 /// How long reconciles in flight may run on after a shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);

@@ -50,6 +50,10 @@ pub async fn ensure(
         if existing.metadata.deletion_timestamp.is_some() {
             return Err(NamespaceError::Terminating(name.to_owned()));
         }
+        // Every pass of a rollout comes here: an apply that would change nothing is not sent.
+        if !taken_over && labelled_as(&existing, labels) {
+            return Ok(existing);
+        }
     }
     let ns = json!({
         "apiVersion": "v1",
@@ -63,6 +67,39 @@ pub async fn ensure(
             &Patch::Apply(&ns),
         )
         .await?)
+}
+
+/// Whether `ns` carries exactly `labels` as Sandcastle's field manager applied them: the same
+/// values, and no other label of Sandcastle's own (an apply would remove it).
+fn labelled_as(ns: &Namespace, labels: &BTreeMap<String, String>) -> bool {
+    let have = ns.labels();
+    if labels.iter().any(|(k, v)| have.get(k) != Some(v)) {
+        return false;
+    }
+    let owned = ns
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|m| {
+            m.manager.as_deref() == Some(FIELD_MANAGER) && m.operation.as_deref() == Some("Apply")
+        })
+        .filter_map(|m| {
+            m.fields_v1
+                .as_ref()?
+                .0
+                .get("f:metadata")?
+                .get("f:labels")?
+                .as_object()
+                .cloned()
+        })
+        .flat_map(|o| o.into_iter().map(|(k, _)| k))
+        .collect::<std::collections::BTreeSet<_>>();
+    let wanted = labels
+        .keys()
+        .map(|k| format!("f:{k}"))
+        .collect::<std::collections::BTreeSet<_>>();
+    owned == wanted
 }
 
 /// Ask for the namespace to be deleted (if it is ours). Returns true when it no longer exists.
