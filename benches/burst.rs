@@ -7,7 +7,7 @@
 
 mod support;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
@@ -30,14 +30,54 @@ use serde_json::{Value, json};
 
 const SECRET: &str = "bench-burst-webhook-secret";
 
-/// kube-apiserver's request count so far (every verb, resource and code).
-async fn api_requests(client: &Client) -> f64 {
+/// kube-apiserver's request counts so far, by verb and resource (every code).
+async fn api_requests_by(client: &Client) -> BTreeMap<String, f64> {
     let req = http::Request::get("/metrics").body(Vec::new()).unwrap();
     let text = client.request_text(req).await.expect("apiserver metrics");
-    text.lines()
-        .filter(|l| l.starts_with("apiserver_request_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    let mut by = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix("=\""))
+                .map_or("", |v| v.trim_end_matches('"'))
+        };
+        let sub = label("subresource");
+        let key = format!(
+            "{} {}{}{}",
+            label("verb"),
+            label("resource"),
+            if sub.is_empty() { "" } else { "/" },
+            sub
+        );
+        *by.entry(key).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
+    }
+    by
+}
+
+/// kube-apiserver's request count so far (every verb, resource and code).
+async fn api_requests(client: &Client) -> f64 {
+    api_requests_by(client).await.values().sum()
+}
+
+/// The requests made between two counts, most first.
+fn made_between(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+) -> Vec<(String, f64)> {
+    let mut made: Vec<(String, f64)> = after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+        .filter(|(_, v)| *v > 0.0)
+        .collect();
+    made.sort_by(|a, b| b.1.total_cmp(&a.1));
+    made
 }
 
 /// The objects Sandcastle applies for preview `n`: namespace labels aside, its guardrails then
@@ -142,8 +182,13 @@ async fn main() {
     sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30))
         .await
         .unwrap();
-    // Guestbook runs 6 pods a preview, for both runs.
-    support::ensure_nodes(&client, total * 12 + 10).await;
+    // Guestbook runs 6 pods a preview, for every run (their namespaces stay).
+    let runs = if std::env::var_os("SANDCASTLE_BASELINE").is_some() {
+        3
+    } else {
+        2
+    };
+    support::ensure_nodes(&client, total * 6 * runs + 10).await;
     ensure_namespace(&client, &home).await.unwrap();
     ensure_namespace(&client, &staging).await.unwrap();
     load(&client, &staging, &guestbook_yaml().unwrap())
@@ -174,7 +219,57 @@ async fn main() {
     let direct_took = direct(&client, batches).await;
     let direct_requests = api_requests(&client).await - before;
 
-    // Sandcastle: N opened deliveries at once.
+    println!(
+        "burst of {total} pull requests, guestbook ({per_preview} objects per preview with its guardrails), release build"
+    );
+    let mut runs = Vec::new();
+    if let Some(baseline) = std::env::var_os("SANDCASTLE_BASELINE") {
+        let run = sandcastle(&client, baseline.as_ref(), &spec_json, total).await;
+        runs.push(("baseline (SANDCASTLE_BASELINE)", run));
+    }
+    let run = sandcastle(&client, &support::sandcastle_bin(), &spec_json, total).await;
+    runs.push(("Sandcastle", run));
+
+    println!(
+        "| | all Ready | ratio | API requests | ratio | GitHub calls |\n|---|---|---|---|---|---|"
+    );
+    println!(
+        "| direct server-side applies | {:.1} s | | {direct_requests:.0} | | |",
+        direct_took.as_secs_f64()
+    );
+    for (label, run) in &runs {
+        println!(
+            "| {label} (deliveries answered in {:.1} s) | {:.1} s | {:.2}x | {:.0} | {:.2}x | {} |",
+            run.answered.as_secs_f64(),
+            run.took.as_secs_f64(),
+            run.took.as_secs_f64() / direct_took.as_secs_f64(),
+            run.requests,
+            run.requests / direct_requests,
+            run.calls
+        );
+    }
+    for (label, run) in &runs {
+        println!("{label}: API requests by verb and resource (the 12 most):");
+        for (what, n) in run.by.iter().take(12) {
+            println!("  {n:>7.0}  {what}  ({:.1} a preview)", n / total as f64);
+        }
+    }
+}
+
+/// What one Sandcastle run took.
+struct Run {
+    answered: Duration,
+    took: Duration,
+    requests: f64,
+    by: Vec<(String, f64)>,
+    calls: usize,
+}
+
+/// `bin` serving a Blueprint of `spec_json` in a home namespace of its own: N opened deliveries
+/// at once, until every preview is Ready.
+async fn sandcastle(client: &Client, bin: &std::path::Path, spec_json: &Value, total: u64) -> Run {
+    let home = support::unique("burst-home");
+    ensure_namespace(client, &home).await.unwrap();
     let blueprint = json!({"apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint",
         "metadata": {"name": "burst"}, "spec": spec_json});
     Api::<crd::Blueprint>::namespaced(client.clone(), &home)
@@ -186,8 +281,8 @@ async fn main() {
         .await
         .unwrap();
     let repo = RepoName::new("acme/burst").unwrap();
-    let (gh, child, port, key) = support::serve_with_stand_in(&home, &repo, SECRET).await;
-    let _serve = Serve(child);
+    let (gh, child, port, key) = support::serve_with_stand_in(bin, &home, &repo, SECRET).await;
+    let serve = Serve(child);
     let http: HttpClient<_, Full<Bytes>> = HttpClient::builder(TokioExecutor::new()).build_http();
     let t = Instant::now();
     loop {
@@ -212,7 +307,7 @@ async fn main() {
         })
         .collect();
     gh.take_calls();
-    let before = api_requests(&client).await;
+    let before = api_requests_by(client).await;
     let t = Instant::now();
     let names: HashSet<String> = futures::stream::iter(deliveries)
         .map(|d| {
@@ -238,27 +333,18 @@ async fn main() {
     let answered = t.elapsed();
     let api: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
     support::all_ready(&api, &names).await;
-    let sandcastle_took = t.elapsed();
-    let sandcastle_requests = api_requests(&client).await - before;
+    let took = t.elapsed();
+    let after = api_requests_by(client).await;
     let calls = gh.take_calls().len();
-
-    println!(
-        "burst of {total} pull requests, guestbook ({per_preview} objects per preview with its guardrails), release build"
-    );
-    println!("| | all Ready | API requests |\n|---|---|---|");
-    println!(
-        "| direct server-side applies | {:.1} s | {direct_requests:.0} |",
-        direct_took.as_secs_f64()
-    );
-    println!(
-        "| Sandcastle (deliveries answered in {:.1} s) | {:.1} s | {sandcastle_requests:.0} |",
-        answered.as_secs_f64(),
-        sandcastle_took.as_secs_f64()
-    );
-    println!(
-        "ratio: {:.2}x the time, {:.2}x the API requests; {calls} GitHub calls",
-        sandcastle_took.as_secs_f64() / direct_took.as_secs_f64(),
-        sandcastle_requests / direct_requests
-    );
+    // Stopped before the next run; its namespaces stay (as the direct ones do).
+    drop(serve);
     let _ = std::fs::remove_file(key);
+    let by = made_between(&before, &after);
+    Run {
+        answered,
+        took,
+        requests: by.iter().map(|(_, n)| n).sum(),
+        by,
+        calls,
+    }
 }

@@ -152,7 +152,8 @@ async fn main() {
         .unwrap();
 
     let repo = RepoName::new("acme/scale").unwrap();
-    let (gh, child, port, key) = support::serve_with_stand_in(&home, &repo, SECRET).await;
+    let (gh, child, port, key) =
+        support::serve_with_stand_in(&support::sandcastle_bin(), &home, &repo, SECRET).await;
     let pid = child.id();
     let sc = Sandcastle {
         child,

@@ -146,11 +146,20 @@ pub fn random_sha() -> sandcastle::domain::Sha {
     sandcastle::domain::Sha::new(&hex::encode(rand::random::<[u8; 20]>())).unwrap()
 }
 
-/// `sandcastle serve` (the benchmark's build) for namespace `home`, without leader election,
+/// The `sandcastle` binary benchmarked: `SANDCASTLE_BIN`, or the benchmark's own build.
+pub fn sandcastle_bin() -> std::path::PathBuf {
+    std::env::var_os("SANDCASTLE_BIN").map_or_else(
+        || env!("CARGO_BIN_EXE_sandcastle").into(),
+        std::path::PathBuf::from,
+    )
+}
+
+/// `sandcastle serve` (binary `bin`) for namespace `home`, without leader election,
 /// resync or orphan grace, against a GitHub stand-in holding `repo` whose budget no benchmark
 /// exhausts (this measures the Kubernetes side; GitHub's 5000 calls an hour would stop
 /// reporting after about 500 opens). Returns the stand-in, the process, its port and key file.
 pub async fn serve_with_stand_in(
+    bin: &std::path::Path,
     home: &str,
     repo: &sandcastle::domain::RepoName,
     secret: &str,
@@ -172,7 +181,7 @@ pub async fn serve_with_stand_in(
         .local_addr()
         .unwrap()
         .port();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"))
+    let child = std::process::Command::new(bin)
         .arg("serve")
         .env("KUBECONFIG", std::env::var("KUBECONFIG").unwrap())
         .env("SANDCASTLE_NAMESPACE", home)
