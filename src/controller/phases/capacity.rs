@@ -18,13 +18,13 @@ use crate::controller::context::Context;
 use crate::controller::error::Error;
 use crate::controller::report::Report;
 use crate::controller::verdict::{save, set_phase};
-use std::collections::BTreeMap;
 use crate::crd::{
     Blueprint, OverCapacity, Phase, PreviewEnvironment, PreviewStatus, SlotState, SlotStatus,
 };
 use crate::domain::lifecycle::{self, Admission};
 use crate::github::text::statuses::fit_description;
 use crate::k8s::status;
+use std::collections::BTreeMap;
 
 /// Field manager of the Blueprint status counts.
 const COUNTS_MANAGER: &str = "sandcastle-capacity";
@@ -502,7 +502,14 @@ mod tests {
                 ("c".to_owned(), Rejected, None, 1),
             ]
         );
-        assert!(decided[1].1.message.as_deref().unwrap().contains("1/1 previews"));
+        assert!(
+            decided[1]
+                .1
+                .message
+                .as_deref()
+                .unwrap()
+                .contains("1/1 previews")
+        );
         assert_eq!(tally, (1, 0));
     }
 }
