@@ -10,7 +10,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::mpsc;
 
 use super::leader::LeaderElection;
-use crate::crd::PreviewEnvironment;
+use crate::crd::{Blueprint, PreviewEnvironment};
 use crate::domain::clock::Clock;
 use crate::github::client::GitHubApp;
 use crate::k8s::apply::Resolver;
@@ -124,6 +124,8 @@ pub struct Context {
         Option<futures::channel::mpsc::UnboundedSender<ObjectRef<PreviewEnvironment>>>,
     /// Set while the controller runs: its cache of PreviewEnvironments.
     pub(crate) previews: Option<Store<PreviewEnvironment>>,
+    /// Set while the controller runs: its cache of Blueprints (`Context::blueprint`).
+    pub(crate) blueprints: Option<Store<Blueprint>>,
     /// Serializes slot decisions, so two previews never take the last slot together.
     pub(crate) admission: std::sync::Arc<super::phases::capacity::Admissions>,
     /// GitHub's last answer about each waiting preview's checks.
@@ -199,6 +201,19 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
+    /// The Blueprint `name`, from the controller's watch cache while it runs: a change of it
+    /// reaches the cache before the reconciles it starts. Not cached (not seen yet, or gone):
+    /// from the API, so a Blueprint created a moment ago is found and a deleted one is not.
+    pub(crate) async fn blueprint(&self, name: &str) -> Result<Option<Blueprint>, kube::Error> {
+        let key = ObjectRef::new(name).within(&self.settings.home);
+        if let Some(bp) = self.blueprints.as_ref().and_then(|s| s.get(&key)) {
+            return Ok(Some(Blueprint::clone(&bp)));
+        }
+        kube::Api::<Blueprint>::namespaced(self.client.clone(), &self.settings.home)
+            .get_opt(name)
+            .await
+    }
+
     pub fn new(client: Client, github: GitHubApp, settings: Settings, clock: Clock) -> Self {
         let events = crate::k8s::events::Events::new(
             client.clone(),
@@ -218,6 +233,7 @@ impl Context {
             metrics: ControllerMetrics::default(),
             pokes: None,
             previews: None,
+            blueprints: None,
             admission: std::sync::Arc::default(),
             checks_asked: super::phases::check_answers::Asked::default(),
             events,

@@ -31,7 +31,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 
@@ -49,12 +49,15 @@ fn owner_of<K: Resource>(obj: &K, home: &str) -> Option<ObjectRef<PreviewEnviron
 
 /// Blueprint changes that concern its previews: a new generation (the spec changed) or a
 /// deletion. Status writes (the preview counts) are left out, so they never fan out.
+/// Every event first fills `cache`, so the reconciles a change starts read the changed spec.
 fn blueprint_changes(
     api: Api<Blueprint>,
+    cache: reflector::store::Writer<Blueprint>,
 ) -> impl futures::Stream<Item = Result<Blueprint, watcher::Error>> + Send + 'static {
     let mut seen: HashMap<String, Option<i64>> = HashMap::new();
     watcher(api, watcher::Config::default())
         .default_backoff()
+        .reflect(cache)
         .filter_map(move |event| {
             let out = match event {
                 Ok(watcher::Event::Apply(bp) | watcher::Event::InitApply(bp)) => {
@@ -96,6 +99,8 @@ pub async fn run(
     let (pokes, poked) = futures::channel::mpsc::unbounded();
     ctx.pokes = Some(pokes);
     ctx.previews = Some(store.clone());
+    let (blueprint_cache, blueprint_writer) = reflector::store();
+    ctx.blueprints = Some(blueprint_cache);
     // `previews{phase}` is counted from this cache while the controller runs here.
     let _counting = ctx.metrics.previews.count_from(store.clone());
     let ctx_store = store.clone();
@@ -141,16 +146,19 @@ pub async fn run(
         .watches(Api::<Namespace>::all(client.clone()), ours, move |o| {
             owner_of(&o, &h4)
         })
-        .watches_stream(blueprint_changes(blueprints), move |bp: Blueprint| {
-            // A changed Blueprint concerns every preview made from it.
-            let name = bp.name_any();
-            store
-                .state()
-                .into_iter()
-                .filter(|p| p.spec.blueprint == name)
-                .map(|p| ObjectRef::from_obj(&*p))
-                .collect::<Vec<_>>()
-        })
+        .watches_stream(
+            blueprint_changes(blueprints, blueprint_writer),
+            move |bp: Blueprint| {
+                // A changed Blueprint concerns every preview made from it.
+                let name = bp.name_any();
+                store
+                    .state()
+                    .into_iter()
+                    .filter(|p| p.spec.blueprint == name)
+                    .map(|p| ObjectRef::from_obj(&*p))
+                    .collect::<Vec<_>>()
+            },
+        )
         // A freed slot pokes the queue; a moved test clock looks at every preview again.
         .reconcile_on(poked)
         .reconcile_on(wakeups)

@@ -13,13 +13,12 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::Api;
 
 use super::context::Context;
 use super::error::Error;
 use super::report::log_url;
 use crate::crd::labels::STICKY_REFRESH;
-use crate::crd::{Blueprint, PreviewEnvironment, StickyComment};
+use crate::crd::{PreviewEnvironment, StickyComment};
 use crate::domain::{PrNumber, RepoName};
 use crate::github::client::{Comment, GitHubError, Installation};
 use crate::github::text::view::{shown_key, sticky_view};
@@ -56,8 +55,7 @@ pub(super) async fn sync(
     }
 
     // Rendering needs the Blueprint (what it clones, the idle limit); it is read only now.
-    let blueprints: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
-    let blueprint = blueprints.get_opt(&pe.spec.blueprint).await?;
+    let blueprint = ctx.blueprint(&pe.spec.blueprint).await?;
     let view = sticky_view(&pe, blueprint.as_ref().map(|b| &b.spec), Some(page))
         .expect("the view exists: it did a moment ago");
     let body = sticky_comment(&view, ctx.clock.now());

@@ -256,16 +256,6 @@ async fn sign_in_see_your_previews_extend_and_stop() {
     b.client.close().await.unwrap();
 }
 
-/// A pod that becomes ready 6 s after it starts.
-fn slow_app() -> String {
-    let slow = crate::support::fixtures::NEVER_READY_APP.replace(
-        "test.sandcastle.dev/fate: never-ready",
-        "test.sandcastle.dev/fate: slow, test.sandcastle.dev/ready-after: 6s",
-    );
-    assert!(slow.contains("ready-after"), "the fixture changed");
-    slow
-}
-
 #[tokio::test]
 async fn a_failed_preview_shows_its_diagnosis_and_a_deploying_one_updates_itself() {
     let mut failing = World::unstarted(
@@ -291,7 +281,8 @@ async fn a_failed_preview_shows_its_diagnosis_and_a_deploying_one_updates_itself
     );
     b.screenshot("preview-failed").await;
 
-    let mut slow = World::unstarted("slow", &slow_app(), json!({})).await;
+    let mut slow =
+        World::unstarted("slow", &crate::support::fixtures::slow_app("6s"), json!({})).await;
     slow.configure = Some(|parts| parts.settings.public_pages = true);
     slow.start().await;
     slow.open(1).await;

@@ -33,26 +33,11 @@ use crate::support::world::{World, pr, sha};
 
 const SECRET: &str = "chaos-run-webhook-secret";
 const NO_PREVIEW: &str = "no-preview";
-const STACK: &str = r"apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata:
-      labels: {app: web}
-      annotations: {test.sandcastle.dev/fate: slow, test.sandcastle.dev/ready-after: 1s}
-    spec:
-      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  selector: {app: web}
-  ports: [{port: 80}]
-";
+/// A pod ready a second after it starts, behind a Service.
+fn stack() -> String {
+    let service = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  selector: {app: web}\n  ports: [{port: 80}]\n";
+    format!("{}---\n{service}", crate::support::fixtures::slow_app("1s"))
+}
 
 fn knob(name: &str, default: u64) -> u64 {
     std::env::var(format!("SANDCASTLE_CHAOS_{name}"))
@@ -455,7 +440,7 @@ async fn chaos_loses_nothing_and_duplicates_nothing() {
     let steps = knob("STEPS", 120);
     let settle = Duration::from_secs(knob("SETTLE", 300));
     let mut rng = StdRng::seed_from_u64(seed);
-    let world = World::unstarted("chaos", STACK, json!({"primaryService": "web"})).await;
+    let world = World::unstarted("chaos", &stack(), json!({"primaryService": "web"})).await;
     world
         .gh
         .set_role(&world.repo, "maria", sandcastle::fake_github::Role::Write);

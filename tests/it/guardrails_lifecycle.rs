@@ -645,10 +645,7 @@ async fn a_preview_whose_blueprint_is_deleted_fails_and_goes_at_expiry() {
 #[tokio::test]
 async fn only_the_leader_reconciles_and_another_takes_over_mid_deploy() {
     // Pods take a few seconds to become ready, so the leader can die mid-deploy.
-    let slow = tiny().replace(
-        "    metadata: {labels: {app: web}}",
-        "    metadata:\n      labels: {app: web}\n      annotations: {test.sandcastle.dev/fate: slow, test.sandcastle.dev/ready-after: 4s}",
-    );
+    let slow = crate::support::fixtures::slow_app("4s");
     let mut world = World::new("lead", &slow, json!({})).await;
     world.sandcastle.take().unwrap().abort();
     let replica = |identity: &str| {

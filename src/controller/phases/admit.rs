@@ -124,8 +124,7 @@ pub(crate) async fn guard(
     ctx: &Context,
 ) -> Result<Guard, Error> {
     let now = ctx.clock.now();
-    let blueprints: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
-    let bp = blueprints.get_opt(&pe.spec.blueprint).await?;
+    let bp = ctx.blueprint(&pe.spec.blueprint).await?;
     let t = times(pe, bp.as_ref(), now);
     let mut st = pe.status.clone().unwrap_or_default();
     if lifecycle::is_expired(t.expires_at, now) {

@@ -251,12 +251,20 @@ fn decide_in_line(
     for (index, ask) in asks {
         let mut st = ask.st.clone();
         let in_line = index < line.len();
-        let lane = Lane {
-            holders: count(holders + admitted),
-            // Those decided before it in this batch are ahead of it and have left the line.
-            index: count(index.saturating_sub(left)),
-        };
-        let (slot, stays) = decide_one(&ask.pe, &ask.bp, &mut st, lane, now);
+        // Those decided before it in this batch are ahead of it and have left the line.
+        let ahead = count(index.saturating_sub(left));
+        let slot = decide_one(
+            &ask.pe,
+            &ask.bp,
+            &mut st,
+            count(holders + admitted),
+            ahead,
+            now,
+        );
+        let stays = st
+            .slot
+            .as_ref()
+            .is_some_and(|s| s.state == SlotState::Queued);
         if in_line && !stays {
             left += 1;
         }
@@ -269,29 +277,23 @@ fn decide_in_line(
     (out, (count(holders + admitted), waiting))
 }
 
-/// Where a preview stands when its slot is decided.
-#[derive(Clone, Copy)]
-struct Lane {
-    holders: u32,
-    index: u32,
-}
-
-/// Decide `pe`'s slot into `st`; also returns whether it still waits in line afterwards.
+/// Decide `pe`'s slot into `st`, with `holders` previews holding one and `ahead` waiting
+/// before it.
 fn decide_one(
     pe: &PreviewEnvironment,
     bp: &Blueprint,
     st: &mut PreviewStatus,
-    lane: Lane,
+    holders: u32,
+    ahead: u32,
     now: jiff::Timestamp,
-) -> (Slot, bool) {
-    let Lane { holders, index } = lane;
+) -> Slot {
     let cap = bp.spec.max_previews;
     let queue = bp.spec.over_capacity == OverCapacity::Queue;
     // A preview rolled out before slots were recorded already has its namespace: it keeps it.
     let decision = if st.rollout.is_some() {
         Admission::Admitted
     } else {
-        lifecycle::admission(cap, holders, index, queue)
+        lifecycle::admission(cap, holders, ahead, queue)
     };
     let slot = |state, position, in_use| SlotStatus {
         state,
@@ -306,7 +308,7 @@ fn decide_one(
     match decision {
         Admission::Admitted => {
             st.slot = Some(slot(SlotState::Held, None, holders + 1));
-            (Slot::Held, false)
+            Slot::Held
         }
         Admission::Queued {
             position,
@@ -329,7 +331,7 @@ fn decide_one(
                 "Waiting for a free slot ({in_use}/{cap} previews of {} in use)",
                 pe.spec.blueprint
             );
-            (Slot::Waiting(Some(Report::Queued(why))), true)
+            Slot::Waiting(Some(Report::Queued(why)))
         }
         Admission::Rejected { in_use, cap } => {
             let message = format!(
@@ -343,7 +345,7 @@ fn decide_one(
                 why: fit_description(&message),
                 rollout: false,
             };
-            (Slot::Waiting(Some(report)), false)
+            Slot::Waiting(Some(report))
         }
     }
 }
@@ -372,8 +374,7 @@ pub(crate) async fn poke_queue(pe: &PreviewEnvironment, ctx: &Context) {
         }
     }
     let active = peers.iter().filter(|p| holds(p)).count();
-    let blueprints: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
-    if let Ok(Some(bp)) = blueprints.get_opt(&pe.spec.blueprint).await {
+    if let Ok(Some(bp)) = ctx.blueprint(&pe.spec.blueprint).await {
         counts(
             ctx,
             &bp,
@@ -396,10 +397,8 @@ async fn counts(ctx: &Context, bp: &Blueprint, active: u32, queued: u32, seq: Op
         }
         *counted = seq;
     }
-    let now = bp.status.as_ref();
-    if now.is_some_and(|s| s.active_previews == active && s.queued_previews == queued) {
-        return;
-    }
+    // Written even when `bp` shows these counts: it may come from the watch cache, a moment
+    // behind the last write (the API server stores nothing for an unchanged apply).
     let api: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
     let counts = json!({"activePreviews": active, "queuedPreviews": queued});
     if let Err(e) = status::apply(&api, &bp.name_any(), COUNTS_MANAGER, &counts).await {

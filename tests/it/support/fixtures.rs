@@ -373,6 +373,16 @@ spec:
       containers: [{name: web, image: registry.example.com/shop/web:1.0}]
 ";
 
+/// [`TINY_APP`] whose pod becomes ready `after` (e.g. `4s`) it starts.
+pub fn slow_app(after: &str) -> String {
+    let slow = NEVER_READY_APP.replace(
+        "test.sandcastle.dev/fate: never-ready",
+        &format!("test.sandcastle.dev/fate: slow, test.sandcastle.dev/ready-after: {after}"),
+    );
+    assert!(slow.contains("ready-after"), "the fixture changed");
+    slow
+}
+
 /// [`TINY_APP`] whose pod runs but never becomes ready (a deploy that stays in flight).
 pub const NEVER_READY_APP: &str = r"apiVersion: apps/v1
 kind: Deployment

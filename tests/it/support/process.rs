@@ -103,6 +103,12 @@ impl ServeProcess {
         self.finish().await
     }
 
+    /// SIGTERM, then wait for it to end; returns how it ended and everything it said.
+    pub async fn stop_with_status(self) -> (std::process::ExitStatus, Output) {
+        self.signal("-TERM");
+        self.finish_with_status().await
+    }
+
     /// SIGKILL (no chance to hand anything back); returns everything it said.
     pub async fn kill(self) -> Output {
         self.signal("-KILL");
@@ -118,12 +124,17 @@ impl ServeProcess {
         assert!(status.success(), "kill {which} {}", self.pid());
     }
 
-    async fn finish(mut self) -> Output {
-        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+    async fn finish(self) -> Output {
+        self.finish_with_status().await.1
+    }
+
+    async fn finish_with_status(mut self) -> (std::process::ExitStatus, Output) {
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
             .await
             .expect("stops within 30 s")
             .unwrap();
-        (self.stdout.await.unwrap(), self.stderr.await.unwrap())
+        let said = (self.stdout.await.unwrap(), self.stderr.await.unwrap());
+        (status, said)
     }
 }
 
