@@ -15,7 +15,7 @@ use kube::runtime::reflector::Store;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::MetricType;
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
@@ -278,14 +278,22 @@ impl ControllerMetrics {
     }
 }
 
-type Slot = Arc<RwLock<Option<Store<PreviewEnvironment>>>>;
+/// The controller's cache of PreviewEnvironments and its clock, while it runs.
+type Slot = Arc<RwLock<Option<(Store<PreviewEnvironment>, Now)>>>;
 
-/// The `previews{phase}` gauge, counted at each scrape from the controller's cache of
-/// PreviewEnvironments. Only the replica running the controller (the leader) has that cache;
-/// the others, and the leader until its cache is first filled, leave the gauge out.
+/// The controller's clock (tests move it), as metrics read it.
+pub type Now = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
+
+/// Counted at each scrape from the controller's cache of PreviewEnvironments: the
+/// `previews{phase}` gauge, and `environment_seconds{blueprint}`, the running time of previews
+/// (the stretches this process saw end, [`PreviewCount::ended`], plus those under way). Only
+/// the replica running the controller (the leader) has that cache; the others, and the leader
+/// until its cache is first filled, leave both out. The seconds start again from the stretches
+/// under way when another replica takes over (a counter reset, as after a restart).
 #[derive(Clone, Default)]
 pub struct PreviewCount {
     store: Slot,
+    ended: Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>,
 }
 
 impl std::fmt::Debug for PreviewCount {
@@ -309,15 +317,22 @@ impl Drop for Counting {
 }
 
 impl PreviewCount {
-    /// Count the previews of `store` at each scrape until the returned guard is dropped.
-    pub fn count_from(&self, store: Store<PreviewEnvironment>) -> Counting {
-        *self.store.write().unwrap_or_else(|p| p.into_inner()) = Some(store);
+    /// Count the previews of `store` at each scrape, as of `now`, until the returned guard is
+    /// dropped.
+    pub fn count_from(&self, store: Store<PreviewEnvironment>, now: Now) -> Counting {
+        *self.store.write().unwrap_or_else(|p| p.into_inner()) = Some((store, now));
         Counting(self.clone())
     }
 
-    /// Previews per phase, or `None` without a filled cache.
-    fn counts(&self) -> Option<[(Phase, i64); PHASES.len()]> {
-        let store = self
+    /// A running stretch of `seconds` of a preview of `blueprint` ended (stopped, torn down).
+    pub fn ended(&self, blueprint: &str, seconds: u64) {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        *ended.entry(blueprint.to_owned()).or_default() += seconds;
+    }
+
+    /// The cache's previews and the time, or `None` without a filled cache.
+    fn cached(&self) -> Option<(Vec<Arc<PreviewEnvironment>>, jiff::Timestamp)> {
+        let (store, now) = self
             .store
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -326,20 +341,40 @@ impl PreviewCount {
         if !matches!(store.wait_until_ready().now_or_never(), Some(Ok(()))) {
             return None;
         }
-        let phases: Vec<Option<Phase>> = store
-            .state()
-            .iter()
-            .map(|p| p.status.as_ref().and_then(|s| s.phase))
-            .collect();
-        Some(count_phases(phases))
+        Some((store.state(), now()))
+    }
+
+    /// Running seconds per Blueprint: the stretches ended here, and those under way in `previews`.
+    fn running_seconds(
+        &self,
+        previews: &[Arc<PreviewEnvironment>],
+        now: jiff::Timestamp,
+    ) -> std::collections::BTreeMap<String, u64> {
+        let mut out = self.ended.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for p in previews {
+            let since = p
+                .status
+                .as_ref()
+                .and_then(|s| s.running.as_ref()?.since.as_ref());
+            let under_way = since.map_or(0, |t| {
+                u64::try_from(now.duration_since(t.0).as_secs()).unwrap_or(0)
+            });
+            *out.entry(p.spec.blueprint.clone()).or_default() += under_way;
+        }
+        out
     }
 }
 
 impl Collector for PreviewCount {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let Some(counts) = self.counts() else {
+        let Some((previews, now)) = self.cached() else {
             return Ok(());
         };
+        let counts = count_phases(
+            previews
+                .iter()
+                .map(|p| p.status.as_ref().and_then(|s| s.phase)),
+        );
         let mut family = encoder.encode_descriptor(
             "previews",
             // Registered families get their full stop from the registry; this one is written here.
@@ -350,6 +385,16 @@ impl Collector for PreviewCount {
         for (phase, n) in counts {
             let labels = [("phase", phase.as_str())];
             ConstGauge::new(n).encode(family.encode_family(&labels)?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "environment_seconds",
+            "Running time of previews (namespace made, not stopped or torn down) by Blueprint: environment-hours times 3600; only from the replica running the controller.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (blueprint, seconds) in self.running_seconds(&previews, now) {
+            let labels = [("blueprint", blueprint.as_str())];
+            ConstCounter::new(seconds).encode(family.encode_family(&labels)?)?;
         }
         Ok(())
     }
@@ -511,7 +556,8 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let (store, mut writer) = reflector::store::<PreviewEnvironment>();
-        let counting = m.controller.previews.count_from(store);
+        let noon: Now = Arc::new(|| "2026-12-01T12:00:00Z".parse().unwrap());
+        let counting = m.controller.previews.count_from(store, noon);
         writer.apply_watcher_event(&Event::Init);
         writer.apply_watcher_event(&Event::InitApply(preview("a", Some(Phase::Ready))));
         assert!(gauge(&m).is_empty(), "left out until the cache is filled");
@@ -532,6 +578,43 @@ mod tests {
         );
         drop(counting);
         assert!(gauge(&m).is_empty(), "left out once the controller stops");
+    }
+
+    #[test]
+    fn running_time_is_what_ended_plus_what_is_under_way() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        use kube::runtime::{reflector, watcher::Event};
+        let m = Metrics::default();
+        let seconds = |m: &Metrics| {
+            let (_, text) = m.encode(None).unwrap();
+            text.lines()
+                .filter(|l| l.starts_with("sandcastle_environment_seconds"))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let (store, mut writer) = reflector::store::<PreviewEnvironment>();
+        let noon: Now = Arc::new(|| "2026-12-01T12:00:00Z".parse().unwrap());
+        let _counting = m.controller.previews.count_from(store, noon);
+        let mut running = preview("a", Some(Phase::Ready));
+        running.status.as_mut().unwrap().running = Some(crate::crd::RunningTime {
+            seconds: 100,
+            since: Some(Time("2026-12-01T11:30:00Z".parse().unwrap())),
+        });
+        writer.apply_watcher_event(&Event::Init);
+        writer.apply_watcher_event(&Event::InitApply(running));
+        writer.apply_watcher_event(&Event::InitApply(preview("b", None)));
+        writer.apply_watcher_event(&Event::InitDone);
+        m.controller.previews.ended("shop", 60);
+        m.controller.previews.ended("web", 7);
+        assert_eq!(
+            seconds(&m),
+            [
+                r#"sandcastle_environment_seconds_total{blueprint="shop"} 1860"#,
+                r#"sandcastle_environment_seconds_total{blueprint="web"} 7"#,
+            ],
+            "ended 60 s plus 30 min under way (the 100 s a preview's status holds ended before: \
+             counted when they ended)"
+        );
     }
 
     #[test]

@@ -45,6 +45,11 @@ pub struct PreviewView {
     /// Place in line (1 = next) while waiting for a free slot under the Blueprint's cap.
     pub queue_position: Option<u32>,
     pub stopped: bool,
+    /// Seconds its workloads ran in the stretches that ended (stopped, torn down).
+    pub running_seconds: u64,
+    /// RFC 3339: when the stretch under way began, absent while it does not run; the running
+    /// time so far is `runningSeconds` plus the time since then (environment-hours × 3600).
+    pub running_since: Option<String>,
     /// Made through the API without a pull request.
     pub sandbox: bool,
     /// The preview namespace.
@@ -216,6 +221,12 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
         expires_at: pe.spec.expires_at.as_ref().map(|t| t.0.to_string()),
         queue_position,
         stopped: pe.spec.stopped,
+        running_seconds: st.running.as_ref().map_or(0, |r| r.seconds),
+        running_since: st
+            .running
+            .as_ref()
+            .and_then(|r| r.since.as_ref())
+            .map(|t| t.0.to_string()),
         sandbox: pe.labels().get(SANDBOX).is_some_and(|v| v == "true"),
         namespace: namespace_of(pe, &at.namespace_prefix),
         requested_by: pe.spec.requested_by.name.clone(),

@@ -102,7 +102,8 @@ pub async fn run(
     let (blueprint_cache, blueprint_writer) = reflector::store();
     ctx.blueprints = Some(blueprint_cache);
     // `previews{phase}` is counted from this cache while the controller runs here.
-    let _counting = ctx.metrics.previews.count_from(store.clone());
+    let clock = ctx.clock.clone();
+    let _counting = (ctx.metrics.previews).count_from(store.clone(), Arc::new(move || clock.now()));
     let ctx_store = store.clone();
     let ticks = ctx.clock.ticks();
     // Previews whose GitHub reporting failed are looked at again after a pause.

@@ -21,7 +21,7 @@ use super::phases::{capacity, rollout, teardown};
 use super::verdict::{Next, Verdict, record_requests, save, set_phase};
 use super::{finalizer, report, sticky};
 use crate::crd::{Phase, PreviewEnvironment, PreviewStatus};
-use crate::domain::Sha;
+use crate::domain::{Sha, running};
 
 /// How soon to look again when GitHub could not be told.
 const REPORT_RETRY: Duration = Duration::from_secs(15);
@@ -118,8 +118,12 @@ async fn finish(
         Some(r) => report::sync(pe, &mut status, ctx, r).await,
         None => true,
     };
+    let ended = running::accrue(&mut status, ctx.clock.now());
     pe.status = persisted.clone();
     save(api, pe, &status).await?;
+    if ended > 0 {
+        ctx.metrics.previews.ended(&pe.spec.blueprint, ended);
+    }
     *persisted = Some(status.clone());
     pe.status = Some(status);
     let action = match (next, reported) {

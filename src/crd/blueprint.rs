@@ -16,6 +16,7 @@ pub const DEFAULT_TTL: GoDuration = GoDuration::from_secs(24 * 3600);
 pub const DEFAULT_MAX_TTL: GoDuration = GoDuration::from_secs(168 * 3600);
 pub const DEFAULT_STOP_AFTER_IDLE: GoDuration = GoDuration::from_secs(4 * 3600);
 pub const DEFAULT_READINESS_TIMEOUT: GoDuration = GoDuration::from_secs(600);
+pub const DEFAULT_EXPIRY_WARNING: GoDuration = GoDuration::from_secs(2 * 3600);
 
 fn default_ttl() -> GoDuration {
     DEFAULT_TTL
@@ -25,6 +26,9 @@ fn default_max_ttl() -> GoDuration {
 }
 fn default_stop_after_idle() -> GoDuration {
     DEFAULT_STOP_AFTER_IDLE
+}
+fn default_expiry_warning() -> GoDuration {
+    DEFAULT_EXPIRY_WARNING
 }
 fn default_readiness_timeout() -> GoDuration {
     DEFAULT_READINESS_TIMEOUT
@@ -109,6 +113,11 @@ pub struct BlueprintSpec {
     /// Scale a preview to zero after this long without activity (`0`: never).
     #[serde(default = "default_stop_after_idle")]
     pub stop_after_idle: GoDuration,
+
+    /// Reply on the pull request this long before its preview expires, saying when and how to
+    /// keep it (once per expiry; `0`: never).
+    #[serde(default = "default_expiry_warning")]
+    pub expiry_warning: GoDuration,
 
     /// How many previews of this blueprint may exist at once (stopped ones count).
     #[serde(default = "default_max_previews")]

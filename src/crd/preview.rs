@@ -242,6 +242,25 @@ pub struct PreviewStatus {
     /// Where the preview stands against its Blueprint's `maxPreviews`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<SlotStatus>,
+    /// How long the preview's workloads have run (its environment-hours): namespace made and not
+    /// stopped or torn down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<RunningTime>,
+    /// The expiry the pull request was last warned of (`expiryWarning`): one reply per expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry_warned: Option<Time>,
+}
+
+/// Running time: the finished stretches, and the one under way.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningTime {
+    /// Seconds of the stretches that ended (stopped, torn down).
+    #[serde(default)]
+    pub seconds: u64,
+    /// When the stretch under way began; absent while not running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Time>,
 }
 
 /// A preview's place under its Blueprint's `maxPreviews`: holding a slot, waiting for one in

@@ -27,6 +27,9 @@ pub struct Intent {
 
 /// The label that keeps a pull request from being deployed automatically.
 pub const NO_PREVIEW_LABEL: &str = "no-preview";
+/// The label that holds a pull request's previews to the longest life their Blueprint allows
+/// (`maxTtl` from creation).
+pub const KEEP_LABEL: &str = "preview-keep";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {

@@ -1,6 +1,6 @@
 //! The lifecycle rules as pure functions of time: when a preview expires, how far activity and
 //! `/preview extend` move its expiry (never past `maxTtl` from creation), when it is idle enough
-//! to stop, when it must next be looked at, and who gets a slot under a Blueprint's
+//! to stop, when to warn of its expiry, when it must next be looked at, and who gets a slot under a Blueprint's
 //! `maxPreviews`. The controller, the webhook, the commands and the cost simulation
 //! (`examples/lifecycle_sim.rs`) all decide with these, so what is simulated is what runs.
 
@@ -77,6 +77,27 @@ pub fn is_idle(last_activity: Timestamp, stop_after_idle: Duration, now: Timesta
     idle_deadline(last_activity, stop_after_idle).is_some_and(|d| now >= d)
 }
 
+/// When to warn of an expiry at `expires_at`, `warning` before it; `None` when warnings are off
+/// (`0`).
+pub fn warning_at(expires_at: Timestamp, warning: Duration) -> Option<Timestamp> {
+    let back = SignedDuration::try_from(warning).unwrap_or(SignedDuration::MAX);
+    (!warning.is_zero()).then(|| expires_at.checked_sub(back).unwrap_or(Timestamp::MIN))
+}
+
+/// Whether a warning of the expiry at `expires_at` is due at `now`: inside the window before it,
+/// and not given for this expiry yet (`warned`: the expiry last warned of). A preview extended
+/// or kept has a new expiry, warned of again when its window comes.
+pub fn warning_due(
+    expires_at: Timestamp,
+    warned: Option<Timestamp>,
+    warning: Duration,
+    now: Timestamp,
+) -> bool {
+    warning_at(expires_at, warning).is_some_and(|at| now >= at)
+        && now < expires_at
+        && warned != Some(expires_at)
+}
+
 /// How long until the next of `deadlines` that is still ahead of `now` (time-based transitions
 /// need a requeue then, not a poll of everything).
 pub fn until_next(now: Timestamp, deadlines: &[Option<Timestamp>]) -> Option<Duration> {
@@ -125,6 +146,38 @@ pub fn admission(cap: u32, holders: u32, index: u32, queue: bool) -> Admission {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_expiry_is_warned_of_once_inside_its_window() {
+        let at = |s: &str| s.parse::<jiff::Timestamp>().unwrap();
+        let expires = at("2026-12-01T18:00:00Z");
+        let two_hours = std::time::Duration::from_secs(2 * 3600);
+        assert_eq!(
+            super::warning_at(expires, two_hours),
+            Some(at("2026-12-01T16:00:00Z"))
+        );
+        let due = |warned, now: &str| super::warning_due(expires, warned, two_hours, at(now));
+        assert!(!due(None, "2026-12-01T15:59:59Z"), "before the window");
+        assert!(due(None, "2026-12-01T16:00:00Z"));
+        assert!(
+            !due(Some(expires), "2026-12-01T17:00:00Z"),
+            "warned of this expiry already"
+        );
+        assert!(
+            due(Some(at("2026-12-01T12:00:00Z")), "2026-12-01T17:00:00Z"),
+            "an earlier expiry was warned of; this one was not"
+        );
+        assert!(
+            !due(None, "2026-12-01T18:00:00Z"),
+            "expired: nothing to warn of"
+        );
+        assert!(!super::warning_due(
+            expires,
+            None,
+            std::time::Duration::ZERO,
+            at("2026-12-01T17:00:00Z")
+        ));
+    }
+
     use super::*;
 
     fn t(s: &str) -> Timestamp {

@@ -1,6 +1,6 @@
 //! Pure types and rules with no I/O: identifiers, secrets, durations, the clock, naming,
 //! templates, intents, the clone plan, the guardrails of a preview namespace and the lifecycle
-//! rules (expiry, idle, slots).
+//! rules (expiry, idle, slots, running time).
 
 pub mod clock;
 pub mod diagnosis;
@@ -13,6 +13,7 @@ pub mod naming;
 pub mod plan;
 pub mod probe;
 pub mod redact;
+pub mod running;
 mod secret;
 pub mod template;
 pub mod transitions;

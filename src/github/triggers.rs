@@ -11,14 +11,18 @@
 //! The `no-preview` label is state, not only an event: adding it takes the pull request's
 //! previews down, any head-moving event still carrying it does too (a `labeled` delivery that
 //! was lost is made good by the next push or resync), `/preview` is refused while it is there,
-//! and removing it deploys again as if the pull request had just opened. Drafts follow the same rule: a draft is not deployed on
+//! and removing it deploys again as if the pull request had just opened. The `preview-keep`
+//! label holds previews to their longest life: while it is there a deploy's expiry is `maxTtl`
+//! from creation, and adding it moves the previews there are (never creates one). Drafts follow the same rule: a draft is not deployed on
 //! its own, converting a pull request to draft takes its previews down, and marking it ready for
 //! review deploys again; a `/preview` on a draft deploys it on request (and pushes then move it).
 
 use super::event::{PrAction, PullRequestEvent};
 use super::repo_config::RepoConfig;
 use crate::crd::{BlueprintSpec, TeardownReason, Trigger};
-use crate::domain::intent::{Change, Intent, NO_PREVIEW_LABEL, Skipped, admits, preview_name};
+use crate::domain::intent::{
+    Change, Intent, KEEP_LABEL, NO_PREVIEW_LABEL, Skipped, admits, preview_name,
+};
 
 /// The intents of a pull request event, and why Blueprints that cover the repository were
 /// passed over. `config` is the repository's `.github/sandcastle.yml` from the base branch.
@@ -31,6 +35,10 @@ pub fn from_pull_request(
     let mut skipped = Vec::new();
     let no_preview_label = ev.labels.iter().any(|l| l == NO_PREVIEW_LABEL);
     let about_no_preview = ev.label.as_deref() == Some(NO_PREVIEW_LABEL);
+    let keep = ev.labels.iter().any(|l| l == KEEP_LABEL);
+    // Adding `preview-keep` moves the previews there are to their longest life, as a push would.
+    let kept_now = ev.action == PrAction::Labeled && ev.label.as_deref() == Some(KEEP_LABEL);
+    let moves_only = ev.action == PrAction::Synchronize || kept_now;
     for (name, spec) in blueprints
         .iter()
         .filter(|(_, s)| admits(s, &ev.repo, &ev.base.ref_))
@@ -45,6 +53,7 @@ pub fn from_pull_request(
             | PrAction::Synchronize
             | PrAction::ReadyForReview => true,
             PrAction::Unlabeled => about_no_preview,
+            PrAction::Labeled => kept_now,
             _ => false,
         };
         let change = match &ev.action {
@@ -77,7 +86,7 @@ pub fn from_pull_request(
             _ if !head_moved => None,
             // The label is state, not only an event: a push (or the resync's reading) that still
             // carries it takes down a preview whose `labeled` delivery never arrived.
-            _ if no_preview_label && ev.action == PrAction::Synchronize => Some(Change::Teardown {
+            _ if no_preview_label && moves_only => Some(Change::Teardown {
                 reason: TeardownReason::NoPreview,
                 actor: None,
                 create: false,
@@ -97,7 +106,10 @@ pub fn from_pull_request(
                 } else {
                     None
                 };
-                if ev.is_fork() {
+                if ev.is_fork() && kept_now {
+                    // A fork's preview stays as a maintainer approved it.
+                    None
+                } else if ev.is_fork() {
                     // Fork code is never deployed without a maintainer asking; a push does not
                     // move a preview a maintainer pinned to an earlier commit.
                     skipped.push(skip(
@@ -107,14 +119,18 @@ pub fn from_pull_request(
                         create: why_not.is_none(),
                         requested_by: ev.sender.clone(),
                     })
-                } else if let (Some(why), false) = (why_not, ev.action == PrAction::Synchronize) {
+                } else if let (Some(why), false) = (why_not, moves_only) {
                     skipped.push(skip(why));
                     None
                 } else {
                     Some(Change::Deploy {
-                        create: why_not.is_none(),
+                        create: why_not.is_none() && !kept_now,
                         requested_by: ev.sender.clone(),
-                        ttl: config.ttl(spec),
+                        ttl: if keep {
+                            spec.max_ttl.get()
+                        } else {
+                            config.ttl(spec)
+                        },
                         max_ttl: spec.max_ttl.get(),
                     })
                 }
@@ -308,6 +324,48 @@ mod tests {
         ev.label = Some("bug".into());
         assert!(changes(&ev, &[("shop", &auto)]).is_empty());
         ev.action = PrAction::Labeled;
+        assert!(changes(&ev, &[("shop", &auto)]).is_empty());
+    }
+
+    #[test]
+    fn the_keep_label_holds_previews_to_their_longest_life() {
+        let auto = spec(&["acme/shop"], Trigger::Auto);
+        let comment = spec(&["acme/shop"], Trigger::Comment);
+        let longest = auto.max_ttl.get();
+        let deploy = |create, ttl| Change::Deploy {
+            create,
+            requested_by: "octocat".into(),
+            ttl,
+            max_ttl: longest,
+        };
+        // Adding it moves the previews there are (never makes one), whatever the trigger.
+        let mut ev = event(PrAction::Labeled);
+        ev.label = Some(KEEP_LABEL.into());
+        ev.labels = vec![KEEP_LABEL.into()];
+        assert_eq!(changes(&ev, &[("shop", &auto)]), [deploy(false, longest)]);
+        assert_eq!(
+            changes(&ev, &[("shop", &comment)]),
+            [deploy(false, longest)]
+        );
+        // While it is there, opening and pushing deploy for the longest life too.
+        ev.action = PrAction::Opened;
+        assert_eq!(changes(&ev, &[("shop", &auto)]), [deploy(true, longest)]);
+        ev.action = PrAction::Synchronize;
+        assert_eq!(changes(&ev, &[("shop", &auto)]), [deploy(true, longest)]);
+        assert_eq!(
+            changes(&ev, &[("shop", &comment)]),
+            [deploy(false, longest)]
+        );
+        // Removed: the next push uses the TTL again (an expiry never moves earlier).
+        ev.labels.clear();
+        assert_eq!(
+            changes(&ev, &[("shop", &auto)]),
+            [deploy(true, auto.ttl.get())]
+        );
+        // A fork's preview stays as a maintainer approved it.
+        ev.action = PrAction::Labeled;
+        ev.labels = vec![KEEP_LABEL.into()];
+        ev.head.repo = Some(RepoName::new("mallory/shop").unwrap());
         assert!(changes(&ev, &[("shop", &auto)]).is_empty());
     }
 

@@ -230,6 +230,7 @@ async fn pull_request(
         | PrAction::Synchronize
         | PrAction::ReadyForReview => true,
         PrAction::Unlabeled => ev.label.as_deref() == Some(intent::NO_PREVIEW_LABEL),
+        PrAction::Labeled => ev.label.as_deref() == Some(intent::KEEP_LABEL),
         _ => false,
     };
     let config = if reads_config {

@@ -14,6 +14,7 @@ mod cli;
 mod comebacks;
 mod commands;
 mod conversation;
+mod cost;
 mod crds;
 mod dashboard;
 mod diagnosis;

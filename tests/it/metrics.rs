@@ -37,7 +37,7 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
 }
 
 /// The samples of `name` (every label set).
-fn family<'a>(all: &'a BTreeMap<String, f64>, name: &str) -> BTreeMap<&'a str, f64> {
+pub(crate) fn family<'a>(all: &'a BTreeMap<String, f64>, name: &str) -> BTreeMap<&'a str, f64> {
     all.iter()
         .filter(|(series, _)| {
             series
@@ -48,7 +48,7 @@ fn family<'a>(all: &'a BTreeMap<String, f64>, name: &str) -> BTreeMap<&'a str, f
         .collect()
 }
 
-async fn scrape(world: &World) -> BTreeMap<String, f64> {
+pub(crate) async fn scrape(world: &World) -> BTreeMap<String, f64> {
     let (status, content_type, text) = world.get_text("/metrics", Vec::new()).await;
     assert_eq!(status, 200, "{text}");
     assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");

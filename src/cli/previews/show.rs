@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use jiff::Timestamp;
 
 use crate::agent::{EventsView, LogLines, PreviewView, WaitResult};
-use crate::domain::duration;
+use crate::crd::Phase;
+use crate::domain::{duration, running};
 
 /// Columns padded to their widest cell, three spaces apart; the last one is not padded.
 fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
@@ -126,6 +127,9 @@ pub fn preview(p: &PreviewView, now: Timestamp) -> String {
     field("Blueprint", p.blueprint.clone());
     field("Namespace", p.namespace.clone());
     field("Expires", relative(p.expires_at.as_deref(), now));
+    if let Some(hours) = environment_hours(p, now) {
+        field("Env-hours", hours);
+    }
     if let Some(q) = p.queue_position {
         field("Queue", format!("{q} in line"));
     }
@@ -253,6 +257,27 @@ pub fn waited(w: &WaitResult) -> String {
     }
 }
 
+/// The preview's environment-hours as of `now` (`1.5 so far`, `3.0 in total`), if it ever ran.
+fn environment_hours(p: &PreviewView, now: Timestamp) -> Option<String> {
+    let since = p
+        .running_since
+        .as_deref()
+        .and_then(|s| s.parse::<Timestamp>().ok());
+    if p.running_seconds == 0 && since.is_none() {
+        return None;
+    }
+    let open = since.map_or(0, |s| running::seconds_between(s, now));
+    let so_far = if p.phase == Phase::Removed {
+        "in total"
+    } else {
+        "so far"
+    };
+    Some(format!(
+        "{} {so_far}",
+        running::hours(p.running_seconds + open)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,6 +316,8 @@ mod tests {
             expires_at: Some("2026-12-01T15:30:00Z".into()),
             queue_position: None,
             stopped: false,
+            running_seconds: 0,
+            running_since: None,
             sandbox: pr.is_none(),
             namespace: name.into(),
             requested_by: "@maria".into(),
@@ -323,6 +350,22 @@ mod tests {
         shop-agent   Ready   2/2     sandbox:feature/login   0123456   http://shop-agent.preview.example.com   in 3h 30m
         ");
         assert_eq!(previews(&[], now()), "No previews.\n");
+    }
+
+    #[test]
+    fn environment_hours_count_the_stretch_under_way() {
+        let mut p = view("shop-agent", None);
+        assert_eq!(environment_hours(&p, now()), None, "never ran");
+        p.running_seconds = 3600;
+        assert_eq!(environment_hours(&p, now()).as_deref(), Some("1.0 so far"));
+        p.running_since = Some("2026-12-01T11:00:00Z".into());
+        assert_eq!(environment_hours(&p, now()).as_deref(), Some("2.0 so far"));
+        p.phase = Phase::Removed;
+        p.running_since = None;
+        assert_eq!(
+            environment_hours(&p, now()).as_deref(),
+            Some("1.0 in total")
+        );
     }
 
     #[test]

@@ -383,6 +383,7 @@ fn status_view(
             namespace: None,
             pinned_fork_note: false,
             log_tail: None,
+            running: st.running,
         }
     })
 }

@@ -18,7 +18,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
 use super::capacity::{self, Slot};
-use super::idle;
+use super::{idle, warn};
 use crate::controller::context::Context;
 use crate::controller::error::Error;
 use crate::controller::report::Report;
@@ -70,8 +70,8 @@ fn times(pe: &PreviewEnvironment, bp: Option<&Blueprint>, now: Timestamp) -> Tim
     }
 }
 
-/// When to look at `pe` again: its next deadline (expiry, idle stop), but no later than
-/// `at_most`.
+/// When to look at `pe` again: its next deadline (expiry, idle stop, the warning before expiry),
+/// but no later than `at_most`.
 pub(crate) fn requeue(
     pe: &PreviewEnvironment,
     bp: &Blueprint,
@@ -81,7 +81,10 @@ pub(crate) fn requeue(
     let now = ctx.clock.now();
     let t = times(pe, Some(bp), now);
     let idle = lifecycle::idle_deadline(t.last_activity, t.stop_after_idle);
-    lifecycle::until_next(now, &[Some(t.expires_at), idle])
+    let warned = pe.status.as_ref().and_then(|s| s.expiry_warned.as_ref());
+    let warning = lifecycle::warning_at(t.expires_at, bp.spec.expiry_warning.get())
+        .filter(|_| warned.is_none_or(|w| w.0 != t.expires_at));
+    lifecycle::until_next(now, &[Some(t.expires_at), idle, warning])
         .map_or(at_most, |d| (d + SLACK).min(at_most))
 }
 
@@ -159,6 +162,7 @@ pub(crate) async fn guard(
         })));
     }
 
+    warn::expiry(pe, &bp, &mut st, t.expires_at, ctx).await;
     let idle = lifecycle::is_idle(t.last_activity, t.stop_after_idle, now);
     let settled = matches!(
         st.phase,

@@ -59,6 +59,14 @@ pub enum Reply {
     NoPreview,
     /// No blueprint allows the repository.
     RepoNotEnabled { repo: RepoName },
+    /// Not an answer: the warning, `expiryWarning` ahead, that `preview` expires `expires_at`
+    /// (and may live until `latest` at most: creation + `maxTtl`).
+    ExpiryWarning {
+        preview: String,
+        expires_at: Timestamp,
+        latest: Timestamp,
+        now: Timestamp,
+    },
 }
 
 /// The Markdown of a reply.
@@ -96,6 +104,31 @@ pub fn reply_text(reply: &Reply, limits: &HelpLimits) -> String {
             duration::human(*max_ttl),
             clock(*latest)
         ),
+        Reply::ExpiryWarning {
+            preview,
+            expires_at,
+            latest,
+            now,
+        } => {
+            let goes = format!(
+                "⏳ Preview {} goes {}",
+                code(preview),
+                expiry(*now, *expires_at)
+            );
+            if expires_at >= latest {
+                format!(
+                    "{goes}, the longest it may live. A push or `/preview` after that deploys a \
+                     new one."
+                )
+            } else {
+                format!(
+                    "{goes}. To keep it longer, comment `/preview extend 1d` or add the `{}` \
+                     label (it may live until {}).",
+                    crate::domain::intent::KEEP_LABEL,
+                    clock(*latest)
+                )
+            }
+        }
         Reply::Extended { until, now, capped } => {
             let mut text = format!("The preview now expires {}.", expiry(*now, *until));
             if let Some(max) = capped {
@@ -238,6 +271,24 @@ mod tests {
                 "This pull request comes from a fork, so it is not deployed automatically; a maintainer can comment `/preview` to deploy `abc1234`.",
             ),
             (
+                Reply::ExpiryWarning {
+                    preview: "shop-pr-42".into(),
+                    expires_at: "2026-11-29T18:00:00Z".parse().unwrap(),
+                    latest: "2026-12-06T16:00:00Z".parse().unwrap(),
+                    now: "2026-11-29T16:00:00Z".parse().unwrap(),
+                },
+                "⏳ Preview `shop-pr-42` goes in 2 h (Sun 29 Nov 18:00 UTC). To keep it longer, comment `/preview extend 1d` or add the `preview-keep` label (it may live until Sun 6 Dec 16:00 UTC).",
+            ),
+            (
+                Reply::ExpiryWarning {
+                    preview: "shop-pr-42".into(),
+                    expires_at: "2026-12-06T16:00:00Z".parse().unwrap(),
+                    latest: "2026-12-06T16:00:00Z".parse().unwrap(),
+                    now: "2026-12-06T14:00:00Z".parse().unwrap(),
+                },
+                "⏳ Preview `shop-pr-42` goes in 2 h (Sun 6 Dec 16:00 UTC), the longest it may live. A push or `/preview` after that deploys a new one.",
+            ),
+            (
                 Reply::NotAPullRequest,
                 "`/preview` works on pull requests only.",
             ),
@@ -300,6 +351,7 @@ mod tests {
             namespace: None,
             pinned_fork_note: false,
             log_tail: None,
+            running: None,
         };
         let reply = Reply::Status {
             previews: vec![

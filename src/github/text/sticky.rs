@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
-use crate::crd::{Phase, ServiceStatus, TeardownReason};
+use crate::crd::{Phase, RunningTime, ServiceStatus, TeardownReason};
 use crate::domain::Sha;
 use crate::github::command_parser::Command;
 
@@ -43,6 +43,8 @@ pub struct StickyView {
     pub pinned_fork_note: bool,
     /// A failed preview: the failing container's last log lines (already redacted).
     pub log_tail: Option<LogTail>,
+    /// How long it has run (its environment-hours), if it ever did.
+    pub running: Option<RunningTime>,
 }
 
 /// The last log lines of the container a failure comes from.
@@ -212,6 +214,11 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
             expires.push_str(&format!(" · stops after {} idle", span(idle.as_secs())));
         }
         rows.push(("Expires", expires));
+    }
+    if let Some(running) = &view.running {
+        let hours = crate::domain::running::hours(crate::domain::running::seconds(running, now));
+        let so_far = if removed { "in total" } else { "so far" };
+        rows.push(("Environment-hours", format!("{hours} {so_far}")));
     }
 
     let mut out = format!(
@@ -583,7 +590,48 @@ mod tests {
             namespace: Some("shop-pr-42".to_owned()),
             pinned_fork_note: false,
             log_tail: None,
+            running: None,
         }
+    }
+
+    #[test]
+    fn environment_hours_so_far_while_it_lives_and_in_total_once_removed() {
+        let now = at("2026-11-29T18:00:00Z");
+        let running = RunningTime {
+            seconds: 3600,
+            since: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(
+                "2026-11-29T17:30:00Z",
+            ))),
+        };
+        let view = StickyView {
+            running: Some(running),
+            ..ready_view()
+        };
+        let md = sticky_comment(&view, now);
+        assert!(
+            md.contains("| **Environment-hours** | 1.5 so far |"),
+            "{md}"
+        );
+
+        let removed = StickyView {
+            running: Some(RunningTime {
+                seconds: 9000,
+                since: None,
+            }),
+            ..with(StickyState::Removed {
+                reason: TeardownReason::Merged,
+                actor: Some("octocat".into()),
+            })
+        };
+        let md = sticky_comment(&removed, now);
+        assert!(
+            md.contains("| **Environment-hours** | 2.5 in total |"),
+            "{md}"
+        );
+        assert!(
+            !sticky_comment(&ready_view(), now).contains("Environment-hours"),
+            "a preview that never ran shows none"
+        );
     }
 
     fn with(state: StickyState) -> StickyView {

@@ -98,6 +98,7 @@ pub fn sticky_view(
         namespace: st.namespace.clone().filter(|_| !waiting),
         pinned_fork_note: spec.pinned && !matches!(state, StickyState::Removed { .. }),
         log_tail: st.diagnosis.as_ref().and_then(log_tail),
+        running: st.running.clone(),
         state,
     })
 }

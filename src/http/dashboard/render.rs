@@ -417,6 +417,8 @@ mod tests {
             expires_at: None,
             queue_position: None,
             stopped: false,
+            running_seconds: 0,
+            running_since: None,
             sandbox: false,
             namespace: "shop-pr-1".into(),
             requested_by: "alice".into(),

@@ -1,0 +1,204 @@
+//! What previews cost, as the people who cause it see it: environment-hours in each preview's
+//! status, on its sticky comment and in `/metrics`, following the (manual) clock.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use sandcastle::crd::{Phase, PreviewEnvironment, RunningTime};
+use sandcastle::domain::clock::Clock;
+use sandcastle::github::text::parse_marker;
+use sandcastle::k8s::previews;
+use serde_json::json;
+
+use crate::metrics::{family, scrape};
+use crate::support::eventually;
+use crate::support::fixtures::TINY_APP;
+use crate::support::world::{World, pr};
+
+const T: Duration = Duration::from_secs(90);
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// A world on a manual clock that starts now.
+async fn manual_world(name: &str, extra: serde_json::Value) -> World {
+    let mut world = World::unstarted(name, TINY_APP, extra).await;
+    world.clock = Clock::manual(Timestamp::from_second(Timestamp::now().as_second()).unwrap());
+    world.start().await;
+    world
+}
+
+fn running(pe: &PreviewEnvironment) -> Option<RunningTime> {
+    pe.status.as_ref()?.running.clone()
+}
+
+/// Wait until PR `n`'s one sticky comment contains `text`.
+async fn sticky_says(world: &World, n: u64, text: &str) -> String {
+    eventually(&format!("the sticky comment says {text:?}"), T, || {
+        let stickies: Vec<String> = world
+            .gh
+            .comments(&world.repo, pr(n))
+            .into_iter()
+            .filter(|c| c.by_app && parse_marker(&c.body).is_some())
+            .map(|c| c.body)
+            .collect();
+        let found = match &stickies[..] {
+            [one] if one.contains(text) => Ok(one.clone()),
+            other => Err(format!("{other:#?}")),
+        };
+        async move { found }
+    })
+    .await
+}
+
+/// Wait until `/metrics` counts `seconds` of running time for Blueprint `blueprint`.
+async fn metrics_count(world: &World, blueprint: &str, seconds: f64) {
+    let series = format!(r#"sandcastle_environment_seconds_total{{blueprint="{blueprint}"}}"#);
+    eventually(&format!("{series} = {seconds}"), T, || async {
+        let m = scrape(world).await;
+        let counted = family(&m, "sandcastle_environment_seconds_total");
+        match counted.get(series.as_str()) {
+            Some(v) if *v == seconds => Ok(()),
+            _ => Err(format!("{counted:#?}")),
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn environment_hours_in_status_comment_and_metrics_follow_the_clock() {
+    let world = manual_world("hours", json!({"stopAfterIdle": "1h", "ttl": "24h"})).await;
+    let opened = world.clock.now();
+    world.open(1).await;
+    let pe = world.wait_phase("hours-pr-1", Phase::Ready, T).await;
+    assert_eq!(
+        running(&pe),
+        Some(RunningTime {
+            seconds: 0,
+            since: Some(Time(opened)),
+        }),
+        "running since its namespace was made"
+    );
+    metrics_count(&world, "hours", 0.0).await;
+
+    // Half an hour on: counted while it runs.
+    world.clock.advance(30 * MINUTE);
+    metrics_count(&world, "hours", 1800.0).await;
+
+    // Idle for an hour: stopped, and the stretch ends there.
+    world.clock.advance(31 * MINUTE);
+    let pe = world.wait_phase("hours-pr-1", Phase::Stopped, T).await;
+    assert_eq!(
+        running(&pe),
+        Some(RunningTime {
+            seconds: 61 * 60,
+            since: None,
+        })
+    );
+    sticky_says(&world, 1, "| **Environment-hours** | 1.0 so far |").await;
+    // Stopped time is not running time.
+    world.clock.advance(120 * MINUTE);
+    metrics_count(&world, "hours", 3660.0).await;
+
+    // Woken, half an hour more, then closed: the total stays on the comment.
+    previews::set_stopped(&world.previews(), "hours-pr-1", false, world.clock.now())
+        .await
+        .unwrap()
+        .unwrap();
+    world.wait_phase("hours-pr-1", Phase::Ready, T).await;
+    world.clock.advance(30 * MINUTE);
+    let (status, _) = world
+        .deliver(&world.gh.close(&world.repo, pr(1), true))
+        .await;
+    assert_eq!(status, 200);
+    let pe = world.wait_phase("hours-pr-1", Phase::Removed, T).await;
+    assert_eq!(
+        running(&pe),
+        Some(RunningTime {
+            seconds: 91 * 60,
+            since: None,
+        })
+    );
+    let body = sticky_says(&world, 1, "| **Environment-hours** | 1.5 in total |").await;
+    assert!(body.contains("Removed"), "{body}");
+    metrics_count(&world, "hours", 5460.0).await;
+}
+
+/// Sandcastle's replies on PR `n` that warn of an expiry, in order.
+fn warnings(world: &World, n: u64) -> Vec<String> {
+    world
+        .gh
+        .comments(&world.repo, pr(n))
+        .into_iter()
+        .filter(|c| c.by_app && c.body.starts_with("⏳"))
+        .map(|c| c.body)
+        .collect()
+}
+
+async fn wait_warnings(world: &World, n: u64, count: usize) -> Vec<String> {
+    eventually(&format!("{count} expiry warnings"), T, || {
+        let found = warnings(world, n);
+        async move {
+            if found.len() == count {
+                Ok(found)
+            } else {
+                Err(format!("{found:#?}"))
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_keep_label_holds_the_expiry_and_each_expiry_is_warned_of_once() {
+    let world = manual_world(
+        "keep",
+        json!({"ttl": "4h", "maxTtl": "12h", "stopAfterIdle": "0", "expiryWarning": "1h"}),
+    )
+    .await;
+    let created = world.clock.now();
+    let hours = |h: i64| created + jiff::SignedDuration::from_hours(h);
+    world.open(1).await;
+    let pe = world.wait_phase("keep-pr-1", Phase::Ready, T).await;
+    assert_eq!(pe.spec.expires_at.map(|t| t.0), Some(hours(4)));
+
+    // An hour before it expires: one warning, saying how to keep it.
+    world.clock.advance(3 * 60 * MINUTE + MINUTE);
+    let said = wait_warnings(&world, 1, 1).await;
+    assert!(
+        said[0].starts_with("⏳ Preview `keep-pr-1` goes in 59 min (")
+            && said[0].contains("add the `preview-keep` label"),
+        "{said:#?}"
+    );
+    let pe = world.wait_phase("keep-pr-1", Phase::Ready, T).await;
+    assert_eq!(
+        pe.status.unwrap().expiry_warned.map(|t| t.0),
+        Some(hours(4))
+    );
+
+    // `preview-keep`: held to the longest life, 12 h from creation.
+    let (status, _) = world
+        .deliver(&world.gh.label(&world.repo, pr(1), "preview-keep"))
+        .await;
+    assert_eq!(status, 200);
+    eventually("the expiry held to maxTtl", T, || async {
+        let pe = world.previews().get("keep-pr-1").await.unwrap();
+        match pe.spec.expires_at.map(|t| t.0) {
+            Some(at) if at == hours(12) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    // Past the first expiry it lives on; an hour before the new one, a second warning.
+    world.clock.advance(8 * 60 * MINUTE);
+    let said = wait_warnings(&world, 1, 2).await;
+    assert!(said[1].contains("the longest it may live"), "{said:#?}");
+
+    // On time: removed once the clock reaches the expiry shown.
+    world.clock.advance(59 * MINUTE);
+    let pe = world.wait_phase("keep-pr-1", Phase::Removed, T).await;
+    let teardown = pe.spec.teardown.unwrap();
+    assert_eq!(teardown.reason, sandcastle::crd::TeardownReason::Expired);
+    assert_eq!(teardown.at.0, hours(12));
+    assert_eq!(warnings(&world, 1).len(), 2, "one warning per expiry");
+}
