@@ -305,6 +305,7 @@ impl Agent {
                 pr_updated_at: None,
                 adopts: None,
                 incarnation: 0,
+                author_class: None,
             },
         );
         let mut labels = BTreeMap::from([

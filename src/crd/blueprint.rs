@@ -114,6 +114,23 @@ pub struct BlueprintSpec {
     #[serde(default = "default_stop_after_idle")]
     pub stop_after_idle: GoDuration,
 
+    /// Globs of the files that concern previews (`services/web/**`); empty: every file. A
+    /// pull request or push touching none of them gets no new preview and leaves the one it
+    /// has where it is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
+    pub paths: Vec<String>,
+
+    /// Globs of files that never concern previews (`docs/**`, `**/*.md`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
+    pub ignore_paths: Vec<String>,
+
+    /// Rules by pull request author: members, outside contributors, dependency bots and
+    /// coding agents, each with its own trigger, cap and times.
+    #[serde(default)]
+    pub authors: super::AuthorPolicy,
+
     /// Reply on the pull request this long before its preview expires, saying when and how to
     /// keep it (once per expiry; `0`: never).
     #[serde(default = "default_expiry_warning")]

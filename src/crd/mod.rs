@@ -1,5 +1,6 @@
 //! Sandcastle's custom resources (`sandcastle.dev/v1alpha1`) and their generated definitions.
 
+mod authors;
 mod blueprint;
 mod command;
 mod diagnosis;
@@ -9,6 +10,7 @@ pub mod labels;
 mod preview;
 mod readiness;
 
+pub use authors::*;
 pub use blueprint::*;
 pub use command::*;
 pub use diagnosis::*;

@@ -97,6 +97,11 @@ pub struct PreviewEnvironmentSpec {
     /// scratch into a new namespace, whatever the old one had got to.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub incarnation: u32,
+
+    /// Who opened the pull request, as the Blueprint's `authors` rules class them (absent for
+    /// sandboxes, and for previews made before classes existed: the Blueprint's own rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_class: Option<super::AuthorClass>,
 }
 
 /// A sandbox taken over by a pull request's preview.

@@ -40,6 +40,8 @@ pub enum Change {
         requested_by: String,
         ttl: Duration,
         max_ttl: Duration,
+        /// The pull request author's class under the Blueprint's `authors` rules.
+        class: Option<crate::crd::AuthorClass>,
     },
     /// A fork's head is `sha`: a preview nobody approved yet waits at it (`create`: make one if
     /// there is none); a preview a maintainer approved stays pinned where it is.

@@ -77,23 +77,31 @@ pub fn is_idle(last_activity: Timestamp, stop_after_idle: Duration, now: Timesta
     idle_deadline(last_activity, stop_after_idle).is_some_and(|d| now >= d)
 }
 
-/// When to warn of an expiry at `expires_at`, `warning` before it; `None` when warnings are off
-/// (`0`).
-pub fn warning_at(expires_at: Timestamp, warning: Duration) -> Option<Timestamp> {
+/// When to warn of an expiry at `expires_at`, `warning` before it, for an expiry last set at
+/// `set_at` (the last activity: a push, a command). `None` when warnings are off (`0`), or when
+/// the window would open before the expiry was set: someone active since then has just seen it
+/// (with a TTL no longer than the warning, a new preview would be warned of at once).
+pub fn warning_at(
+    expires_at: Timestamp,
+    warning: Duration,
+    set_at: Timestamp,
+) -> Option<Timestamp> {
     let back = SignedDuration::try_from(warning).unwrap_or(SignedDuration::MAX);
-    (!warning.is_zero()).then(|| expires_at.checked_sub(back).unwrap_or(Timestamp::MIN))
+    let at = expires_at.checked_sub(back).unwrap_or(Timestamp::MIN);
+    (!warning.is_zero() && at > set_at).then_some(at)
 }
 
-/// Whether a warning of the expiry at `expires_at` is due at `now`: inside the window before it,
-/// and not given for this expiry yet (`warned`: the expiry last warned of). A preview extended
-/// or kept has a new expiry, warned of again when its window comes.
+/// Whether a warning of the expiry at `expires_at` (set at `set_at`) is due at `now`: inside the
+/// window before it, and not given for this expiry yet (`warned`: the expiry last warned of). A
+/// preview extended or kept has a new expiry, warned of again when its window comes.
 pub fn warning_due(
     expires_at: Timestamp,
+    set_at: Timestamp,
     warned: Option<Timestamp>,
     warning: Duration,
     now: Timestamp,
 ) -> bool {
-    warning_at(expires_at, warning).is_some_and(|at| now >= at)
+    warning_at(expires_at, warning, set_at).is_some_and(|at| now >= at)
         && now < expires_at
         && warned != Some(expires_at)
 }
@@ -151,11 +159,17 @@ mod tests {
         let at = |s: &str| s.parse::<jiff::Timestamp>().unwrap();
         let expires = at("2026-12-01T18:00:00Z");
         let two_hours = std::time::Duration::from_secs(2 * 3600);
+        let set = at("2026-12-01T10:00:00Z");
         assert_eq!(
-            super::warning_at(expires, two_hours),
+            super::warning_at(expires, two_hours, set),
             Some(at("2026-12-01T16:00:00Z"))
         );
-        let due = |warned, now: &str| super::warning_due(expires, warned, two_hours, at(now));
+        assert_eq!(
+            super::warning_at(expires, two_hours, at("2026-12-01T16:00:00Z")),
+            None,
+            "set when its window opens (a TTL as short as the warning): no warning"
+        );
+        let due = |warned, now: &str| super::warning_due(expires, set, warned, two_hours, at(now));
         assert!(!due(None, "2026-12-01T15:59:59Z"), "before the window");
         assert!(due(None, "2026-12-01T16:00:00Z"));
         assert!(
@@ -170,10 +184,12 @@ mod tests {
             !due(None, "2026-12-01T18:00:00Z"),
             "expired: nothing to warn of"
         );
+        let off = std::time::Duration::ZERO;
         assert!(!super::warning_due(
             expires,
+            set,
             None,
-            std::time::Duration::ZERO,
+            off,
             at("2026-12-01T17:00:00Z")
         ));
     }

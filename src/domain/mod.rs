@@ -2,6 +2,7 @@
 //! templates, intents, the clone plan, the guardrails of a preview namespace and the lifecycle
 //! rules (expiry, idle, slots, running time).
 
+pub mod authors;
 pub mod clock;
 pub mod diagnosis;
 pub mod duration;
@@ -10,6 +11,7 @@ pub mod ids;
 pub mod intent;
 pub mod lifecycle;
 pub mod naming;
+pub mod paths;
 pub mod plan;
 pub mod probe;
 pub mod redact;

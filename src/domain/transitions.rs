@@ -86,6 +86,10 @@ pub fn extended_expiry(
 }
 
 pub fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
+    let class = match &intent.change {
+        Change::Deploy { class, .. } => *class,
+        _ => None,
+    };
     let (requested_by, expires_at, teardown) = match &intent.change {
         Change::Deploy {
             requested_by, ttl, ..
@@ -123,6 +127,7 @@ pub fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
             pr_updated_at: Some(Time(intent.event_time)),
             adopts: None,
             incarnation: 0,
+            author_class: class,
         },
     );
     touch(&mut pe, now);
@@ -181,8 +186,10 @@ pub fn change(
             max_ttl,
             ttl,
             create,
+            class,
             ..
         } => {
+            next.spec.author_class = class.or(pe.spec.author_class);
             if let Some(t) = &pe.spec.teardown {
                 may_revive(t, last, *create, intent.event_time)?;
                 revive(&mut next);
@@ -254,6 +261,7 @@ pub fn deploy_now(
         requested_by,
         ttl,
         max_ttl,
+        class,
         ..
     } = &intent.change
     else {
@@ -275,6 +283,7 @@ pub fn deploy_now(
     spec.git_ref = intent.git_ref.clone();
     spec.installation_id = intent.installation_id.or(pe.spec.installation_id);
     spec.pinned = pinned;
+    spec.author_class = class.or(pe.spec.author_class);
     spec.awaiting_approval = false;
     spec.stopped = false;
     spec.requested_by = Requester {
@@ -329,6 +338,7 @@ mod tests {
             requested_by: "octocat".into(),
             ttl: Duration::from_secs(3600),
             max_ttl: Duration::from_secs(7 * 86_400),
+            class: None,
         }
     }
 

@@ -212,6 +212,7 @@ pub(crate) fn pull(repo: &RepoName, rec: &RepoRecord, pr: &PullRecord, template:
         "author_association",
         json!(author_association(repo, rec, &pr.author)),
     );
+    set(&mut v, "changed_files", json!(pr.files().len()));
     set(
         &mut v,
         "head",

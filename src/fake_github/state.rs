@@ -82,6 +82,38 @@ pub struct PullRecord {
     pub updated_at: Timestamp,
     pub closed_at: Option<Timestamp>,
     pub merged_at: Option<Timestamp>,
+    /// The pull request's commits in order, each with the files it changed.
+    pub commits: Vec<(Sha, Vec<String>)>,
+}
+
+impl PullRecord {
+    /// Every file the pull request changes, once each, in order.
+    pub fn files(&self) -> Vec<String> {
+        distinct(self.commits.iter().flat_map(|(_, f)| f))
+    }
+
+    /// The files changed after commit `base` up to `head` (all commits up to `head` when `base`
+    /// is none of them, as after a force push); `None` when `head` is none of them.
+    pub fn compare(&self, base: &str, head: &str) -> Option<Vec<String>> {
+        let end = self.commits.iter().position(|(s, _)| s.as_str() == head)?;
+        let start = self.commits[..end]
+            .iter()
+            .position(|(s, _)| s.as_str() == base)
+            .map_or(0, |i| i + 1);
+        Some(distinct(
+            self.commits[start..=end].iter().flat_map(|(_, f)| f),
+        ))
+    }
+}
+
+fn distinct<'a>(files: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for f in files {
+        if !out.contains(f) {
+            out.push(f.clone());
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -85,7 +85,12 @@ pub struct PrSpec {
     /// `Some(fork)` when the head branch lives in that fork rather than the base repository.
     pub from_fork: Option<RepoName>,
     pub labels: Vec<String>,
+    /// The files its first commit changes.
+    pub files: Vec<String>,
 }
+
+/// The files a commit changes when a test does not say.
+pub const DEFAULT_FILES: [&str; 1] = ["src/main.rs"];
 
 impl PrSpec {
     /// A ready, same-repository PR into `main` by `octocat`.
@@ -100,6 +105,7 @@ impl PrSpec {
             draft: false,
             from_fork: None,
             labels: Vec::new(),
+            files: DEFAULT_FILES.map(str::to_owned).to_vec(),
         }
     }
 }
@@ -204,6 +210,7 @@ impl FakeGitHub {
                 }
             };
             rec.shas.insert(spec.head_sha.clone());
+            let commits = vec![(spec.head_sha.clone(), spec.files)];
             rec.pulls.insert(
                 spec.number.get(),
                 PullRecord {
@@ -226,6 +233,7 @@ impl FakeGitHub {
                     updated_at: now,
                     closed_at: None,
                     merged_at: None,
+                    commits,
                 },
             );
             pull_payload(
@@ -240,9 +248,22 @@ impl FakeGitHub {
         self.deliver("pull_request", &payload)
     }
 
-    /// Pushes `new_sha` to the PR's head branch (`synchronize`, with `before` and `after`).
+    /// Pushes `new_sha` to the PR's head branch (`synchronize`, with `before` and `after`),
+    /// a commit changing [`DEFAULT_FILES`].
     pub fn push(&self, repo: &RepoName, number: PrNumber, new_sha: &Sha) -> Delivery {
+        self.push_files(repo, number, new_sha, &DEFAULT_FILES)
+    }
+
+    /// [`FakeGitHub::push`] of a commit changing `files`.
+    pub fn push_files(
+        &self,
+        repo: &RepoName,
+        number: PrNumber,
+        new_sha: &Sha,
+        files: &[&str],
+    ) -> Delivery {
         let new_sha = new_sha.clone();
+        let files: Vec<String> = files.iter().map(|f| (*f).to_owned()).collect();
         self.with(|st| {
             let rec = st.repo_mut(repo);
             let pr = rec.pull(number.get()).clone();
@@ -253,6 +274,7 @@ impl FakeGitHub {
         });
         self.change_pull(repo, number, &PR_SYNCHRONIZE, "synchronize", |pr| {
             let before = std::mem::replace(&mut pr.head_sha, new_sha.clone());
+            pr.commits.push((new_sha.clone(), files));
             (
                 pr.author.clone(),
                 vec![("before", json!(before)), ("after", json!(new_sha))],

@@ -82,7 +82,7 @@ pub async fn load(
                 },
                 &HelpLimits::of(admitting.first().map(|(_, s)| *s)),
             );
-            if let Err(e) = tell_once(at, &file.sha, &text).await {
+            if let Err(e) = tell_once(at, &note_marker(&file.sha), &text).await {
                 tracing::warn!(%repo, pr = %at.pr, error = %e, "could not report the broken {PATH}");
             }
             Ok(RepoConfig::default())
@@ -90,8 +90,9 @@ pub async fn load(
     }
 }
 
-/// Post the note unless this pull request already has Sandcastle's note for this blob.
-async fn tell_once(at: Reader<'_>, blob: &str, text: &str) -> Result<(), String> {
+/// Post the note `text` unless this pull request already has Sandcastle's note carrying
+/// `marker` (an HTML comment, kept at the end of the note).
+pub async fn tell_once(at: Reader<'_>, marker: &str, text: &str) -> Result<(), String> {
     let Reader {
         gh,
         app_id,
@@ -100,14 +101,12 @@ async fn tell_once(at: Reader<'_>, blob: &str, text: &str) -> Result<(), String>
         timeout,
         ..
     } = at;
-    let marker = note_marker(blob);
     let comments: Vec<Comment> = tokio::time::timeout(timeout, gh.list_issue_comments(repo, pr))
         .await
         .map_err(|_| "timed out listing comments".to_owned())?
         .map_err(|e| e.to_string())?;
     let told = comments.iter().any(|c| {
-        c.body.contains(&marker)
-            && c.performed_via_github_app.as_ref().map(|a| a.id) == Some(app_id)
+        c.body.contains(marker) && c.performed_via_github_app.as_ref().map(|a| a.id) == Some(app_id)
     });
     if told {
         return Ok(());

@@ -2,6 +2,7 @@
 //! read; no raw payload travels past this module. Events and actions Sandcastle does not act on
 //! become [`Event::Ignored`], never errors, because GitHub keeps adding both.
 
+use crate::domain::authors::Association;
 use jiff::Timestamp;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -16,7 +17,8 @@ mod hostile;
 /// A webhook delivery, in Sandcastle's terms.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    PullRequest(PullRequestEvent),
+    /// Boxed: by far the largest.
+    PullRequest(Box<PullRequestEvent>),
     IssueComment(CommentEvent),
     CheckRun(CheckRunEvent),
     Installation {
@@ -98,6 +100,14 @@ pub struct PullRequestEvent {
     /// The label added or removed, for `labeled` and `unlabeled`.
     pub label: Option<String>,
     pub author: String,
+    /// GitHub says the author is a `Bot` (`user.type`).
+    pub author_is_bot: bool,
+    /// A `synchronize`'s previous head commit.
+    pub before: Option<Sha>,
+    /// How many files the pull request changes, as GitHub counts them.
+    pub changed_files: Option<u64>,
+    /// GitHub's `author_association` of the pull request.
+    pub author_association: Association,
     pub sender: String,
     /// GitHub's `pull_request.updated_at`, used to drop events older than the last one applied.
     pub updated_at: Timestamp,
@@ -231,9 +241,9 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, ParseError> {
     let act = action.as_deref().unwrap_or("");
     Ok(match event {
         "pull_request" => match pr_action(act) {
-            Some(a) => {
-                Event::PullRequest(from_slice::<wire::PullRequestPayload>(body)?.into_event(a))
-            }
+            Some(a) => Event::PullRequest(Box::new(
+                from_slice::<wire::PullRequestPayload>(body)?.into_event(a),
+            )),
             None => ignored(),
         },
         "issue_comment" => match comment_action(act) {
@@ -538,7 +548,7 @@ mod tests {
 
     fn pr(event: Result<Event, ParseError>) -> PullRequestEvent {
         match event {
-            Ok(Event::PullRequest(pr)) => pr,
+            Ok(Event::PullRequest(pr)) => *pr,
             other => panic!("not a pull request event: {other:?}"),
         }
     }

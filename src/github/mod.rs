@@ -3,6 +3,7 @@
 //! them, a repository's `.github/sandcastle.yml`, the text people read (sticky comment,
 //! deployment statuses, replies) and the App client.
 
+pub mod changed_files;
 pub mod client;
 pub mod command_parser;
 pub mod config_file;

@@ -19,7 +19,8 @@
 
 use super::event::{PrAction, PullRequestEvent};
 use super::repo_config::RepoConfig;
-use crate::crd::{BlueprintSpec, TeardownReason, Trigger};
+use crate::crd::{AuthorClass, BlueprintSpec, ClassTrigger, TeardownReason};
+use crate::domain::authors::{self, Author};
 use crate::domain::intent::{
     Change, Intent, KEEP_LABEL, NO_PREVIEW_LABEL, Skipped, admits, preview_name,
 };
@@ -96,12 +97,16 @@ pub fn from_pull_request(
                 None
             }
             _ => {
-                let auto = config.trigger(spec) == Trigger::Auto;
+                let class = Some(class_of(ev, spec));
+                let off = off_reason(spec, class);
+                let trigger = authors::trigger(spec, class, config.trigger(spec));
                 let why_not = if ev.draft {
                     Some("draft pull request")
                 } else if no_preview_label {
                     Some("labelled no-preview")
-                } else if !auto {
+                } else if let Some(off) = &off {
+                    Some(off.as_str())
+                } else if trigger != ClassTrigger::Auto {
                     Some("deploys on /preview only")
                 } else {
                     None
@@ -129,9 +134,10 @@ pub fn from_pull_request(
                         ttl: if keep {
                             spec.max_ttl.get()
                         } else {
-                            config.ttl(spec)
+                            authors::ttl(spec, class, config.ttl(spec))
                         },
                         max_ttl: spec.max_ttl.get(),
+                        class,
                     })
                 }
             }
@@ -153,11 +159,34 @@ pub fn from_pull_request(
     (intents, skipped)
 }
 
+/// The class of `ev`'s author under `spec`'s `authors` rules.
+pub fn class_of(ev: &PullRequestEvent, spec: &BlueprintSpec) -> AuthorClass {
+    let author = Author {
+        login: &ev.author,
+        is_bot: ev.author_is_bot,
+        association: ev.author_association,
+    };
+    authors::classify(&spec.authors, &author, &ev.labels)
+}
+
+/// Why `class`'s pull requests get no preview from `spec`, when its rule says `off`.
+pub fn off_reason(spec: &BlueprintSpec, class: Option<AuthorClass>) -> Option<String> {
+    let class = class?;
+    (spec.authors.rule(class).trigger == Some(ClassTrigger::Off)).then(|| {
+        format!(
+            "pull requests by {} get no preview (authors.{}.trigger: off)",
+            class.words(),
+            class.field()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::crd::Trigger;
     use crate::domain::{PrNumber, RepoName, Sha};
     use crate::github::event::{BaseInfo, HeadInfo, PrState};
 
@@ -193,6 +222,10 @@ mod tests {
             labels: vec![],
             label: None,
             author: "octocat".into(),
+            author_is_bot: false,
+            before: None,
+            changed_files: None,
+            author_association: crate::domain::authors::Association::Owner,
             sender: "octocat".into(),
             updated_at: "2026-11-29T12:00:00Z".parse().unwrap(),
             html_url: String::new(),
@@ -328,6 +361,50 @@ mod tests {
     }
 
     #[test]
+    fn each_author_class_follows_its_own_trigger() {
+        let mut shop = spec(&["acme/shop"], Trigger::Auto);
+        shop.authors = serde_json::from_value(serde_json::json!({
+            "dependencyBots": {"trigger": "off"},
+            "outsideContributors": {"trigger": "comment"},
+            "agents": {"trigger": "auto", "ttl": "2h"},
+            "agentLogins": ["devin-ai-integration"],
+        }))
+        .unwrap();
+        let by = |login: &str, association| {
+            let mut ev = event(PrAction::Opened);
+            ev.author = login.into();
+            ev.author_is_bot = login.ends_with("[bot]");
+            ev.author_association = association;
+            from_pull_request(&ev, &[("shop", &shop)], &none())
+        };
+        use crate::domain::authors::Association::{Member, Other};
+        let (intents, skipped) = by("dependabot[bot]", Other);
+        assert!(intents.is_empty());
+        assert_eq!(
+            skipped[0].reason,
+            "pull requests by dependency bots get no preview (authors.dependencyBots.trigger: off)"
+        );
+        let (intents, skipped) = by("eve", Other);
+        assert!(intents.is_empty());
+        assert_eq!(skipped[0].reason, "deploys on /preview only");
+        let (intents, _) = by("maria", Member);
+        assert!(matches!(
+            intents[0].change,
+            Change::Deploy {
+                create: true,
+                class: Some(AuthorClass::Member),
+                ..
+            }
+        ));
+        let (intents, _) = by("devin-ai-integration[bot]", Other);
+        assert!(matches!(
+            intents[0].change,
+            Change::Deploy { create: true, class: Some(AuthorClass::Agent), ttl, .. }
+                if ttl == Duration::from_secs(7200)
+        ));
+    }
+
+    #[test]
     fn the_keep_label_holds_previews_to_their_longest_life() {
         let auto = spec(&["acme/shop"], Trigger::Auto);
         let comment = spec(&["acme/shop"], Trigger::Comment);
@@ -337,6 +414,7 @@ mod tests {
             requested_by: "octocat".into(),
             ttl,
             max_ttl: longest,
+            class: Some(AuthorClass::Member),
         };
         // Adding it moves the previews there are (never makes one), whatever the trigger.
         let mut ev = event(PrAction::Labeled);

@@ -30,11 +30,11 @@ use crate::crd::labels::{CHECKS_CHANGED, REPO};
 use crate::crd::{Blueprint, BlueprintSpec, PreviewEnvironment};
 use crate::domain::RepoName;
 use crate::domain::intent;
-use crate::github::config_file;
 use crate::github::event::{
     self, CheckRunAction, CheckRunEvent, Event, PrAction, PullRequestEvent,
 };
 use crate::github::verify::{SIGNATURE_HEADER, verify_signature};
+use crate::github::{changed_files, config_file};
 use crate::k8s::events::Request;
 use crate::k8s::previews::{self, Outcome};
 
@@ -259,7 +259,15 @@ async fn pull_request(
     } else {
         Default::default()
     };
-    let (intents, skipped) = crate::github::triggers::from_pull_request(ev, &specs, &config);
+    let (mut intents, mut skipped) =
+        crate::github::triggers::from_pull_request(ev, &specs, &config);
+    if ev.action == PrAction::Opened {
+        tell_classes_off(state, ev, &specs, &config).await;
+    }
+    if let Some(id) = ev.installation_id {
+        let gh = state.github.installation(id);
+        changed_files::filter(&gh, ev, &specs, &mut intents, &mut skipped, |_| true).await;
+    }
     if intents.is_empty() {
         let reason = match skipped.first() {
             Some(s) => format!("{}: {}", s.blueprint, s.reason),
@@ -405,6 +413,48 @@ async fn check_run(
         StatusCode::OK,
         json!({"status": "accepted", "previews": nudged}),
     ))
+}
+
+/// Say on a pull request just opened which Blueprints give its author's class no preview (a
+/// rule `trigger: off`), once each. Failures are logged: the delivery is not refused for them.
+async fn tell_classes_off(
+    state: &AppState,
+    ev: &PullRequestEvent,
+    specs: &[(&str, &BlueprintSpec)],
+    config: &crate::github::repo_config::RepoConfig,
+) {
+    let Some(id) = ev.installation_id else {
+        return;
+    };
+    let gh = state.github.installation(id);
+    for (name, spec) in specs
+        .iter()
+        .filter(|(n, s)| intent::admits(s, &ev.repo, &ev.base.ref_) && config.selects(n))
+    {
+        let class = crate::github::triggers::class_of(ev, spec);
+        if crate::github::triggers::off_reason(spec, Some(class)).is_none() {
+            continue;
+        }
+        let text = crate::github::text::replies::reply_text(
+            &crate::github::text::replies::Reply::AuthorClassOff {
+                blueprint: (*name).to_owned(),
+                class,
+            },
+            &crate::github::command_parser::HelpLimits::of(Some(spec)),
+        );
+        let at = config_file::Reader {
+            gh: &gh,
+            app_id: state.github.app_id(),
+            repo: &ev.repo,
+            base: &ev.base.ref_,
+            pr: ev.number,
+            timeout: GITHUB_TIMEOUT,
+        };
+        let marker = format!("<!-- sandcastle-note class-off {name} -->");
+        if let Err(e) = config_file::tell_once(at, &marker, &text).await {
+            tracing::warn!(repo = %ev.repo, pr = %ev.number, blueprint = %name, error = %e, "could not say why the pull request gets no preview");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use crate::support::eventually;
 use crate::support::world::{World, pr, sha};
 
 const T: Duration = Duration::from_secs(90);
-const MAINTAINER: &str = "maria";
+pub(crate) const MAINTAINER: &str = "maria";
 const CONFIG: &str = ".github/sandcastle.yml";
 
 /// A small stack: one web Deployment behind a Service and an Ingress (so a preview has a URL).
@@ -77,7 +77,7 @@ async fn world(extra: Value) -> World {
 /// webhook recorded (`202 accepted`) is waited on until the controller has carried it out, and
 /// the answer is then what it came to: status `accepted` (done, 🚀) or `refused` (😕), the
 /// command, and the previews written with what each write did.
-async fn comment(world: &World, n: u64, user: &str, body: &str) -> (u16, Value, u64) {
+pub(crate) async fn comment(world: &World, n: u64, user: &str, body: &str) -> (u16, Value, u64) {
     let d = world.gh.comment(&world.repo, pr(n), user, body);
     let id = d.json()["comment"]["id"].as_u64().unwrap();
     let (status, answer) = world.deliver(&d).await;

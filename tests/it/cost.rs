@@ -1,20 +1,23 @@
-//! What previews cost, as the people who cause it see it: environment-hours in each preview's
-//! status, on its sticky comment and in `/metrics`, following the (manual) clock.
+//! What previews cost, and the rules that bound it: environment-hours in each preview's status,
+//! on its sticky comment and in `/metrics` (following the manual clock); the `preview-keep`
+//! label and the warning before expiry; and each author class's trigger, cap and rule.
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use sandcastle::crd::{Phase, PreviewEnvironment, RunningTime};
+use sandcastle::crd::{AuthorClass, Phase, PreviewEnvironment, RunningTime};
 use sandcastle::domain::clock::Clock;
+use sandcastle::fake_github::{PrSpec, Role};
 use sandcastle::github::text::parse_marker;
 use sandcastle::k8s::previews;
 use serde_json::json;
 
+use crate::conversation::{MAINTAINER, comment};
 use crate::metrics::{family, scrape};
 use crate::support::eventually;
 use crate::support::fixtures::TINY_APP;
-use crate::support::world::{World, pr};
+use crate::support::world::{World, pr, sha};
 
 const T: Duration = Duration::from_secs(90);
 const MINUTE: Duration = Duration::from_secs(60);
@@ -201,4 +204,145 @@ async fn the_keep_label_holds_the_expiry_and_each_expiry_is_warned_of_once() {
     assert_eq!(teardown.reason, sandcastle::crd::TeardownReason::Expired);
     assert_eq!(teardown.at.0, hours(12));
     assert_eq!(warnings(&world, 1).len(), 2, "one warning per expiry");
+}
+
+/// Opens PR `n` by `author` (a `[bot]` login is a Bot); returns the webhook's answer.
+async fn open_by(world: &World, n: u64, author: &str) -> serde_json::Value {
+    let mut spec = PrSpec::new(pr(n), sha(), &format!("b{n}"));
+    spec.author = author.to_owned();
+    let d = world.gh.open_pull_request(&world.repo, spec);
+    let (status, body) = world.deliver(&d).await;
+    assert!(status == 200 || status == 202, "{status} {body}");
+    body
+}
+
+fn replies_on(world: &World, n: u64) -> Vec<String> {
+    world
+        .gh
+        .comments(&world.repo, pr(n))
+        .into_iter()
+        .filter(|c| c.by_app && parse_marker(&c.body).is_none())
+        .map(|c| c.body)
+        .collect()
+}
+
+#[tokio::test]
+async fn each_author_class_gets_its_own_trigger_cap_and_rule() {
+    let world = World::new(
+        "cls",
+        TINY_APP,
+        json!({"maxPreviews": 10, "authors": {
+            "dependencyBots": {"trigger": "off"},
+            "outsideContributors": {"trigger": "comment"},
+            "agents": {"maxPreviews": 1, "stopAfterIdle": "1h"},
+            "agentLogins": ["devin-ai-integration"],
+        }}),
+    )
+    .await;
+    world.gh.set_role(&world.repo, MAINTAINER, Role::Write);
+
+    // The owner is a member: deployed on opening, and the comment says which rule applied.
+    open_by(&world, 1, "acme").await;
+    world.wait_phase("cls-pr-1", Phase::Ready, T).await;
+    sticky_says(
+        &world,
+        1,
+        "| **Rule** | members (authors.members): the Blueprint's own rules |",
+    )
+    .await;
+
+    // Dependabot: no preview, and one reply saying why (a redelivery does not repeat it).
+    let answer = open_by(&world, 2, "dependabot[bot]").await;
+    assert_eq!(answer["status"], "ignored", "{answer}");
+    let why = "Pull requests by dependency bots get no preview of `cls`: its rule \
+               `authors.dependencyBots.trigger` is `off`.";
+    eventually("the reply to dependabot's pull request", T, || {
+        let said = replies_on(&world, 2);
+        async move {
+            match &said[..] {
+                [one] if one.starts_with(why) => Ok(()),
+                other => Err(format!("{other:#?}")),
+            }
+        }
+    })
+    .await;
+    // Not even a maintainer's `/preview` deploys it.
+    let (status, outcome, _) = comment(&world, 2, MAINTAINER, "/preview").await;
+    assert_eq!(
+        (status, outcome["status"].as_str()),
+        (200, Some("refused")),
+        "{outcome}"
+    );
+    assert!(
+        world
+            .previews()
+            .get_opt("cls-pr-2")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    eventually("the note, then the command's answer", T, || {
+        let said = replies_on(&world, 2);
+        async move {
+            match &said[..] {
+                [_, answer] if answer.starts_with(why) => Ok(()),
+                other => Err(format!("{other:#?}")),
+            }
+        }
+    })
+    .await;
+
+    // An outside contributor waits for `/preview`.
+    let answer = open_by(&world, 3, "eve").await;
+    assert_eq!(answer["status"], "ignored", "{answer}");
+    assert!(
+        world
+            .previews()
+            .get_opt("cls-pr-3")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let (status, outcome, _) = comment(&world, 3, MAINTAINER, "/preview").await;
+    assert_eq!(
+        (status, outcome["status"].as_str()),
+        (200, Some("accepted")),
+        "{outcome}"
+    );
+    let pe = world.wait_phase("cls-pr-3", Phase::Ready, T).await;
+    assert_eq!(pe.spec.author_class, Some(AuthorClass::OutsideContributor));
+
+    // Coding agents: one at a time; the second queues behind its class, then starts.
+    open_by(&world, 4, "devin-ai-integration[bot]").await;
+    let first = world.wait_phase("cls-pr-4", Phase::Ready, T).await;
+    assert_eq!(first.spec.author_class, Some(AuthorClass::Agent));
+    sticky_says(
+        &world,
+        4,
+        "| **Rule** | coding agents (authors.agents): at most 1 at once, stops after 1h idle |",
+    )
+    .await;
+    open_by(&world, 5, "devin-ai-integration[bot]").await;
+    eventually(
+        "the second agent's preview queued behind its class",
+        T,
+        || async {
+            let pe = world.previews().get_opt("cls-pr-5").await.unwrap();
+            let st = pe.and_then(|p| p.status).unwrap_or_default();
+            match (st.phase, st.message.as_deref()) {
+                (Some(Phase::Pending), Some(m))
+                    if m.starts_with("1st in line for coding agents; 1/1") =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    let (status, _) = world
+        .deliver(&world.gh.close(&world.repo, pr(4), true))
+        .await;
+    assert_eq!(status, 200);
+    world.wait_phase("cls-pr-5", Phase::Ready, T).await;
 }

@@ -30,6 +30,7 @@ mod logs;
 mod mcp;
 mod metrics;
 mod nodes;
+mod paths;
 mod probe;
 mod schemathesis;
 mod serve;

@@ -14,14 +14,15 @@ use crate::crd::{
     BlueprintSpec, CommandOutcome, CommandWrite, DEFAULT_MAX_TTL, PreviewCommand,
     PreviewEnvironment, Teardown, TeardownReason,
 };
+use crate::domain::authors::{self, Author};
 use crate::domain::intent::{self, Change, Intent};
 use crate::domain::lifecycle;
 use crate::github::client::{Permission, PullState};
 use crate::github::command_parser::{self, Command, HelpLimits};
-use crate::github::config_file;
 use crate::github::text::replies::{Reply, reply_text};
 use crate::github::text::view::sticky_view;
 use crate::github::text::{StickyState, StickyView};
+use crate::github::{config_file, triggers};
 use crate::k8s::events::Request;
 use crate::k8s::previews::{self, Outcome};
 
@@ -183,7 +184,27 @@ async fn deploy(
     let now = ctx.clock.now();
     let pinned = pull.is_from_fork();
     let mut done = Done::default();
-    for (name, spec) in admitting.iter().filter(|(n, _)| config.selects(n)) {
+    let author = Author {
+        login: &pull.author,
+        is_bot: pull.author_is_bot,
+        association: pull.author_association,
+    };
+    let chosen: Vec<_> = admitting
+        .iter()
+        .filter(|(n, _)| config.selects(n))
+        .collect();
+    let mut off = 0;
+    for (name, spec) in &chosen {
+        let class = Some(authors::classify(&spec.authors, &author, &pull.labels));
+        if let (Some(why), Some(class)) = (triggers::off_reason(spec, class), class) {
+            tracing::info!(target: "audit", actor = %cmd.spec.author, action = "deploy", blueprint = %name, result = %why, delivery = %cmd.spec.delivery, "pull request command refused");
+            done.replies.push(Reply::AuthorClassOff {
+                blueprint: (*name).to_owned(),
+                class,
+            });
+            off += 1;
+            continue;
+        }
         let intent = Intent {
             preview: intent::preview_name(name, spec, &talk.repo, talk.pr),
             blueprint: (*name).to_owned(),
@@ -196,8 +217,9 @@ async fn deploy(
             change: Change::Deploy {
                 create: true,
                 requested_by: cmd.spec.author.clone(),
-                ttl: config.ttl(spec),
+                ttl: authors::ttl(spec, class, config.ttl(spec)),
                 max_ttl: spec.max_ttl.get(),
+                class,
             },
         };
         let preview = intent.preview.as_str();
@@ -219,6 +241,8 @@ async fn deploy(
         tracing::info!(target: "audit", actor = %cmd.spec.author, action = "deploy", preview, sha = %pull.head.sha, pinned, result = outcome.as_str(), delivery = %cmd.spec.delivery, "pull request command");
         done.written(preview, outcome);
     }
+    // Refused for every Blueprint it asked of.
+    done.refused = off > 0 && off == chosen.len();
     Ok(done)
 }
 
@@ -384,6 +408,7 @@ fn status_view(
             pinned_fork_note: false,
             log_tail: None,
             running: st.running,
+            rule: None,
         }
     })
 }

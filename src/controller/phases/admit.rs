@@ -26,7 +26,7 @@ use crate::controller::verdict::{Next, Verdict, set_phase};
 use crate::crd::labels::LAST_ACTIVITY;
 use crate::crd::{Blueprint, DEFAULT_TTL, Phase, PreviewEnvironment, PreviewStatus};
 use crate::domain::duration;
-use crate::domain::lifecycle;
+use crate::domain::{authors, lifecycle};
 use crate::github::text::statuses::fit_description;
 
 /// Requeues land this long after a deadline, so the deadline has surely passed.
@@ -51,7 +51,10 @@ struct Times {
 
 fn times(pe: &PreviewEnvironment, bp: Option<&Blueprint>, now: Timestamp) -> Times {
     let created = pe.creation_timestamp().map_or(now, |t| t.0);
-    let ttl = bp.map_or(DEFAULT_TTL, |b| b.spec.ttl).get();
+    let class = pe.spec.author_class;
+    let ttl = bp.map_or(DEFAULT_TTL.get(), |b| {
+        authors::ttl(&b.spec, class, b.spec.ttl.get())
+    });
     let expires_at = pe
         .spec
         .expires_at
@@ -66,7 +69,7 @@ fn times(pe: &PreviewEnvironment, bp: Option<&Blueprint>, now: Timestamp) -> Tim
         expires_at,
         last_activity,
         // Without its Blueprint a preview is never stopped, only expired.
-        stop_after_idle: bp.map_or(Duration::ZERO, |b| b.spec.stop_after_idle.get()),
+        stop_after_idle: bp.map_or(Duration::ZERO, |b| authors::stop_after_idle(&b.spec, class)),
     }
 }
 
@@ -82,8 +85,9 @@ pub(crate) fn requeue(
     let t = times(pe, Some(bp), now);
     let idle = lifecycle::idle_deadline(t.last_activity, t.stop_after_idle);
     let warned = pe.status.as_ref().and_then(|s| s.expiry_warned.as_ref());
-    let warning = lifecycle::warning_at(t.expires_at, bp.spec.expiry_warning.get())
-        .filter(|_| warned.is_none_or(|w| w.0 != t.expires_at));
+    let warning =
+        lifecycle::warning_at(t.expires_at, bp.spec.expiry_warning.get(), t.last_activity)
+            .filter(|_| warned.is_none_or(|w| w.0 != t.expires_at));
     lifecycle::until_next(now, &[Some(t.expires_at), idle, warning])
         .map_or(at_most, |d| (d + SLACK).min(at_most))
 }
@@ -162,7 +166,7 @@ pub(crate) async fn guard(
         })));
     }
 
-    warn::expiry(pe, &bp, &mut st, t.expires_at, ctx).await;
+    warn::expiry(pe, &bp, &mut st, t.expires_at, t.last_activity, ctx).await;
     let idle = lifecycle::is_idle(t.last_activity, t.stop_after_idle, now);
     let settled = matches!(
         st.phase,

@@ -18,9 +18,11 @@ use crate::controller::context::Context;
 use crate::controller::error::Error;
 use crate::controller::report::Report;
 use crate::controller::verdict::{save, set_phase};
+use crate::crd::AuthorClass;
 use crate::crd::{
     Blueprint, OverCapacity, Phase, PreviewEnvironment, PreviewStatus, SlotState, SlotStatus,
 };
+use crate::domain::authors;
 use crate::domain::lifecycle::{self, Admission};
 use crate::github::text::statuses::fit_description;
 use crate::k8s::status;
@@ -247,10 +249,24 @@ fn decide_in_line(
     asks.sort_by_key(|(index, _)| *index);
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     let (mut admitted, mut left) = (0, 0);
+    let mut admitted_of: BTreeMap<AuthorClass, u32> = BTreeMap::new();
     let mut out = Vec::with_capacity(asks.len());
     for (index, ask) in asks {
         let mut st = ask.st.clone();
         let in_line = index < line.len();
+        let class = ask.pe.spec.author_class;
+        if let (Some(class), Some(cap)) = (class, authors::cap(&ask.bp.spec, class)) {
+            let of_class = |p: &PreviewEnvironment| p.spec.author_class == Some(class);
+            let held = peers.iter().filter(|p| holds(p) && of_class(p)).count();
+            let in_use = count(held) + admitted_of.get(&class).copied().unwrap_or(0);
+            if in_use >= cap && st.rollout.is_none() {
+                let before = &line[..index.min(line.len())];
+                let ahead = before.iter().filter(|p| of_class(p)).count();
+                let slot = queue_for_class(&ask.pe, &mut st, class, in_use, cap, count(ahead), now);
+                out.push((ask, st, slot));
+                continue;
+            }
+        }
         // Those decided before it in this batch are ahead of it and have left the line.
         let ahead = count(index.saturating_sub(left));
         let slot = decide_one(
@@ -270,6 +286,9 @@ fn decide_in_line(
         }
         if matches!(slot, Slot::Held) {
             admitted += 1;
+            if let Some(class) = class {
+                *admitted_of.entry(class).or_default() += 1;
+            }
         }
         out.push((ask, st, slot));
     }
@@ -348,6 +367,47 @@ fn decide_one(
             Slot::Waiting(Some(report))
         }
     }
+}
+
+/// Queue `pe` behind its author class's cap (`authors.<class>.maxPreviews`): `in_use` of `cap`
+/// previews of the class hold a slot, `ahead` of its class wait before it. It stays in the
+/// Blueprint's line meanwhile, so it starts as soon as one of its class goes.
+fn queue_for_class(
+    pe: &PreviewEnvironment,
+    st: &mut PreviewStatus,
+    class: AuthorClass,
+    in_use: u32,
+    cap: u32,
+    ahead: u32,
+    now: jiff::Timestamp,
+) -> Slot {
+    let position = ahead + 1;
+    let keep = st.slot.as_ref().is_some_and(|s| {
+        s.state == SlotState::Queued && s.position == Some(position) && s.in_use == in_use
+    });
+    if !keep {
+        st.slot = Some(SlotStatus {
+            state: SlotState::Queued,
+            position: Some(position),
+            in_use,
+            cap,
+            generation: None,
+            since: Time(now),
+        });
+    }
+    let message = format!(
+        "{} in line for {}; {in_use}/{cap} of their previews of {} in use (authors.{}.maxPreviews)",
+        ordinal(position),
+        class.words(),
+        pe.spec.blueprint,
+        class.field()
+    );
+    set_phase(st, Phase::Pending, message, now, Some(&pe.spec.sha));
+    let why = format!(
+        "Waiting for a free slot ({in_use}/{cap} previews by {} in use)",
+        class.words()
+    );
+    Slot::Waiting(Some(Report::Queued(why)))
 }
 
 /// A torn-down or deleted preview gives its slot (or place in line) back: cleared from `st`.
@@ -453,6 +513,42 @@ mod tests {
                 (a.pe.name_any(), slot.state, slot.position, slot.in_use)
             })
             .collect()
+    }
+
+    #[test]
+    fn an_author_class_over_its_own_cap_queues_while_others_start() {
+        let mut bp = blueprint(10, "queue");
+        bp.spec.authors.agents.max_previews = Some(1);
+        let agent = |name: &str, created: &str, slot| {
+            let mut p = preview(name, created, slot);
+            p.spec.author_class = Some(AuthorClass::Agent);
+            p
+        };
+        let held = agent("held", "2026-12-01T10:00:00Z", Some(SlotState::Held));
+        let a1 = agent("a1", "2026-12-01T10:01:00Z", None);
+        let a2 = agent("a2", "2026-12-01T10:02:00Z", None);
+        let mut m = preview("m", "2026-12-01T10:03:00Z", None);
+        m.spec.author_class = Some(AuthorClass::Member);
+        let peers = [&held, &a1, &a2, &m];
+        let asks = [&a1, &a2, &m].map(|p| ask(p, &bp)).into();
+        let (decided, tally) = decide_in_line(&peers, asks, jiff::Timestamp::UNIX_EPOCH);
+        use SlotState::{Held, Queued};
+        assert_eq!(
+            outcome(&decided),
+            [
+                ("a1".to_owned(), Queued, Some(1), 1),
+                ("a2".to_owned(), Queued, Some(2), 1),
+                ("m".to_owned(), Held, None, 2),
+            ],
+            "agents wait behind their own cap; the member behind them starts"
+        );
+        assert_eq!(
+            decided[0].1.message.as_deref(),
+            Some(
+                "1st in line for coding agents; 1/1 of their previews of shop in use (authors.agents.maxPreviews)"
+            )
+        );
+        assert_eq!(tally, (2, 2));
     }
 
     #[test]

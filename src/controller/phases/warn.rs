@@ -19,18 +19,20 @@ use crate::github::text::replies::{Reply, reply_text};
 /// Pause after a failed attempt.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 
-/// Warn `pe`'s pull request that it expires at `expires_at`, if that is due now; records it in
-/// `st`. A failed reply is tried again after a pause; it never holds up the rest of the pass.
+/// Warn `pe`'s pull request that it expires at `expires_at` (set by the activity at `set_at`),
+/// if that is due now; records it in `st`. A failed reply is tried again after a pause; it never holds up the rest of the pass.
 pub(crate) async fn expiry(
     pe: &PreviewEnvironment,
     bp: &Blueprint,
     st: &mut PreviewStatus,
     expires_at: Timestamp,
+    set_at: Timestamp,
     ctx: &Context,
 ) {
     let now = ctx.clock.now();
     let warned = st.expiry_warned.as_ref().map(|t| t.0);
-    if !lifecycle::warning_due(expires_at, warned, bp.spec.expiry_warning.get(), now) {
+    let warning = bp.spec.expiry_warning.get();
+    if !lifecycle::warning_due(expires_at, set_at, warned, warning, now) {
         return;
     }
     let (Some(installation), Some(number)) = (pe.spec.installation_id, pe.spec.pull_request) else {

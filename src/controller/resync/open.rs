@@ -49,6 +49,10 @@ pub(super) fn as_event(pr: &PullRequest, installation: u64) -> PullRequestEvent 
         labels: pr.labels.clone(),
         label: None,
         author: pr.author.clone(),
+        author_is_bot: pr.author_is_bot,
+        before: None,
+        changed_files: None,
+        author_association: pr.author_association,
         sender: pr.author.clone(),
         updated_at: pr.updated_at,
         html_url: pr.html_url.clone(),
@@ -128,7 +132,19 @@ async fn follow_repo(
         }
         let event = as_event(pr, installation);
         let config = &configs[&pr.base.ref_];
-        let (intents, _) = crate::github::triggers::from_pull_request(&event, specs, config);
+        let (mut intents, mut skipped) =
+            crate::github::triggers::from_pull_request(&event, specs, config);
+        // Only a preview it would make is worth asking GitHub for the files.
+        let missing = |i: &Intent| !existing.contains_key(i.preview.as_str());
+        crate::github::changed_files::filter(
+            gh,
+            &event,
+            specs,
+            &mut intents,
+            &mut skipped,
+            missing,
+        )
+        .await;
         for intent in intents {
             follow_one(r, &intent, existing.get(intent.preview.as_str()), pr, specs).await?;
         }

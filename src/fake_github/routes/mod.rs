@@ -99,6 +99,14 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/repos/{owner}/{repo}/pulls", get(repos::list_pulls))
         .route("/repos/{owner}/{repo}/pulls/{number}", get(repos::get_pull))
         .route(
+            "/repos/{owner}/{repo}/pulls/{number}/files",
+            get(repos::pull_files),
+        )
+        .route(
+            "/repos/{owner}/{repo}/compare/{basehead}",
+            get(repos::compare),
+        )
+        .route(
             "/repos/{owner}/{repo}/contents/{*path}",
             get(repos::contents),
         )

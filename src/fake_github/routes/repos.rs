@@ -1,5 +1,5 @@
-//! Repository reads: pull requests (single and listed), collaborator permissions, file contents
-//! and check runs.
+//! Repository reads: pull requests (single and listed, their files, comparisons of commits),
+//! collaborator permissions, file contents and check runs.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -194,6 +194,58 @@ pub(super) async fn check_runs(
             items,
             |page, total| json!({"total_count": total, "check_runs": page}),
         )
+    })
+}
+
+/// A changed file as GitHub lists it.
+fn file_json(name: &str) -> Value {
+    json!({"filename": name, "status": "modified", "additions": 1, "deletions": 0, "changes": 1})
+}
+
+/// `GET /repos/{owner}/{repo}/pulls/{number}/files`: the files the pull request changes, paged,
+/// 3,000 at most as on GitHub.
+pub(super) async fn pull_files(
+    State(shared): State<Arc<Shared>>,
+    Extension(auth): Extension<RequestAuth>,
+    Path((owner, name, number)): Path<(String, String, u64)>,
+    Query(query): Q,
+    uri: Uri,
+) -> Response {
+    with_repo(&shared, &auth, &owner, &name, |st, repo| {
+        let Some(pr) = st.repo(repo).pulls.get(&number) else {
+            return not_found();
+        };
+        let items = pr.files().iter().take(3000).map(|f| file_json(f)).collect();
+        paginate_array(&shared, uri.path(), &query, items)
+    })
+}
+
+/// `GET /repos/{owner}/{repo}/compare/{base}...{head}`: the files changed from `base` to `head`
+/// (300 at most, as on GitHub), found among the pull requests' commits.
+pub(super) async fn compare(
+    State(shared): State<Arc<Shared>>,
+    Extension(auth): Extension<RequestAuth>,
+    Path((owner, name, basehead)): Path<(String, String, String)>,
+) -> Response {
+    with_repo(&shared, &auth, &owner, &name, |st, repo| {
+        let Some((base, head)) = basehead.split_once("...") else {
+            return not_found();
+        };
+        let found = st
+            .repo(repo)
+            .pulls
+            .values()
+            .find_map(|pr| pr.compare(base, head));
+        match found {
+            Some(files) => reply(
+                StatusCode::OK,
+                &json!({
+                    "status": "ahead",
+                    "files": files.iter().take(300).map(|f| file_json(f)).collect::<Vec<_>>(),
+                }),
+            ),
+            None => not_found(),
+        }
     })
 }
 

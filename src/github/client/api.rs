@@ -237,6 +237,39 @@ impl Installation {
         self.transport.get_json(&path, "pull request").await
     }
 
+    /// The paths pull request `number` changes, a renamed file's old path too. GitHub lists
+    /// 3,000 files at most: a list shorter than the pull request's `changed_files` was cut.
+    pub async fn list_pull_files(
+        &self,
+        repo: &RepoName,
+        number: PrNumber,
+    ) -> Result<Vec<String>, GitHubError> {
+        let path = format!("{}/pulls/{number}/files?per_page=100", repo_path(repo));
+        let files: Vec<FileWire> = self
+            .transport
+            .get_pages(&path, "pull request files", None)
+            .await?;
+        Ok(paths_of(files))
+    }
+
+    /// The paths changed from `base` to `head` (a push's `before` and `after`). GitHub lists 300
+    /// files at most: a list that long may have been cut.
+    pub async fn compare_files(
+        &self,
+        repo: &RepoName,
+        base: &Sha,
+        head: &Sha,
+    ) -> Result<Vec<String>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct CompareWire {
+            #[serde(default)]
+            files: Vec<FileWire>,
+        }
+        let path = format!("{}/compare/{base}...{head}", repo_path(repo));
+        let compare: CompareWire = self.transport.get_json(&path, "comparison").await?;
+        Ok(paths_of(compare.files))
+    }
+
     /// Every open pull request of the repository.
     pub async fn list_open_pulls(&self, repo: &RepoName) -> Result<Vec<PullRequest>, GitHubError> {
         let path = format!("{}/pulls?state=open&per_page=100", repo_path(repo));
@@ -332,4 +365,18 @@ impl Installation {
             })
             .collect()
     }
+}
+/// A changed file as GitHub lists it (pull request files, comparisons).
+#[derive(serde::Deserialize)]
+struct FileWire {
+    filename: String,
+    #[serde(default)]
+    previous_filename: Option<String>,
+}
+
+fn paths_of(files: Vec<FileWire>) -> Vec<String> {
+    files
+        .into_iter()
+        .flat_map(|f| std::iter::once(f.filename).chain(f.previous_filename))
+        .collect()
 }

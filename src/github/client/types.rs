@@ -274,6 +274,9 @@ pub struct PullRequest {
     pub base: PullBase,
     pub labels: Vec<String>,
     pub author: String,
+    /// GitHub says the author is a `Bot`.
+    pub author_is_bot: bool,
+    pub author_association: crate::domain::authors::Association,
     pub html_url: String,
     pub updated_at: Timestamp,
 }
@@ -299,6 +302,8 @@ struct PullWire {
     #[serde(default)]
     labels: Vec<LabelWire>,
     user: Actor,
+    #[serde(default)]
+    author_association: Option<String>,
     html_url: String,
     updated_at: Timestamp,
     head: RefWire,
@@ -351,6 +356,10 @@ impl TryFrom<PullWire> for PullRequest {
                 repo: RepoName::new(&base_repo.full_name)?,
             },
             labels: w.labels.into_iter().map(|l| l.name).collect(),
+            author_is_bot: w.user.kind == "Bot",
+            author_association: crate::domain::authors::Association::parse(
+                w.author_association.as_deref().unwrap_or(""),
+            ),
             author: w.user.login,
             html_url: w.html_url,
             updated_at: w.updated_at,

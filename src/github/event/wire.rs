@@ -1,6 +1,7 @@
 //! The subset of GitHub's payloads that Sandcastle reads. Field types validate on the way in
 //! (`RepoName`, `Sha`, `PrNumber`), so a bad value is reported with its path.
 
+use crate::domain::authors::Association;
 use jiff::Timestamp;
 use serde::Deserialize;
 
@@ -16,6 +17,8 @@ pub(super) struct RepoRef {
 #[derive(Deserialize)]
 pub(super) struct Login {
     login: String,
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -40,6 +43,9 @@ pub(super) struct PullRequestPayload {
     label: Option<LabelRef>,
     #[serde(default)]
     changes: Option<Changes>,
+    /// A `synchronize`'s previous head.
+    #[serde(default)]
+    before: Option<Sha>,
 }
 
 #[derive(Deserialize)]
@@ -61,6 +67,10 @@ struct PullRequest {
     #[serde(default)]
     labels: Vec<LabelRef>,
     user: Login,
+    #[serde(default)]
+    author_association: Option<String>,
+    #[serde(default)]
+    changed_files: Option<u64>,
     updated_at: Timestamp,
     head: Head,
     base: Base,
@@ -110,6 +120,10 @@ impl PullRequestPayload {
             merged_by: pr.merged_by.map(|u| u.login),
             labels: pr.labels.into_iter().map(|l| l.name).collect(),
             label: self.label.map(|l| l.name),
+            before: self.before,
+            changed_files: pr.changed_files,
+            author_is_bot: pr.user.kind.as_deref() == Some("Bot"),
+            author_association: Association::parse(pr.author_association.as_deref().unwrap_or("")),
             author: pr.user.login,
             sender: self.sender.login,
             updated_at: pr.updated_at,

@@ -59,6 +59,11 @@ pub enum Reply {
     NoPreview,
     /// No blueprint allows the repository.
     RepoNotEnabled { repo: RepoName },
+    /// `blueprint`'s `authors` rule for the pull request author's `class` says `off`.
+    AuthorClassOff {
+        blueprint: String,
+        class: crate::crd::AuthorClass,
+    },
     /// Not an answer: the warning, `expiryWarning` ahead, that `preview` expires `expires_at`
     /// (and may live until `latest` at most: creation + `maxTtl`).
     ExpiryWarning {
@@ -103,6 +108,12 @@ pub fn reply_text(reply: &Reply, limits: &HelpLimits) -> String {
              past {}.",
             duration::human(*max_ttl),
             clock(*latest)
+        ),
+        Reply::AuthorClassOff { blueprint, class } => format!(
+            "Pull requests by {} get no preview of {}: its rule `authors.{}.trigger` is `off`.",
+            class.words(),
+            code(blueprint),
+            class.field()
         ),
         Reply::ExpiryWarning {
             preview,
@@ -289,6 +300,13 @@ mod tests {
                 "⏳ Preview `shop-pr-42` goes in 2 h (Sun 6 Dec 16:00 UTC), the longest it may live. A push or `/preview` after that deploys a new one.",
             ),
             (
+                Reply::AuthorClassOff {
+                    blueprint: "shop".into(),
+                    class: crate::crd::AuthorClass::DependencyBot,
+                },
+                "Pull requests by dependency bots get no preview of `shop`: its rule `authors.dependencyBots.trigger` is `off`.",
+            ),
+            (
                 Reply::NotAPullRequest,
                 "`/preview` works on pull requests only.",
             ),
@@ -352,6 +370,7 @@ mod tests {
             pinned_fork_note: false,
             log_tail: None,
             running: None,
+            rule: None,
         };
         let reply = Reply::Status {
             previews: vec![

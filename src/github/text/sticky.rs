@@ -45,6 +45,8 @@ pub struct StickyView {
     pub log_tail: Option<LogTail>,
     /// How long it has run (its environment-hours), if it ever did.
     pub running: Option<RunningTime>,
+    /// The Blueprint's rule for the pull request author's class, in words.
+    pub rule: Option<String>,
 }
 
 /// The last log lines of the container a failure comes from.
@@ -214,6 +216,9 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
             expires.push_str(&format!(" · stops after {} idle", span(idle.as_secs())));
         }
         rows.push(("Expires", expires));
+    }
+    if let (Some(rule), false) = (&view.rule, removed) {
+        rows.push(("Rule", rule.clone()));
     }
     if let Some(running) = &view.running {
         let hours = crate::domain::running::hours(crate::domain::running::seconds(running, now));
@@ -591,6 +596,7 @@ mod tests {
             pinned_fork_note: false,
             log_tail: None,
             running: None,
+            rule: None,
         }
     }
 

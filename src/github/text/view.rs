@@ -8,7 +8,7 @@ use kube::ResourceExt;
 
 use super::sticky::{LogTail, StickyState, StickyView};
 use crate::crd::{BlueprintSpec, Phase, PreviewEnvironment};
-use crate::domain::Sha;
+use crate::domain::{Sha, authors};
 
 /// The view of `pe`, or `None` while there is nothing to say yet (the controller has not looked
 /// at it, or it is on its way down). `blueprint` fills in what it is cloned from and the idle
@@ -75,8 +75,9 @@ pub fn sticky_view(
         })
         .unwrap_or_default();
     let stop_after_idle = blueprint
-        .map(|b| b.stop_after_idle.get())
+        .map(|b| authors::stop_after_idle(b, spec.author_class))
         .filter(|d| *d > Duration::ZERO);
+    let rule = blueprint.and_then(|b| authors::rule_line(b, spec.author_class));
     Some(StickyView {
         preview: pe.name_any(),
         url: st.url.clone().filter(|_| !waiting),
@@ -99,6 +100,7 @@ pub fn sticky_view(
         pinned_fork_note: spec.pinned && !matches!(state, StickyState::Removed { .. }),
         log_tail: st.diagnosis.as_ref().and_then(log_tail),
         running: st.running.clone(),
+        rule,
         state,
     })
 }
