@@ -30,6 +30,7 @@ use crate::crd::labels::{CHECKS_CHANGED, REPO};
 use crate::crd::{Blueprint, BlueprintSpec, PreviewEnvironment};
 use crate::domain::RepoName;
 use crate::domain::intent;
+use crate::github::client::Installation;
 use crate::github::event::{
     self, CheckRunAction, CheckRunEvent, Event, PrAction, PullRequestEvent,
 };
@@ -243,15 +244,7 @@ async fn pull_request(
             None => Default::default(),
             Some(id) => {
                 let gh = state.github.installation(id);
-                let at = config_file::Reader {
-                    gh: &gh,
-                    app_id: state.github.app_id(),
-                    repo: &ev.repo,
-                    base: &ev.base.ref_,
-                    pr: ev.number,
-                    timeout: GITHUB_TIMEOUT,
-                };
-                config_file::load(at, &admitting)
+                config_file::load(reader(state, &gh, ev), &admitting)
                     .await
                     .map_err(|e| ApiError::github_unavailable(format!("{e}; redeliver later")))?
             }
@@ -415,6 +408,22 @@ async fn check_run(
     ))
 }
 
+/// How the webhook reads and writes on `ev`'s pull request through `gh`.
+fn reader<'a>(
+    state: &AppState,
+    gh: &'a Installation,
+    ev: &'a PullRequestEvent,
+) -> config_file::Reader<'a> {
+    config_file::Reader {
+        gh,
+        app_id: state.github.app_id(),
+        repo: &ev.repo,
+        base: &ev.base.ref_,
+        pr: ev.number,
+        timeout: GITHUB_TIMEOUT,
+    }
+}
+
 /// Say on a pull request just opened which Blueprints give its author's class no preview (a
 /// rule `trigger: off`), once each. Failures are logged: the delivery is not refused for them.
 async fn tell_classes_off(
@@ -442,16 +451,8 @@ async fn tell_classes_off(
             },
             &crate::github::command_parser::HelpLimits::of(Some(spec)),
         );
-        let at = config_file::Reader {
-            gh: &gh,
-            app_id: state.github.app_id(),
-            repo: &ev.repo,
-            base: &ev.base.ref_,
-            pr: ev.number,
-            timeout: GITHUB_TIMEOUT,
-        };
         let marker = format!("<!-- sandcastle-note class-off {name} -->");
-        if let Err(e) = config_file::tell_once(at, &marker, &text).await {
+        if let Err(e) = config_file::tell_once(reader(state, &gh, ev), &marker, &text).await {
             tracing::warn!(repo = %ev.repo, pr = %ev.number, blueprint = %name, error = %e, "could not say why the pull request gets no preview");
         }
     }

@@ -107,7 +107,7 @@ fn is_sticky_of(c: &CommentRecord, preview: &str) -> bool {
 }
 
 /// Sandcastle's comments on PR `n` that are not sticky comments (replies, notes), in order.
-fn replies(world: &World, n: u64) -> Vec<String> {
+pub(crate) fn replies(world: &World, n: u64) -> Vec<String> {
     world
         .gh
         .comments(&world.repo, pr(n))

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
 use sandcastle::crd::{AuthorClass, Phase, PreviewEnvironment, RunningTime};
 use sandcastle::domain::clock::Clock;
 use sandcastle::fake_github::{PrSpec, Role};
@@ -13,7 +14,7 @@ use sandcastle::github::text::parse_marker;
 use sandcastle::k8s::previews;
 use serde_json::json;
 
-use crate::conversation::{MAINTAINER, comment};
+use crate::conversation::{MAINTAINER, comment, replies};
 use crate::metrics::{family, scrape};
 use crate::support::eventually;
 use crate::support::fixtures::TINY_APP;
@@ -162,7 +163,14 @@ async fn the_keep_label_holds_the_expiry_and_each_expiry_is_warned_of_once() {
     let hours = |h: i64| created + jiff::SignedDuration::from_hours(h);
     world.open(1).await;
     let pe = world.wait_phase("keep-pr-1", Phase::Ready, T).await;
-    assert_eq!(pe.spec.expires_at.map(|t| t.0), Some(hours(4)));
+    assert_eq!(pe.spec.expires_at.as_ref().map(|t| t.0), Some(hours(4)));
+    // maxTtl counts from the resource's creation (the API server's time, which may be a second
+    // past the manual clock's start).
+    let longest = pe.creation_timestamp().unwrap().0 + jiff::SignedDuration::from_hours(12);
+    let advance_to = |at: jiff::Timestamp| {
+        let by = at.duration_since(world.clock.now());
+        world.clock.advance(Duration::try_from(by).unwrap());
+    };
 
     // An hour before it expires: one warning, saying how to keep it.
     world.clock.advance(3 * 60 * MINUTE + MINUTE);
@@ -186,23 +194,23 @@ async fn the_keep_label_holds_the_expiry_and_each_expiry_is_warned_of_once() {
     eventually("the expiry held to maxTtl", T, || async {
         let pe = world.previews().get("keep-pr-1").await.unwrap();
         match pe.spec.expires_at.map(|t| t.0) {
-            Some(at) if at == hours(12) => Ok(()),
+            Some(at) if at == longest => Ok(()),
             other => Err(format!("{other:?}")),
         }
     })
     .await;
 
     // Past the first expiry it lives on; an hour before the new one, a second warning.
-    world.clock.advance(8 * 60 * MINUTE);
+    advance_to(longest - jiff::SignedDuration::from_mins(59));
     let said = wait_warnings(&world, 1, 2).await;
     assert!(said[1].contains("the longest it may live"), "{said:#?}");
 
     // On time: removed once the clock reaches the expiry shown.
-    world.clock.advance(59 * MINUTE);
+    advance_to(longest);
     let pe = world.wait_phase("keep-pr-1", Phase::Removed, T).await;
     let teardown = pe.spec.teardown.unwrap();
     assert_eq!(teardown.reason, sandcastle::crd::TeardownReason::Expired);
-    assert_eq!(teardown.at.0, hours(12));
+    assert_eq!(teardown.at.0, longest);
     assert_eq!(warnings(&world, 1).len(), 2, "one warning per expiry");
 }
 
@@ -214,16 +222,6 @@ async fn open_by(world: &World, n: u64, author: &str) -> serde_json::Value {
     let (status, body) = world.deliver(&d).await;
     assert!(status == 200 || status == 202, "{status} {body}");
     body
-}
-
-fn replies_on(world: &World, n: u64) -> Vec<String> {
-    world
-        .gh
-        .comments(&world.repo, pr(n))
-        .into_iter()
-        .filter(|c| c.by_app && parse_marker(&c.body).is_none())
-        .map(|c| c.body)
-        .collect()
 }
 
 #[tokio::test]
@@ -257,7 +255,7 @@ async fn each_author_class_gets_its_own_trigger_cap_and_rule() {
     let why = "Pull requests by dependency bots get no preview of `cls`: its rule \
                `authors.dependencyBots.trigger` is `off`.";
     eventually("the reply to dependabot's pull request", T, || {
-        let said = replies_on(&world, 2);
+        let said = replies(&world, 2);
         async move {
             match &said[..] {
                 [one] if one.starts_with(why) => Ok(()),
@@ -282,7 +280,7 @@ async fn each_author_class_gets_its_own_trigger_cap_and_rule() {
             .is_none()
     );
     eventually("the note, then the command's answer", T, || {
-        let said = replies_on(&world, 2);
+        let said = replies(&world, 2);
         async move {
             match &said[..] {
                 [_, answer] if answer.starts_with(why) => Ok(()),
