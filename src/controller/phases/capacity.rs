@@ -339,13 +339,7 @@ fn decide_one(
                 ordinal(position),
                 pe.spec.blueprint
             );
-            let keep = st.slot.as_ref().is_some_and(|s| {
-                s.state == SlotState::Queued && s.position == Some(position) && s.in_use == in_use
-            });
-            if !keep {
-                st.slot = Some(slot(SlotState::Queued, Some(position), in_use));
-            }
-            set_phase(st, Phase::Pending, message, now, Some(&pe.spec.sha));
+            wait_in_line(pe, st, (position, in_use, cap), message, now);
             let why = format!(
                 "Waiting for a free slot ({in_use}/{cap} previews of {} in use)",
                 pe.spec.blueprint
@@ -382,6 +376,30 @@ fn queue_for_class(
     now: jiff::Timestamp,
 ) -> Slot {
     let position = ahead + 1;
+    let message = format!(
+        "{} in line for {}; {in_use}/{cap} of their previews of {} in use (authors.{}.maxPreviews)",
+        ordinal(position),
+        class.words(),
+        pe.spec.blueprint,
+        class.field()
+    );
+    wait_in_line(pe, st, (position, in_use, cap), message, now);
+    let why = format!(
+        "Waiting for a free slot ({in_use}/{cap} previews by {} in use)",
+        class.words()
+    );
+    Slot::Waiting(Some(Report::Queued(why)))
+}
+
+/// Record in `st` that `pe` waits in line: `(position, in_use, cap)`, phase `Pending` with
+/// `message`. The slot (and its `since`) is left as it is while its place has not changed.
+fn wait_in_line(
+    pe: &PreviewEnvironment,
+    st: &mut PreviewStatus,
+    (position, in_use, cap): (u32, u32, u32),
+    message: String,
+    now: jiff::Timestamp,
+) {
     let keep = st.slot.as_ref().is_some_and(|s| {
         s.state == SlotState::Queued && s.position == Some(position) && s.in_use == in_use
     });
@@ -395,19 +413,7 @@ fn queue_for_class(
             since: Time(now),
         });
     }
-    let message = format!(
-        "{} in line for {}; {in_use}/{cap} of their previews of {} in use (authors.{}.maxPreviews)",
-        ordinal(position),
-        class.words(),
-        pe.spec.blueprint,
-        class.field()
-    );
     set_phase(st, Phase::Pending, message, now, Some(&pe.spec.sha));
-    let why = format!(
-        "Waiting for a free slot ({in_use}/{cap} previews by {} in use)",
-        class.words()
-    );
-    Slot::Waiting(Some(Report::Queued(why)))
 }
 
 /// A torn-down or deleted preview gives its slot (or place in line) back: cleared from `st`.
