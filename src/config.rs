@@ -279,6 +279,13 @@ pub struct PreviewArgs {
     /// Show the dashboard's pages, read-only, to anyone without signing in.
     #[arg(long, env = "SANDCASTLE_PUBLIC_PAGES")]
     pub public_pages: bool,
+
+    /// Wake on visit: the wake listener as the ingress controller reaches it, `HOST:PORT`
+    /// (e.g. `sandcastle.sandcastle.svc.cluster.local:8081`). A stopped preview's Ingresses
+    /// then route to it through an ExternalName Service `sandcastle-wake` in its namespace.
+    /// Unset: stopped previews' Ingresses are left as they are.
+    #[arg(long, env = "SANDCASTLE_WAKE_SERVICE")]
+    pub wake_service: Option<crate::domain::wake::WakeTarget>,
 }
 
 /// Housekeeping and leader election.
@@ -583,6 +590,11 @@ pub struct ListenArgs {
     /// Address the HTTP server (webhook, API, dashboard, health, metrics) listens on.
     #[arg(long, env = "SANDCASTLE_LISTEN", default_value = "0.0.0.0:8080")]
     pub listen: SocketAddr,
+
+    /// Address the wake listener (the page visitors to a stopped preview's host see, and
+    /// nothing else) listens on.
+    #[arg(long, env = "SANDCASTLE_WAKE_LISTEN", default_value = "0.0.0.0:8081")]
+    pub wake_listen: SocketAddr,
 }
 
 /// Used in later settings blocks.

@@ -99,6 +99,7 @@ fn settings_of(args: &ServeArgs) -> Settings {
     settings.probe_via = args.previews.probe_via.clone();
     settings.delete_github_environments = args.previews.delete_github_environments;
     settings.public_pages = args.previews.public_pages;
+    settings.wake = args.previews.wake_service.clone();
     settings.oauth = oauth(args, None);
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();
@@ -149,6 +150,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         settings,
         webhook_secrets,
         listen: args.listen.listen,
+        wake_listen: Some(args.listen.wake_listen),
         clock: Clock::system(),
         controller: true,
     };

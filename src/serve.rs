@@ -35,6 +35,8 @@ pub struct Parts {
     pub settings: Settings,
     pub webhook_secrets: Vec<Secret>,
     pub listen: SocketAddr,
+    /// Where the wake listener (the page of stopped previews' hosts) listens; `None`: nowhere.
+    pub wake_listen: Option<SocketAddr>,
     pub clock: Clock,
     /// Run the controller in this process (false: serve HTTP only).
     pub controller: bool,
@@ -54,6 +56,8 @@ impl std::fmt::Debug for Parts {
 pub struct Running {
     /// The address the HTTP server is bound to.
     pub addr: SocketAddr,
+    /// The address the wake listener is bound to, when it listens.
+    pub wake_addr: Option<SocketAddr>,
     stop: CancellationToken,
     tasks: Vec<(&'static str, JoinHandle<()>)>,
     leading: watch::Receiver<bool>,
@@ -235,6 +239,10 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
             authority,
         )
     };
+    let wake_addr = match parts.wake_listen {
+        Some(at) => Some(serve_wake(at, state.clone(), &stop, &mut tasks).await?),
+        None => None,
+    };
     let router = http::app(state, mcp);
     let until = stop.clone().cancelled_owned();
     tasks.push((
@@ -286,10 +294,39 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
     tracing::info!(%addr, "Sandcastle is listening");
     Ok(Running {
         addr,
+        wake_addr,
         stop,
         tasks,
         leading,
     })
+}
+
+/// Serve the wake listener at `at` until `stop`; returns the address it is bound to.
+async fn serve_wake(
+    at: SocketAddr,
+    state: AppState,
+    stop: &CancellationToken,
+    tasks: &mut Vec<(&'static str, JoinHandle<()>)>,
+) -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(at)
+        .await
+        .with_context(|| format!("binding the wake listener {at}"))?;
+    let addr = listener.local_addr()?;
+    let until = stop.clone().cancelled_owned();
+    let router = http::wake::router(state);
+    tasks.push((
+        "wake listener",
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(until)
+                .await
+            {
+                tracing::error!(error = %e, "wake listener stopped");
+            }
+        }),
+    ));
+    tracing::info!(%addr, "wake listener is listening");
+    Ok(addr)
 }
 
 /// What a Sandcastle without a GitHub App needs to serve `/setup`.
@@ -343,6 +380,7 @@ pub async fn start_setup(parts: SetupParts) -> anyhow::Result<Running> {
     let (_, leading) = watch::channel(false);
     Ok(Running {
         addr,
+        wake_addr: None,
         stop,
         tasks: vec![("setup server", task)],
         leading,

@@ -1,9 +1,9 @@
 //! What agents and people do to previews through Sandcastle's API, MCP server and CLI, once for
 //! all three: list and read previews, create a sandbox without a pull request, redeploy, stop,
 //! wake, extend, reset, delete, wait for one, read its logs and events, mint a token scoped to
-//! it. Every operation authenticates and authorizes its caller first (`auth`: TokenReview and
-//! SubjectAccessReview, no user database of our own) and every write is audited three ways that
-//! agree: an `audit` log line here, and — through the request the write leaves on the preview —
+//! it; and a visit to a stopped preview's host, which wakes it. Every other operation
+//! authenticates and authorizes its caller first (`auth`: TokenReview and SubjectAccessReview,
+//! no user database of our own) and every write is audited three ways that agree: an `audit` log line here, and — through the request the write leaves on the preview —
 //! an entry in its status history and a Kubernetes Event, both written by the controller. Like
 //! every entry point, these only write desired state; the controller makes it true.
 
@@ -15,6 +15,7 @@ pub mod operation;
 pub mod remote;
 mod token;
 pub mod view;
+mod visit;
 mod write;
 
 use std::time::Duration;
@@ -33,6 +34,7 @@ pub use observe::{
 pub use operation::Operation;
 pub use token::{TokenRequestBody, TokenView};
 pub use view::{Addresses, ListFilter, PreviewList, PreviewView};
+pub use visit::Visited;
 pub use write::{ExtendBody, RedeployBody};
 
 use crate::crd::PreviewEnvironment;

@@ -74,6 +74,9 @@ pub struct Settings {
     pub oauth: Option<crate::github::user::OAuthApp>,
     /// Dashboard pages readable without signing in (`--public-pages`).
     pub public_pages: bool,
+    /// Where stopped previews' hosts are routed (Sandcastle's wake listener, as the ingress
+    /// controller reaches it); `None`: their Ingresses are left as they are.
+    pub wake: Option<crate::domain::wake::WakeTarget>,
 }
 
 impl Settings {
@@ -101,6 +104,7 @@ impl Settings {
             delete_github_environments: false,
             oauth: None,
             public_pages: false,
+            wake: None,
         }
     }
 }

@@ -24,6 +24,9 @@ pub const HOOK_STARTED: &str = "sandcastle.dev/hook-started-at";
 pub const STOPPED_REPLICAS: &str = "sandcastle.dev/stopped-replicas";
 /// Annotation recording whether a CronJob was suspended before its preview was stopped.
 pub const STOPPED_SUSPEND: &str = "sandcastle.dev/stopped-suspend";
+/// Annotation on a stopped preview's Ingress: its own routes (JSON), while they are sent to the
+/// waking page.
+pub const STOPPED_ROUTES: &str = "sandcastle.dev/stopped-routes";
 /// Annotation on a PreviewEnvironment: the last activity (push, command, API call), RFC 3339.
 /// Written by the entry points, only read by the controller, so its own writes never count.
 pub const LAST_ACTIVITY: &str = "sandcastle.dev/last-activity";

@@ -254,6 +254,14 @@ pub struct PreviewStatus {
     /// The expiry the pull request was last warned of (`expiryWarning`): one reply per expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiry_warned: Option<Time>,
+    /// The hosts of the preview's Ingresses, read when it was stopped: a visit to one of them
+    /// while it is stopped reaches Sandcastle's waking page.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    /// Whether the preview's Ingresses route to Sandcastle's waking page (stopped, or woken and
+    /// not Ready yet).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub wake_page: bool,
 }
 
 /// Running time: the finished stretches, and the one under way.

@@ -1,6 +1,6 @@
 //! Pure types and rules with no I/O: identifiers, secrets, durations, the clock, naming,
 //! templates, intents, the clone plan, the guardrails of a preview namespace and the lifecycle
-//! rules (expiry, idle, slots, running time).
+//! rules (expiry, idle, slots, running time, wake on visit).
 
 pub mod authors;
 pub mod clock;
@@ -19,6 +19,7 @@ pub mod running;
 mod secret;
 pub mod template;
 pub mod transitions;
+pub mod wake;
 
 pub use ids::{IdError, NamespaceName, PrNumber, RepoName, Sha};
 pub use secret::Secret;

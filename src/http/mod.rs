@@ -1,6 +1,7 @@
 //! The HTTP surface, built by one function ([`app`]): the GitHub webhook (pull request events,
 //! `/preview` commands, check runs), health probes, Prometheus metrics, the REST API and the
-//! dashboard people sign in to (whose preview pages GitHub's `log_url` points at).
+//! dashboard people sign in to (whose preview pages GitHub's `log_url` points at); and, on a
+//! listener of its own, the page a visitor to a stopped preview's host sees ([`wake`]).
 
 mod answer;
 pub mod api;
@@ -9,6 +10,7 @@ pub mod dashboard;
 mod deliveries;
 pub mod error;
 mod health;
+pub mod wake;
 pub mod webhook;
 
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Everything Sandcastle does through the Kubernetes API: custom resource types, labels,
 //! desired-state writes, reading blueprints, applying, readiness and diagnosis, namespaces, Events on previews,
-//! and the access Sandcastle itself needs (RBAC).
+//! a stopped preview's route to the waking page, and the access Sandcastle itself needs (RBAC).
 
 pub mod app_secret;
 pub mod apply;
@@ -13,3 +13,4 @@ pub mod rbac;
 pub mod readiness;
 pub mod source;
 pub mod status;
+pub mod wake_route;

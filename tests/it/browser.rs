@@ -2,7 +2,8 @@
 //! (WebDriver, with fantoccini). Signing in through the stand-in's OAuth pages, the list shows
 //! exactly the previews of readable repositories; a writer extends and stops a preview by its
 //! buttons and the page, the status and the sticky comment agree; a failed preview's page shows
-//! the diagnosis; a deploying preview's page updates itself without a reload. Each page is saved
+//! the diagnosis; a deploying preview's page updates itself without a reload; a visitor to a
+//! stopped preview's host is taken from the waking page into the woken app. Each page is saved
 //! as a screenshot under `target/screenshots/`. Needs `chromedriver` and `chromium`
 //! (`SANDCASTLE_CHROMEDRIVER`, `SANDCASTLE_CHROMIUM`, else on PATH; `.ci/run` installs them).
 
@@ -46,6 +47,11 @@ struct Browser {
 
 impl Browser {
     async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// A session whose Chromium also gets `args` (e.g. `--proxy-server=...`).
+    async fn start_with(args: &[String]) -> Self {
         let driver = program("SANDCASTLE_CHROMEDRIVER", &["chromedriver"]);
         let chromium = program("SANDCASTLE_CHROMIUM", &["chromium", "chromium-browser"]);
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -71,10 +77,19 @@ impl Browser {
         })
         .await;
         let mut caps = serde_json::Map::new();
+        let mut all: Vec<String> = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--window-size=1280,900",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        all.extend_from_slice(args);
         caps.insert(
             "goog:chromeOptions".into(),
-            json!({"binary": chromium, "args": ["--headless=new", "--no-sandbox",
-                "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"]}),
+            json!({"binary": chromium, "args": all}),
         );
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
         let client = ClientBuilder::new(connector)
@@ -405,4 +420,42 @@ async fn setup_makes_a_working_app_from_nothing() {
     let again = b.wait_text("Already set up").await;
     assert!(again.contains("sandcastle setup --force"), "{again}");
     b.client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_visitor_is_taken_from_the_waking_page_into_the_woken_app() {
+    use crate::support::ingress::IngressController;
+    use crate::wake::{host_of, parked, waking_world};
+
+    let world = waking_world("wakeb").await;
+    // Chromium reaches every preview host through the ingress controller, as its HTTP proxy.
+    let ingress = IngressController::start(world.client.clone()).await;
+    let b = Browser::start_with(&[format!("--proxy-server=http://{}", ingress.addr)]).await;
+    world.open(1).await;
+    world.wait_phase("wakeb-pr-1", Phase::Ready, T).await;
+    let host = host_of(&world, "wakeb-pr-1").await;
+    world.clock.advance(Duration::from_secs(61 * 60));
+    world.wait_phase("wakeb-pr-1", Phase::Stopped, T).await;
+    parked(&world, &world.namespace_of("wakeb-pr-1")).await;
+
+    b.client
+        .goto(&format!("http://{host}/orders"))
+        .await
+        .unwrap();
+    let text = b.text().await;
+    assert!(
+        text.contains("Waking up this preview") || text.contains("Starting this preview"),
+        "{text}"
+    );
+    b.screenshot("wake-waking").await;
+    // Nobody touches the page: it reloads itself into the app once the preview is Ready.
+    b.wait_text("app web in").await;
+    assert_eq!(
+        b.client.current_url().await.unwrap().as_str(),
+        format!("http://{host}/orders"),
+        "the visitor stays on the page they asked for"
+    );
+    b.screenshot("wake-woken").await;
+    let pe = world.previews().get("wakeb-pr-1").await.unwrap();
+    assert_eq!(pe.status.unwrap().phase, Some(Phase::Ready));
 }

@@ -37,4 +37,5 @@ mod serve;
 mod server_side_apply;
 mod stolen_token;
 mod supersede;
+mod wake;
 mod webhook;

@@ -152,6 +152,7 @@ impl Stage {
             settings,
             webhook_secrets: vec![Secret::new(SECRET)],
             listen: ([127, 0, 0, 1], port).into(),
+            wake_listen: None,
             clock: Clock::system(),
             controller,
         })

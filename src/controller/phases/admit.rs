@@ -2,8 +2,9 @@
 //! marked for teardown (`spec.teardown.reason: expired`, then torn down like a closed PR); a
 //! preview whose Blueprint was deleted fails with a clear message until it expires; a preview
 //! without a slot under `maxPreviews` waits or is refused (`capacity`); a preview asked to stop
-//! (`spec.stopped`) or idle for `stopAfterIdle` is scaled to zero (`idle`), and one that was
-//! stopped and no longer should be is woken before the rollout goes on. Time comes from the
+//! (`spec.stopped`) or idle for `stopAfterIdle` is scaled to zero (`idle`), its Ingresses sent to
+//! the waking page when wake on visit is on, and one that was stopped and no longer should be is
+//! woken before the rollout goes on (its Ingresses come back once it is Ready). Time comes from the
 //! clock; each preview is requeued at its next deadline, so nothing polls every preview.
 //!
 //! Activity is the `sandcastle.dev/last-activity` annotation, written by the entry points
@@ -28,6 +29,7 @@ use crate::crd::{Blueprint, DEFAULT_TTL, Phase, PreviewEnvironment, PreviewStatu
 use crate::domain::duration;
 use crate::domain::{authors, lifecycle};
 use crate::github::text::statuses::fit_description;
+use crate::k8s::wake_route;
 
 /// Requeues land this long after a deadline, so the deadline has surely passed.
 const SLACK: Duration = Duration::from_millis(500);
@@ -185,8 +187,17 @@ pub(crate) async fn guard(
     if let Some(why) = stop {
         if let Some(ns) = st.namespace.clone() {
             st.services = idle::stop(&ctx.client, &ns).await?;
+            if let Some(target) = &ctx.settings.wake {
+                st.hosts = wake_route::park(&ctx.client, &ns, &pe.name_any(), target).await?;
+                st.wake_page = true;
+            }
         }
-        let message = format!("{why}: comment /preview wake or push to start it again");
+        let visit = if st.wake_page && !pe.spec.stopped {
+            "open it, "
+        } else {
+            ""
+        };
+        let message = format!("{why}: {visit}comment /preview wake or push to start it again");
         if st.phase != Some(Phase::Stopped) {
             tracing::info!(target: "audit", actor = "sandcastle", action = "stop", preview = %pe.name_any(), sha = %sha, result = %why, "preview stopped");
         }

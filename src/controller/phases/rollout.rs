@@ -462,6 +462,12 @@ async fn apply_and_wait(
             }
         }
     }
+    // Woken and Ready: the hosts go back from the waking page to the app.
+    if st.wake_page {
+        let restored = crate::k8s::wake_route::unpark(&ctx.client, ns).await?;
+        tracing::debug!(preview = %pe.name_any(), restored, "ingresses routed back to the app");
+        st.wake_page = false;
+    }
     let ready = st.services.iter().filter(|s| s.ready >= s.desired).count();
     st.deployed_sha = Some(pe.spec.sha.clone());
     let message = format!("{ready}/{} services ready", st.services.len());

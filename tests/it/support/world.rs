@@ -76,6 +76,8 @@ pub struct World {
     /// Listen here, and say so as the public URL (sign-in sends people back to it); `None`: any
     /// free port.
     pub listen: Option<SocketAddr>,
+    /// Wake on visit: the wake listener's address, also the target stopped previews route to.
+    pub wake: Option<SocketAddr>,
     pub sandcastle: Option<Running>,
     http: HttpClient<HttpConnector, Full<Bytes>>,
 }
@@ -203,6 +205,7 @@ impl World {
             probe_via: None,
             sign_in: false,
             listen: None,
+            wake: None,
             sandcastle: None,
             http: HttpClient::builder(TokioExecutor::new()).build_http(),
         }
@@ -217,6 +220,9 @@ impl World {
         }
         if let Some(addr) = self.listen {
             s.public_url = format!("http://{addr}");
+        }
+        if let Some(wake) = self.wake {
+            s.wake = Some(format!("localhost:{}", wake.port()).parse().unwrap());
         }
         if self.sign_in {
             let (client_id, secret) = self.gh.oauth_client();
@@ -252,6 +258,7 @@ impl World {
             listen: self
                 .listen
                 .unwrap_or_else(|| "127.0.0.1:0".parse().unwrap()),
+            wake_listen: self.wake,
             clock: self.clock.clone(),
             controller: true,
         };
@@ -268,6 +275,16 @@ impl World {
             .expect("a free port");
         self.listen = Some(port);
         port
+    }
+
+    /// Wake on visit from now on: a wake listener on a free port of its own, which stopped
+    /// previews' Ingresses route to (as `localhost:PORT`).
+    pub fn wake_on_visit(&mut self) -> SocketAddr {
+        let at = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
+        self.wake = Some(at);
+        at
     }
 
     /// Open pull request `n` at a fresh commit and deliver it; returns the commit.
