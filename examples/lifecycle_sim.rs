@@ -1,18 +1,30 @@
-//! A week of agent pull-request traffic, simulated against Sandcastle's lifecycle rules (the
-//! same functions of time the controller and the webhook use: `domain::lifecycle`), to compare
-//! environment-hours with TTL + idle stop against previews that live until the PR closes.
+//! A week of pull-request traffic from people, dependency bots and coding agents, simulated
+//! against Sandcastle's lifecycle rules (the same functions of time the controller and the
+//! webhook use: `domain::lifecycle`), to compare environment-hours under each policy with
+//! previews that live until the PR closes, and to count what each policy costs reviewers.
 //!
 //! Run: `cargo run --example lifecycle_sim [-- --prs 200 --seed 7]`
 //!
-//! Model (deterministic for a seed): PRs open at random times over 7 days; each gets a burst of
-//! 2–7 agent pushes in its first minutes, then review rounds (pushes, commands) with exponential
-//! gaps (mean 3 h) during a log-normal active period (median 6 h). Two thirds are merged or
-//! closed within a few hours of their last round; a third are abandoned and stay open for days
-//! (log-normal, median 3 days from opening, cut at the week's end). A push or command is
-//! activity: it extends the expiry
-//! (`ttl` from now, within `maxTtl` from creation), wakes a stopped preview, and re-creates an
-//! expired one (a new preview, a new `maxTtl` window). "Running" hours count workloads scaled
-//! up; "existing" hours count namespaces (stopped ones keep their volumes).
+//! Model (deterministic for a seed). PRs open at random times over 7 days; their authors are
+//! coding agents (40 %), members (30 %), dependency bots (25 %) and outside contributors (5 %).
+//! - Agents: 2–7 pushes in the first minutes, then review rounds (pushes, commands) with
+//!   exponential gaps (mean 3 h) during a log-normal active period (median 6 h).
+//! - Members and outside contributors: 1–3 pushes in the first hour, then rounds with gaps of
+//!   mean 4 h during a period of median 8 h.
+//! - Dependency bots: 0–2 rebases a day apart.
+//! - Two thirds are merged or closed within hours of their last round (bots: mean 6 h); a third
+//!   are abandoned and stay open for days (median 3 days, bots 4), cut at the week's end.
+//! - A comment-triggered PR gets `/preview` from a maintainer with some chance (outside
+//!   contributors 60 %, bots 15 %) some hours after opening; without it, it gets no preview.
+//! - Reviewers visit the preview: after each round with chance 60 % (bots 20 %), at an
+//!   exponential delay of mean 1.5 h.
+//!
+//! A push or command is activity: it extends the expiry (`ttl` from now, within `maxTtl` from
+//! creation), wakes a stopped preview, and re-creates an expired auto-triggered one. A visit to
+//! a running preview goes to the app, which Sandcastle does not see. A visit to a stopped one
+//! meets the waking page with wake on visit (it wakes, a few seconds' wait) and, without it, a
+//! stopped preview: the reviewer comments `/preview wake` (counted as a command). "Running"
+//! hours count workloads scaled up; "existing" hours count namespaces.
 
 use std::time::Duration;
 
@@ -31,10 +43,31 @@ fn h_between(a: Timestamp, b: Timestamp) -> f64 {
     b.duration_since(a).as_secs_f64().max(0.0) / 3600.0
 }
 
-/// One pull request: when it opens, when there is activity, when it closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Author {
+    Agent,
+    Member,
+    Bot,
+    Outside,
+}
+
+const AUTHORS: [Author; 4] = [Author::Agent, Author::Member, Author::Bot, Author::Outside];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// A push or a command.
+    Activity,
+    /// A maintainer's `/preview` on a comment-triggered PR.
+    Ask,
+    /// A reviewer opens the preview's URL.
+    Visit,
+}
+
+/// One pull request: who opened it, what happened when, when it closed.
 struct Pr {
+    author: Author,
+    events: Vec<(Timestamp, Kind)>,
     open: Timestamp,
-    activity: Vec<Timestamp>,
     close: Timestamp,
 }
 
@@ -49,121 +82,237 @@ fn exponential(rng: &mut StdRng, mean: f64) -> f64 {
     -mean * u.ln()
 }
 
+fn author(rng: &mut StdRng) -> Author {
+    match rng.random_range(0..100) {
+        0..40 => Author::Agent,
+        40..70 => Author::Member,
+        70..95 => Author::Bot,
+        _ => Author::Outside,
+    }
+}
+
+/// Pushes and commands from opening until the last round.
+fn rounds(rng: &mut StdRng, who: Author, open: Timestamp) -> Vec<Timestamp> {
+    let mut activity = vec![open];
+    let mut t = open;
+    let (burst, step, gap, median) = match who {
+        Author::Agent => (rng.random_range(2..8), 0.02..0.2, 3.0, 6f64),
+        Author::Member | Author::Outside => (rng.random_range(1..4), 0.1..0.4, 4.0, 8f64),
+        Author::Bot => {
+            for _ in 0..rng.random_range(0..3) {
+                t += hours(exponential(rng, 24.0));
+                activity.push(t);
+            }
+            return activity;
+        }
+    };
+    for _ in 0..burst {
+        t += hours(rng.random_range(step.clone()));
+        activity.push(t);
+    }
+    let active_until = open + hours((median.ln() + normal(rng)).exp());
+    loop {
+        t += hours(exponential(rng, gap));
+        if t >= active_until {
+            break;
+        }
+        activity.push(t);
+    }
+    activity
+}
+
 fn traffic(n: usize, seed: u64, start: Timestamp, end: Timestamp) -> Vec<Pr> {
     let mut rng = StdRng::seed_from_u64(seed);
     (0..n)
         .map(|_| {
+            let who = author(&mut rng);
             let open = start + hours(rng.random_range(0.0..WEEK_H));
-            // The agent's burst of pushes in the first minutes.
-            let mut activity = vec![open];
-            let mut t = open;
-            for _ in 0..rng.random_range(2..8) {
-                t += hours(rng.random_range(0.02..0.2));
-                activity.push(t);
-            }
-            // Review rounds (pushes, commands) while someone works on it: log-normal active
-            // period (median 6 h), gaps exponential (mean 3 h).
-            let active_until = open + hours((6f64.ln() + 1.0 * normal(&mut rng)).exp());
-            loop {
-                t += hours(exponential(&mut rng, 3.0));
-                if t >= active_until {
-                    break;
-                }
-                activity.push(t);
-            }
+            let activity = rounds(&mut rng, who, open);
             let last = *activity.last().expect("opened");
-            // Most PRs are merged or closed soon after the last round; a third are abandoned
-            // and stay open for days (log-normal, median 3 days from opening).
-            let close = if rng.random_bool(0.65) {
-                last + hours(exponential(&mut rng, 2.0))
+            let (soon, abandoned) = if who == Author::Bot {
+                (6.0, 96f64)
             } else {
-                (open + hours((72f64.ln() + 0.8 * normal(&mut rng)).exp())).max(last)
+                (2.0, 72f64)
+            };
+            let close = if rng.random_bool(0.65) {
+                last + hours(exponential(&mut rng, soon))
+            } else {
+                (open + hours((abandoned.ln() + 0.8 * normal(&mut rng)).exp())).max(last)
             }
             .min(end);
-            activity.retain(|a| *a < close);
+            let mut events: Vec<(Timestamp, Kind)> =
+                activity.iter().map(|t| (*t, Kind::Activity)).collect();
+            let ask = match who {
+                Author::Outside => 0.6,
+                Author::Bot => 0.15,
+                _ => 0.0,
+            };
+            if rng.random_bool(ask) {
+                events.push((open + hours(exponential(&mut rng, 4.0)), Kind::Ask));
+            }
+            let look = if who == Author::Bot { 0.2 } else { 0.6 };
+            for t in &activity {
+                if rng.random_bool(look) {
+                    events.push((*t + hours(exponential(&mut rng, 1.5)), Kind::Visit));
+                }
+            }
+            events.retain(|(t, _)| *t < close);
+            events.sort();
             Pr {
+                author: who,
+                events,
                 open,
-                activity,
                 close,
             }
         })
         .collect()
 }
 
+/// One class's rule in a policy.
+#[derive(Debug, Clone, Copy)]
+struct Rule {
+    /// Previews only on `/preview` (else on every push).
+    comment: bool,
+    ttl: Duration,
+    idle: Duration,
+}
+
+/// A policy: each class's rule (in [`AUTHORS`] order), `maxTtl`, and wake on visit.
+struct Policy {
+    name: &'static str,
+    rules: [Rule; 4],
+    max_ttl: Duration,
+    wake_on_visit: bool,
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 struct Usage {
     running: f64,
     existing: f64,
-    previews_created: u32,
+    previews: u32,
     stops: u32,
-    expiries: u32,
+    /// Visits that met a stopped preview and had to comment `/preview wake`.
+    commands: u32,
+    /// Visits that met the waking page.
+    woken: u32,
 }
 
-/// Hours used by one PR's previews under `ttl`/`max_ttl`/`idle` (None: no TTL, no idle stop).
-fn usage(pr: &Pr, rules: Option<(Duration, Duration, Duration)>) -> Usage {
-    let mut u = Usage::default();
-    let Some((ttl, max_ttl, idle)) = rules else {
+impl std::ops::Add for Usage {
+    type Output = Self;
+    fn add(self, b: Self) -> Self {
+        Self {
+            running: self.running + b.running,
+            existing: self.existing + b.existing,
+            previews: self.previews + b.previews,
+            stops: self.stops + b.stops,
+            commands: self.commands + b.commands,
+            woken: self.woken + b.woken,
+        }
+    }
+}
+
+/// A live preview: created, expires, last active.
+type Live = (Timestamp, Timestamp, Timestamp);
+
+/// Hours and reviewer costs of one PR's previews under `rule` (`None`: live until close).
+fn usage(pr: &Pr, rule: Option<Rule>, max_ttl: Duration, wake_on_visit: bool) -> Usage {
+    let Some(rule) = rule else {
         let h = h_between(pr.open, pr.close);
         return Usage {
             running: h,
             existing: h,
-            previews_created: 1,
+            previews: 1,
             ..Usage::default()
         };
     };
-    // A live preview: created at, expires at, last active at.
-    let mut live: Option<(Timestamp, Timestamp, Timestamp)> = None;
-    let mut events = pr.activity.clone();
-    events.push(pr.close);
+    let mut u = Usage::default();
+    let mut live: Option<Live> = None;
+    let mut asked = !rule.comment;
     let mut now = pr.open;
-    for (i, at) in events.iter().enumerate() {
-        // From `now` to `at`, nothing happens but time.
+    let mut events = pr.events.clone();
+    events.push((pr.close, Kind::Activity));
+    for (i, (at, kind)) in events.iter().copied().enumerate() {
+        let mut stopped_at_visit = false;
         if let Some((_, expires, last)) = live {
-            let gone = expires.min(*at);
-            let stop = lifecycle::idle_deadline(last, idle)
+            let gone = expires.min(at);
+            let stop = lifecycle::idle_deadline(last, rule.idle)
                 .unwrap_or(gone)
                 .min(gone);
             u.existing += h_between(now, gone);
             u.running += h_between(now, stop.max(now));
-            if lifecycle::is_idle(last, idle, gone) && stop > now {
+            if lifecycle::is_idle(last, rule.idle, gone) && stop > now {
                 u.stops += 1;
             }
-            if lifecycle::is_expired(expires, *at) {
+            stopped_at_visit = lifecycle::is_idle(last, rule.idle, at);
+            if lifecycle::is_expired(expires, at) {
                 live = None;
-                u.expiries += 1;
             }
         }
-        now = *at;
+        now = at;
         if i == events.len() - 1 {
-            break; // the PR closed: torn down
+            break; // closed: torn down
         }
-        // Activity: create, or extend and wake.
+        let acts = match kind {
+            Kind::Activity => asked,
+            Kind::Ask => {
+                asked = true;
+                true
+            }
+            // A running preview's visit goes to the app; a stopped one's wakes it, by the page
+            // or by the reviewer's command.
+            Kind::Visit if live.is_some() && stopped_at_visit => {
+                if wake_on_visit {
+                    u.woken += 1;
+                } else {
+                    u.commands += 1;
+                }
+                true
+            }
+            Kind::Visit => false,
+        };
+        if !acts {
+            continue;
+        }
         live = Some(match live {
             None => {
-                u.previews_created += 1;
-                let expires = lifecycle::expires_after_activity(*at, None, *at, ttl, max_ttl);
-                (*at, expires, *at)
+                u.previews += 1;
+                (
+                    at,
+                    lifecycle::expires_after_activity(at, None, at, rule.ttl, max_ttl),
+                    at,
+                )
             }
             Some((created, expires, _)) => {
-                let expires =
-                    lifecycle::expires_after_activity(created, Some(expires), *at, ttl, max_ttl);
-                (created, expires, *at)
+                let e = lifecycle::expires_after_activity(
+                    created,
+                    Some(expires),
+                    at,
+                    rule.ttl,
+                    max_ttl,
+                );
+                (created, e, at)
             }
         });
     }
     u
 }
 
-fn total(prs: &[Pr], rules: Option<(Duration, Duration, Duration)>) -> Usage {
+fn class_of(a: Author) -> usize {
+    AUTHORS.iter().position(|x| *x == a).expect("listed")
+}
+
+fn total(prs: &[Pr], policy: Option<&Policy>) -> Usage {
     prs.iter()
-        .map(|p| usage(p, rules))
-        .fold(Usage::default(), |a, b| Usage {
-            running: a.running + b.running,
-            existing: a.existing + b.existing,
-            previews_created: a.previews_created + b.previews_created,
-            stops: a.stops + b.stops,
-            expiries: a.expiries + b.expiries,
+        .map(|p| match policy {
+            None => usage(p, None, Duration::ZERO, false),
+            Some(pol) => usage(
+                p,
+                Some(pol.rules[class_of(p.author)]),
+                pol.max_ttl,
+                pol.wake_on_visit,
+            ),
         })
+        .fold(Usage::default(), |a, b| a + b)
 }
 
 fn arg(name: &str, default: u64) -> u64 {
@@ -175,51 +324,127 @@ fn arg(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+fn policies() -> Vec<Policy> {
+    let h = |x: u64| Duration::from_secs(x * 3600);
+    let m = |x: u64| Duration::from_secs(x * 60);
+    let all = |ttl, idle| Rule {
+        comment: false,
+        ttl,
+        idle,
+    };
+    let every = |r: Rule| [r; 4];
+    // Agents, members, bots, outside contributors.
+    let by_class = |agents: Duration, people: Duration| {
+        [
+            all(h(24), agents),
+            all(h(24), people),
+            Rule {
+                comment: true,
+                ttl: h(24),
+                idle: people,
+            },
+            Rule {
+                comment: true,
+                ttl: h(24),
+                idle: people,
+            },
+        ]
+    };
+    vec![
+        Policy {
+            name: "TTL 24h + idle stop 4h (old defaults)",
+            rules: every(all(h(24), h(4))),
+            max_ttl: h(168),
+            wake_on_visit: false,
+        },
+        Policy {
+            name: "TTL 24h + idle stop 1h",
+            rules: every(all(h(24), h(1))),
+            max_ttl: h(168),
+            wake_on_visit: false,
+        },
+        Policy {
+            name: "TTL 24h + idle stop 1h + wake on visit",
+            rules: every(all(h(24), h(1))),
+            max_ttl: h(168),
+            wake_on_visit: true,
+        },
+        Policy {
+            name: "+ bots, outsiders on /preview",
+            rules: by_class(h(1), h(1)),
+            max_ttl: h(168),
+            wake_on_visit: true,
+        },
+        Policy {
+            name: "+ agents idle 30m (new defaults)",
+            rules: by_class(m(30), h(1)),
+            max_ttl: h(168),
+            wake_on_visit: true,
+        },
+        Policy {
+            name: "+ agents idle 15m",
+            rules: by_class(m(15), h(1)),
+            max_ttl: h(168),
+            wake_on_visit: true,
+        },
+        Policy {
+            name: "idle stop 30m for all + wake on visit",
+            rules: by_class(m(30), m(30)),
+            max_ttl: h(168),
+            wake_on_visit: true,
+        },
+    ]
+}
+
 fn main() {
     let n = usize::try_from(arg("--prs", 200)).unwrap_or(200);
     let seed = arg("--seed", 7);
     let start: Timestamp = "2026-11-30T00:00:00Z".parse().unwrap();
     let end = start + hours(WEEK_H);
     let prs = traffic(n, seed, start, end);
-    let pushes: usize = prs.iter().map(|p| p.activity.len()).sum();
-    let open_at_end = prs.iter().filter(|p| p.close >= end).count();
+    let count = |k: Kind| {
+        prs.iter()
+            .flat_map(|p| &p.events)
+            .filter(|(_, e)| *e == k)
+            .count()
+    };
+    let mix: Vec<String> = AUTHORS
+        .iter()
+        .map(|a| format!("{} {:?}", prs.iter().filter(|p| p.author == *a).count(), a))
+        .collect();
     println!(
-        "{n} PRs over 7 days (seed {seed}): {pushes} pushes/commands, {open_at_end} still open at the end"
+        "{n} PRs over 7 days (seed {seed}; {}): {} pushes/commands, {} visits, {} still open at the end",
+        mix.join(", "),
+        count(Kind::Activity),
+        count(Kind::Visit),
+        prs.iter().filter(|p| p.close >= end).count()
     );
-    let h = |x: u64| Duration::from_secs(x * 3600);
     let baseline = total(&prs, None);
-    let rows = [
-        ("until the PR closes", baseline),
-        (
-            "TTL 24h (maxTtl 168h)",
-            total(&prs, Some((h(24), h(168), Duration::ZERO))),
-        ),
-        (
-            "TTL 24h + idle stop 4h (defaults)",
-            total(&prs, Some((h(24), h(168), h(4)))),
-        ),
-        (
-            "TTL 24h + idle stop 1h",
-            total(&prs, Some((h(24), h(168), h(1)))),
-        ),
-        (
-            "TTL 8h + idle stop 1h",
-            total(&prs, Some((h(8), h(168), h(1)))),
-        ),
-    ];
     println!(
-        "{:<36} {:>13} {:>9} {:>14} {:>9} {:>7} {:>9}",
-        "policy", "running env-h", "vs close", "existing env-h", "previews", "stops", "expiries"
+        "| {:<40} | {:>8} | {:>8} | {:>8} | {:>8} | {:>6} | {:>14} | {:>12} |",
+        "policy",
+        "running",
+        "vs close",
+        "existing",
+        "previews",
+        "stops",
+        "/preview wake",
+        "waking page"
     );
-    for (name, u) in rows {
+    let row = |name: &str, u: Usage| {
         println!(
-            "{name:<36} {:>13.0} {:>8.0}% {:>14.0} {:>9} {:>7} {:>9}",
+            "| {name:<40} | {:>8.0} | {:>7.0}% | {:>8.0} | {:>8} | {:>6} | {:>14} | {:>12} |",
             u.running,
             100.0 * u.running / baseline.running,
             u.existing,
-            u.previews_created,
+            u.previews,
             u.stops,
-            u.expiries
+            u.commands,
+            u.woken
         );
+    };
+    row("previews live until the PR closes", baseline);
+    for p in policies() {
+        row(p.name, total(&prs, Some(&p)));
     }
 }

@@ -285,7 +285,7 @@ type Slot = Arc<RwLock<Option<(Store<PreviewEnvironment>, Now)>>>;
 pub type Now = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
 
 /// Counted at each scrape from the controller's cache of PreviewEnvironments: the
-/// `previews{phase}` gauge, and `environment_seconds{blueprint}`, the running time of previews
+/// `previews{phase}` gauge, and `environment_seconds{blueprint,author_class}`, the running time of previews
 /// (the stretches this process saw end, [`PreviewCount::ended`], plus those under way). Only
 /// the replica running the controller (the leader) has that cache; the others, and the leader
 /// until its cache is first filled, leave both out. The seconds start again from the stretches
@@ -293,7 +293,13 @@ pub type Now = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
 #[derive(Clone, Default)]
 pub struct PreviewCount {
     store: Slot,
-    ended: Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>,
+    ended: Arc<std::sync::Mutex<std::collections::BTreeMap<(String, &'static str), u64>>>,
+}
+
+/// The `author_class` label of a preview's class: the Blueprint's `authors` field (`members`,
+/// `agents`, ...), or `none` for previews without one (sandboxes made through the API).
+pub fn class_label(class: Option<crate::crd::AuthorClass>) -> &'static str {
+    class.map_or("none", crate::crd::AuthorClass::field)
 }
 
 impl std::fmt::Debug for PreviewCount {
@@ -324,10 +330,11 @@ impl PreviewCount {
         Counting(self.clone())
     }
 
-    /// A running stretch of `seconds` of a preview of `blueprint` ended (stopped, torn down).
-    pub fn ended(&self, blueprint: &str, seconds: u64) {
+    /// A running stretch of `seconds` of a preview of `blueprint` and author class `class`
+    /// ([`class_label`]) ended (stopped, torn down).
+    pub fn ended(&self, blueprint: &str, class: &'static str, seconds: u64) {
         let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
-        *ended.entry(blueprint.to_owned()).or_default() += seconds;
+        *ended.entry((blueprint.to_owned(), class)).or_default() += seconds;
     }
 
     /// The cache's previews and the time, or `None` without a filled cache.
@@ -344,12 +351,13 @@ impl PreviewCount {
         Some((store.state(), now()))
     }
 
-    /// Running seconds per Blueprint: the stretches ended here, and those under way in `previews`.
+    /// Running seconds per Blueprint and author class: the stretches ended here, and those
+    /// under way in `previews`.
     fn running_seconds(
         &self,
         previews: &[Arc<PreviewEnvironment>],
         now: jiff::Timestamp,
-    ) -> std::collections::BTreeMap<String, u64> {
+    ) -> std::collections::BTreeMap<(String, &'static str), u64> {
         let mut out = self.ended.lock().unwrap_or_else(|p| p.into_inner()).clone();
         for p in previews {
             let since = p
@@ -359,7 +367,8 @@ impl PreviewCount {
             let under_way = since.map_or(0, |t| {
                 u64::try_from(now.duration_since(t.0).as_secs()).unwrap_or(0)
             });
-            *out.entry(p.spec.blueprint.clone()).or_default() += under_way;
+            let key = (p.spec.blueprint.clone(), class_label(p.spec.author_class));
+            *out.entry(key).or_default() += under_way;
         }
         out
     }
@@ -388,12 +397,12 @@ impl Collector for PreviewCount {
         }
         let mut family = encoder.encode_descriptor(
             "environment_seconds",
-            "Running time of previews (namespace made, not stopped or torn down) by Blueprint: environment-hours times 3600; only from the replica running the controller.",
+            "Running time of previews (namespace made, not stopped or torn down) by Blueprint and author class: environment-hours times 3600; only from the replica running the controller.",
             None,
             MetricType::Counter,
         )?;
-        for (blueprint, seconds) in self.running_seconds(&previews, now) {
-            let labels = [("blueprint", blueprint.as_str())];
+        for ((blueprint, class), seconds) in self.running_seconds(&previews, now) {
+            let labels = [("blueprint", blueprint.as_str()), ("author_class", class)];
             ConstCounter::new(seconds).encode(family.encode_family(&labels)?)?;
         }
         Ok(())
@@ -604,13 +613,13 @@ mod tests {
         writer.apply_watcher_event(&Event::InitApply(running));
         writer.apply_watcher_event(&Event::InitApply(preview("b", None)));
         writer.apply_watcher_event(&Event::InitDone);
-        m.controller.previews.ended("shop", 60);
-        m.controller.previews.ended("web", 7);
+        m.controller.previews.ended("shop", "none", 60);
+        m.controller.previews.ended("web", "agents", 7);
         assert_eq!(
             seconds(&m),
             [
-                r#"sandcastle_environment_seconds_total{blueprint="shop"} 1860"#,
-                r#"sandcastle_environment_seconds_total{blueprint="web"} 7"#,
+                r#"sandcastle_environment_seconds_total{blueprint="shop",author_class="none"} 1860"#,
+                r#"sandcastle_environment_seconds_total{blueprint="web",author_class="agents"} 7"#,
             ],
             "ended 60 s plus 30 min under way (the 100 s a preview's status holds ended before: \
              counted when they ended)"

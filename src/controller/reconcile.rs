@@ -122,7 +122,11 @@ async fn finish(
     pe.status = persisted.clone();
     save(api, pe, &status).await?;
     if ended > 0 {
-        ctx.metrics.previews.ended(&pe.spec.blueprint, ended);
+        ctx.metrics.previews.ended(
+            &pe.spec.blueprint,
+            crate::metrics::class_label(pe.spec.author_class),
+            ended,
+        );
     }
     *persisted = Some(status.clone());
     pe.status = Some(status);

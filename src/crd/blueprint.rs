@@ -14,7 +14,7 @@ const REPOSITORY: &str = r"^[A-Za-z0-9-]{1,39}/([A-Za-z0-9._-]{1,100}|\*)$";
 /// The Blueprint's duration defaults, the one place they are written.
 pub const DEFAULT_TTL: GoDuration = GoDuration::from_secs(24 * 3600);
 pub const DEFAULT_MAX_TTL: GoDuration = GoDuration::from_secs(168 * 3600);
-pub const DEFAULT_STOP_AFTER_IDLE: GoDuration = GoDuration::from_secs(4 * 3600);
+pub const DEFAULT_STOP_AFTER_IDLE: GoDuration = GoDuration::from_secs(3600);
 pub const DEFAULT_READINESS_TIMEOUT: GoDuration = GoDuration::from_secs(600);
 pub const DEFAULT_EXPIRY_WARNING: GoDuration = GoDuration::from_secs(2 * 3600);
 

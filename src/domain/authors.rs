@@ -74,10 +74,11 @@ pub fn trigger(
     blueprint: Trigger,
 ) -> ClassTrigger {
     let own = class.and_then(|c| spec.authors.rule(c).trigger);
-    own.unwrap_or(match blueprint {
-        Trigger::Auto => ClassTrigger::Auto,
-        Trigger::Comment => ClassTrigger::Comment,
-    })
+    own.or_else(|| class.and_then(builtin_trigger))
+        .unwrap_or(match blueprint {
+            Trigger::Auto => ClassTrigger::Auto,
+            Trigger::Comment => ClassTrigger::Comment,
+        })
 }
 
 /// The TTL of `class`'s previews: its own, else `otherwise`.
@@ -87,12 +88,27 @@ pub fn ttl(spec: &BlueprintSpec, class: Option<AuthorClass>, otherwise: Duration
         .map_or(otherwise, |t| t.get())
 }
 
-/// The idle stop of `class`'s previews (`0`: never).
+/// The idle stop of coding agents' previews when their rule leaves it out: the Blueprint's, cut
+/// to this (`docs/lifecycle.md` shows the simulated week it was chosen from).
+pub const AGENT_IDLE: Duration = Duration::from_secs(30 * 60);
+
+/// The trigger of `class` when its rule leaves it out and the Blueprint deploys on its own:
+/// dependency bots' pull requests deploy on `/preview` (most are merged unseen).
+fn builtin_trigger(class: AuthorClass) -> Option<ClassTrigger> {
+    (class == AuthorClass::DependencyBot).then_some(ClassTrigger::Comment)
+}
+
+/// The idle stop of `class`'s previews (`0`: never): its own, else the Blueprint's (for coding
+/// agents at most [`AGENT_IDLE`], unless the Blueprint never stops previews).
 pub fn stop_after_idle(spec: &BlueprintSpec, class: Option<AuthorClass>) -> Duration {
-    class
-        .and_then(|c| spec.authors.rule(c).stop_after_idle)
-        .unwrap_or(spec.stop_after_idle)
-        .get()
+    if let Some(own) = class.and_then(|c| spec.authors.rule(c).stop_after_idle) {
+        return own.get();
+    }
+    let blueprint = spec.stop_after_idle.get();
+    match class {
+        Some(AuthorClass::Agent) if !blueprint.is_zero() => blueprint.min(AGENT_IDLE),
+        _ => blueprint,
+    }
 }
 
 /// How many previews of `class` may hold a slot at once, if its rule caps them.
@@ -106,7 +122,8 @@ pub fn rule_line(spec: &BlueprintSpec, class: Option<AuthorClass>) -> Option<Str
     let class = class?;
     let rule = spec.authors.rule(class);
     let mut parts = Vec::new();
-    if let Some(t) = rule.trigger {
+    let trigger = rule.trigger.or_else(|| builtin_trigger(class));
+    if let Some(t) = trigger {
         parts.push(match t {
             ClassTrigger::Auto => "deploys on its own".to_owned(),
             ClassTrigger::Comment => "deploys on /preview".to_owned(),
@@ -119,8 +136,9 @@ pub fn rule_line(spec: &BlueprintSpec, class: Option<AuthorClass>) -> Option<Str
     if let Some(t) = rule.ttl {
         parts.push(format!("TTL {}", super::duration::go_style(t.get())));
     }
-    if let Some(t) = rule.stop_after_idle {
-        parts.push(match t.get() {
+    let idle = stop_after_idle(spec, Some(class));
+    if rule.stop_after_idle.is_some() || idle != spec.stop_after_idle.get() {
+        parts.push(match idle {
             d if d.is_zero() => "never stopped when idle".to_owned(),
             d => format!("stops after {} idle", super::duration::go_style(d)),
         });
@@ -218,6 +236,43 @@ mod tests {
             "authors": authors,
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn bots_wait_for_a_command_and_agents_stop_sooner_unless_told_otherwise() {
+        let s = spec(serde_json::json!({}));
+        let bots = Some(AuthorClass::DependencyBot);
+        let agents = Some(AuthorClass::Agent);
+        let members = Some(AuthorClass::Member);
+        assert_eq!(trigger(&s, bots, Trigger::Auto), ClassTrigger::Comment);
+        assert_eq!(trigger(&s, members, Trigger::Auto), ClassTrigger::Auto);
+        assert_eq!(stop_after_idle(&s, agents), AGENT_IDLE);
+        assert_eq!(stop_after_idle(&s, members), Duration::from_secs(4 * 3600));
+        assert_eq!(
+            rule_line(&s, agents).unwrap(),
+            "coding agents (authors.agents): stops after 30m idle"
+        );
+        assert_eq!(
+            rule_line(&s, bots).unwrap(),
+            "dependency bots (authors.dependencyBots): deploys on /preview"
+        );
+        assert_eq!(
+            rule_line(&s, members).unwrap(),
+            "members (authors.members): the Blueprint's own rules"
+        );
+        // A Blueprint that never stops previews never stops agents' either; a shorter idle stop
+        // is theirs too; a class's own rule wins.
+        let mut never = s.clone();
+        never.stop_after_idle = crate::crd::GoDuration::from_secs(0);
+        assert_eq!(stop_after_idle(&never, agents), Duration::ZERO);
+        let mut short = s;
+        short.stop_after_idle = crate::crd::GoDuration::from_secs(600);
+        assert_eq!(stop_after_idle(&short, agents), Duration::from_secs(600));
+        let own = spec(
+            serde_json::json!({"agents": {"stopAfterIdle": "2h"}, "dependencyBots": {"trigger": "auto"}}),
+        );
+        assert_eq!(stop_after_idle(&own, agents), Duration::from_secs(7200));
+        assert_eq!(trigger(&own, bots, Trigger::Auto), ClassTrigger::Auto);
     }
 
     #[test]

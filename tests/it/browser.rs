@@ -429,7 +429,7 @@ async fn a_visitor_is_taken_from_the_waking_page_into_the_woken_app() {
 
     let world = waking_world("wakeb").await;
     // Chromium reaches every preview host through the ingress controller, as its HTTP proxy.
-    let ingress = IngressController::start(world.client.clone()).await;
+    let ingress = IngressController::start(world.client.clone(), &world.prefix).await;
     let b = Browser::start_with(&[format!("--proxy-server=http://{}", ingress.addr)]).await;
     world.open(1).await;
     world.wait_phase("wakeb-pr-1", Phase::Ready, T).await;

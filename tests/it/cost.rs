@@ -27,6 +27,8 @@ const MINUTE: Duration = Duration::from_secs(60);
 async fn manual_world(name: &str, extra: serde_json::Value) -> World {
     let mut world = World::unstarted(name, TINY_APP, extra).await;
     world.clock = Clock::manual(Timestamp::from_second(Timestamp::now().as_second()).unwrap());
+    // The dashboard's pages without signing in (its sums are checked).
+    world.configure = Some(|parts| parts.settings.public_pages = true);
     world.start().await;
     world
 }
@@ -56,7 +58,10 @@ async fn sticky_says(world: &World, n: u64, text: &str) -> String {
 
 /// Wait until `/metrics` counts `seconds` of running time for Blueprint `blueprint`.
 async fn metrics_count(world: &World, blueprint: &str, seconds: f64) {
-    let series = format!(r#"sandcastle_environment_seconds_total{{blueprint="{blueprint}"}}"#);
+    // The stand-in's pull requests are by a contributor without write access.
+    let series = format!(
+        r#"sandcastle_environment_seconds_total{{blueprint="{blueprint}",author_class="outsideContributors"}}"#
+    );
     eventually(&format!("{series} = {seconds}"), T, || async {
         let m = scrape(world).await;
         let counted = family(&m, "sandcastle_environment_seconds_total");
@@ -102,6 +107,11 @@ async fn environment_hours_in_status_comment_and_metrics_follow_the_clock() {
     // Stopped time is not running time.
     world.clock.advance(120 * MINUTE);
     metrics_count(&world, "hours", 3660.0).await;
+    // The dashboard sums them per Blueprint.
+    let (status, _, page) = world.get_text("/", vec![]).await;
+    assert_eq!(status, 200, "{page}");
+    let row = "<td>hours</td><td>1 / 20</td><td>0</td><td>1.0</td>";
+    assert!(page.contains(row), "{page}");
 
     // Woken, half an hour more, then closed: the total stays on the comment.
     previews::set_stopped(&world.previews(), "hours-pr-1", false, world.clock.now())

@@ -102,7 +102,7 @@ pub async fn parked(world: &World, ns: &str) {
 #[tokio::test]
 async fn a_visit_to_a_stopped_preview_wakes_it_and_its_host_goes_back_to_the_app() {
     let world = waking_world("wake").await;
-    let ingress = IngressController::start(world.client.clone()).await;
+    let ingress = IngressController::start(world.client.clone(), &world.prefix).await;
     world.open(1).await;
     world.open(2).await;
     let (one, two) = ("wake-pr-1", "wake-pr-2");

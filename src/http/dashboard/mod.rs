@@ -236,8 +236,21 @@ async fn visible(state: &AppState, viewer: &Viewer) -> Result<Vec<PreviewView>, 
     }
 }
 
+/// A shown preview's running seconds so far: its ended stretches and the one under way.
+fn seconds_so_far(p: &PreviewView, now: jiff::Timestamp) -> u64 {
+    let under_way = p
+        .running_since
+        .as_deref()
+        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+        .map_or(0, |t| {
+            u64::try_from(now.duration_since(t).as_secs()).unwrap_or(0)
+        });
+    p.running_seconds + under_way
+}
+
 fn capacity(state: &AppState, previews: &[PreviewView]) -> Vec<Capacity> {
     let shown: BTreeSet<&str> = previews.iter().map(|p| p.blueprint.as_str()).collect();
+    let now = state.clock.now();
     let mut out: Vec<Capacity> = state
         .blueprints
         .state()
@@ -250,8 +263,15 @@ fn capacity(state: &AppState, previews: &[PreviewView]) -> Vec<Capacity> {
         })
         .map(|b| {
             let st = b.status.clone().unwrap_or_default();
+            let name = b.metadata.name.clone().unwrap_or_default();
+            let env_seconds = previews
+                .iter()
+                .filter(|p| p.blueprint == name)
+                .map(|p| seconds_so_far(p, now))
+                .sum();
             Capacity {
-                blueprint: b.metadata.name.clone().unwrap_or_default(),
+                env_seconds,
+                blueprint: name,
                 in_use: st.active_previews,
                 cap: b.spec.max_previews,
                 queued: st.queued_previews,

@@ -90,6 +90,9 @@ pub struct Capacity {
     pub in_use: u32,
     pub cap: u32,
     pub queued: u32,
+    /// Running seconds of the previews shown (environment-hours × 3600), torn-down ones kept
+    /// as tombstones included.
+    pub env_seconds: u64,
 }
 
 /// The list page.
@@ -193,9 +196,10 @@ pub fn index(page: &Index) -> String {
         @if !page.capacity.is_empty() {
             h2 { "Capacity" }
             div.wrap { table {
-                thead { tr { th scope="col" { "Blueprint" } th scope="col" { "In use" } th scope="col" { "Queued" } } }
+                thead { tr { th scope="col" { "Blueprint" } th scope="col" { "In use" } th scope="col" { "Queued" } th scope="col" { "Environment-hours" } } }
                 tbody { @for c in &page.capacity { tr {
                     td { (c.blueprint) } td { (c.in_use) " / " (c.cap) } td { (c.queued) }
+                    td { (crate::domain::running::hours(c.env_seconds)) }
                 } } }
             } }
         }

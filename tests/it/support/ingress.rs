@@ -3,7 +3,9 @@
 //! picks the Ingress rule and its longest matching path; the rule's backend Service decides: an
 //! `ExternalName` Service (Sandcastle's `sandcastle-wake`) is proxied to, with the visitor's
 //! `Host`; any other Service answers `app <service> in <namespace>`, standing for the app (the
-//! control plane runs no containers). A host no Ingress serves gets nginx's default 404.
+//! control plane runs no containers). A host no Ingress serves gets nginx's default 404. It
+//! routes only by the Ingresses of one test's preview namespaces (their prefix), as each test
+//! stands for a cluster of its own.
 
 use std::net::SocketAddr;
 
@@ -30,10 +32,13 @@ impl Drop for IngressController {
 }
 
 impl IngressController {
-    pub async fn start(client: Client) -> Self {
+    /// Route by the Ingresses of namespaces whose names start with `prefix`.
+    pub async fn start(client: Client, prefix: &str) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let app = Router::new().fallback(route).with_state(client);
+        let app = Router::new()
+            .fallback(route)
+            .with_state((client, prefix.to_owned()));
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -58,11 +63,19 @@ impl IngressController {
 }
 
 /// Where an Ingress sends `host` and `path`: the backend Service's namespace, name and port.
-async fn backend(client: &Client, host: &str, path: &str) -> Option<(String, String, u16)> {
+async fn backend(
+    client: &Client,
+    prefix: &str,
+    host: &str,
+    path: &str,
+) -> Option<(String, String, u16)> {
     let all: Api<Ingress> = Api::all(client.clone());
     let mut best: Option<(usize, (String, String, u16))> = None;
     for ing in all.list(&ListParams::default()).await.ok()? {
         let ns = ing.namespace().unwrap_or_default();
+        if !ns.starts_with(prefix) {
+            continue;
+        }
         for rule in ing.spec.iter().flat_map(|s| s.rules.iter().flatten()) {
             if rule.host.as_deref() != Some(host) {
                 continue;
@@ -85,7 +98,7 @@ async fn backend(client: &Client, host: &str, path: &str) -> Option<(String, Str
 }
 
 async fn route(
-    State(client): State<Client>,
+    State((client, prefix)): State<(Client, String)>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -98,7 +111,7 @@ async fn route(
         .or_else(|| uri.host().map(str::to_owned))
         .unwrap_or_default();
     let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
-    let Some((ns, name, port)) = backend(&client, &host, uri.path()).await else {
+    let Some((ns, name, port)) = backend(&client, &prefix, &host, uri.path()).await else {
         return (StatusCode::NOT_FOUND, Html("<html><head><title>404 Not Found</title></head><body>default backend - 404</body></html>")).into_response();
     };
     let services: Api<Service> = Api::namespaced(client, &ns);
