@@ -20,41 +20,12 @@ use sandcastle::k8s::previews;
 use serde_json::json;
 
 use crate::support::eventually;
+use crate::support::fixtures::WEB_APP;
 use crate::support::ingress::IngressController;
 use crate::support::world::World;
 
 const T: Duration = Duration::from_secs(90);
 const MINUTE: Duration = Duration::from_secs(60);
-
-/// A web Deployment behind a Service and an Ingress (the host is the Blueprint's).
-pub const WEB_APP: &str = r"apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: registry.example.com/shop/web:1.0}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 8080}]
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {name: web}
-spec:
-  rules:
-  - host: web.staging.example.com
-    http:
-      paths:
-      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
-";
 
 /// A world with wake on visit, on a manual clock, whose previews stop after an hour idle.
 pub async fn waking_world(name: &str) -> World {
