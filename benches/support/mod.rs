@@ -187,6 +187,8 @@ pub async fn serve_with_stand_in(
         .env("SANDCASTLE_NAMESPACE", home)
         .env("SANDCASTLE_NAMESPACE_PREFIX", home)
         .env("SANDCASTLE_LISTEN", format!("127.0.0.1:{port}"))
+        // The wake listener on a free port of its own (replicas run side by side).
+        .env("SANDCASTLE_WAKE_LISTEN", "127.0.0.1:0")
         .env("SANDCASTLE_GITHUB_APP_ID", TEST_APP_ID.to_string())
         .env("SANDCASTLE_GITHUB_PRIVATE_KEY_FILE", &key)
         .env("SANDCASTLE_WEBHOOK_SECRET", secret)

@@ -31,7 +31,50 @@ pub fn definitions() -> Vec<CustomResourceDefinition> {
     ]
     .into_iter()
     .map(with_known_formats)
+    .map(stamped)
     .collect()
+}
+
+/// Annotation on each definition: a digest of its `spec`, so a running Sandcastle can tell
+/// whether the cluster serves the schema it writes (`/readyz`). Helm installs `crds/` only on
+/// the first install: after an upgrade the old schema would drop or refuse the fields a newer
+/// Sandcastle writes.
+pub const SCHEMA_ANNOTATION: &str = "sandcastle.dev/schema";
+
+/// The digest of a definition's `spec` (16 hex digits of its SHA-256).
+pub fn schema_digest(crd: &CustomResourceDefinition) -> String {
+    use sha2::Digest as _;
+    let spec = serde_json::to_vec(&crd.spec).expect("a CRD spec serializes");
+    hex::encode(&sha2::Sha256::digest(&spec)[..8])
+}
+
+fn stamped(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    let digest = schema_digest(&crd);
+    crd.metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(SCHEMA_ANNOTATION.to_owned(), digest);
+    crd
+}
+
+/// Why the installed definition `name` (its [`SCHEMA_ANNOTATION`], if any) is not the one this
+/// build writes; `None` when it is.
+pub fn schema_mismatch(name: &str, installed: Option<&str>) -> Option<String> {
+    let wanted = definitions()
+        .into_iter()
+        .find(|c| c.metadata.name.as_deref() == Some(name))?
+        .metadata
+        .annotations?
+        .remove(SCHEMA_ANNOTATION)?;
+    (installed != Some(wanted.as_str())).then(|| {
+        format!(
+            "CustomResourceDefinition {name} is not the one this Sandcastle writes (schema {}, \
+             this build's {wanted}): apply the new definitions with \
+             `kubectl apply --server-side -f charts/sandcastle/crds/` (or `sandcastle crds | \
+             kubectl apply --server-side -f -`); Helm never upgrades them",
+            installed.unwrap_or("unknown")
+        )
+    })
 }
 
 /// The string `format`s the API server knows for structural schemas (kube-openapi's strfmt
@@ -117,6 +160,34 @@ pub fn definitions_yaml() -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_definition_is_stamped_with_its_schema_and_an_old_one_is_named() {
+        for crd in definitions() {
+            let name = crd.metadata.name.clone().unwrap();
+            let stamp = crd.metadata.annotations.as_ref().unwrap()[SCHEMA_ANNOTATION].clone();
+            assert_eq!(stamp.len(), 16);
+            assert_eq!(stamp, schema_digest(&crd), "the stamp is the spec's digest");
+            assert_eq!(schema_mismatch(&name, Some(&stamp)), None);
+            let old = schema_mismatch(&name, Some("0123456789abcdef")).unwrap();
+            assert!(
+                old.contains(&name) && old.contains("0123456789abcdef") && old.contains(&stamp),
+                "{old}"
+            );
+            let unstamped = schema_mismatch(&name, None).unwrap();
+            assert!(unstamped.contains("schema unknown"), "{unstamped}");
+        }
+        // A change to the schema changes the stamp.
+        let mut crd = PreviewEnvironment::crd();
+        let before = schema_digest(&crd);
+        crd.spec.versions[0].served = false;
+        assert_ne!(schema_digest(&crd), before);
+        assert_eq!(
+            schema_mismatch("widgets.example.com", None),
+            None,
+            "not ours: nothing to say"
+        );
+    }
 
     #[test]
     fn definitions_carry_validation_and_printer_columns() {

@@ -1,5 +1,5 @@
 //! `/healthz` (the process is up), `/readyz` (the Kubernetes API answers, Sandcastle's CRDs
-//! are installed and the Blueprint cache is filled) and `/metrics` (Prometheus).
+//! are installed with the schema this build writes, and the Blueprint cache is filled) and `/metrics` (Prometheus).
 
 use std::time::Duration;
 
@@ -8,6 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
 use kube::api::Api;
 use serde_json::json;
 
@@ -18,9 +19,10 @@ pub(super) async fn healthz() -> Response {
     (StatusCode::OK, Json(json!({"status": "ok"}))).into_response()
 }
 
-const CRDS: [&str; 2] = [
+const CRDS: [&str; 3] = [
     "blueprints.sandcastle.dev",
     "previewenvironments.sandcastle.dev",
+    "previewcommands.sandcastle.dev",
 ];
 
 async fn problems(state: &AppState) -> Vec<String> {
@@ -28,7 +30,13 @@ async fn problems(state: &AppState) -> Vec<String> {
     let crds: Api<CustomResourceDefinition> = Api::all(state.client.clone());
     for name in CRDS {
         match tokio::time::timeout(Duration::from_secs(2), crds.get_opt(name)).await {
-            Ok(Ok(Some(_))) => {}
+            Ok(Ok(Some(crd))) => {
+                let installed = crd.annotations().get(crate::crd::SCHEMA_ANNOTATION);
+                out.extend(crate::crd::schema_mismatch(
+                    name,
+                    installed.map(String::as_str),
+                ));
+            }
             Ok(Ok(None)) => out.push(format!("CustomResourceDefinition {name} is not installed")),
             Ok(Err(e)) => {
                 out.push(format!("Kubernetes API: {e}"));

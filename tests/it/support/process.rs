@@ -54,6 +54,8 @@ impl ServeProcess {
             .env_clear()
             .env("KUBECONFIG", kubeconfig)
             .env("SANDCASTLE_LISTEN", addr.to_string())
+            // The wake listener on a free port of its own (replicas run side by side).
+            .env("SANDCASTLE_WAKE_LISTEN", "127.0.0.1:0")
             .env("SANDCASTLE_PUBLIC_URL", format!("http://{addr}"))
             .env("SANDCASTLE_NAMESPACE", &world.home.name)
             .env("SANDCASTLE_NAMESPACE_PREFIX", &world.prefix)
