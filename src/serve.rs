@@ -244,18 +244,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         None => None,
     };
     let router = http::app(state, mcp);
-    let until = stop.clone().cancelled_owned();
-    tasks.push((
-        "http server",
-        tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router)
-                .with_graceful_shutdown(until)
-                .await
-            {
-                tracing::error!(error = %e, "HTTP server stopped");
-            }
-        }),
-    ));
+    tasks.push(("http server", spawn_server(listener, router, &stop)));
 
     let (leading_tx, leading) = watch::channel(false);
     if parts.controller {
@@ -312,21 +301,27 @@ async fn serve_wake(
         .await
         .with_context(|| format!("binding the wake listener {at}"))?;
     let addr = listener.local_addr()?;
-    let until = stop.clone().cancelled_owned();
     let router = http::wake::router(state);
-    tasks.push((
-        "wake listener",
-        tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router)
-                .with_graceful_shutdown(until)
-                .await
-            {
-                tracing::error!(error = %e, "wake listener stopped");
-            }
-        }),
-    ));
+    tasks.push(("wake listener", spawn_server(listener, router, stop)));
     tracing::info!(%addr, "wake listener is listening");
     Ok(addr)
+}
+
+/// Serve `router` on `listener` until `stop`, finishing the requests in flight.
+fn spawn_server<L>(listener: L, router: axum::Router, stop: &CancellationToken) -> JoinHandle<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    let until = stop.clone().cancelled_owned();
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(until)
+            .await
+        {
+            tracing::error!(error = %e, "HTTP server stopped");
+        }
+    })
 }
 
 /// What a Sandcastle without a GitHub App needs to serve `/setup`.

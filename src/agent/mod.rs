@@ -224,17 +224,20 @@ impl Agent {
     /// A read is activity: stamp it, at most once a minute.
     fn read_activity(&self, pe: &PreviewEnvironment) {
         let now = self.clock.now();
-        let last = pe
-            .annotations()
-            .get(LAST_ACTIVITY)
-            .and_then(|s| s.parse::<Timestamp>().ok());
-        let stale = last.is_none_or(|l| {
-            Duration::try_from(now.duration_since(l)).unwrap_or_default() >= READ_ACTIVITY_EVERY
-        });
-        if stale && pe.spec.teardown.is_none() {
+        if stamped_before(pe, now, READ_ACTIVITY_EVERY) && pe.spec.teardown.is_none() {
             // In the background: an agent's read does not wait on a write to the API server.
             let (api, name) = (self.api(), pe.name_any());
             tokio::spawn(async move { write::touch(&api, &name, now).await });
         }
     }
+}
+
+/// Whether `pe`'s last activity stamp is at least `every` old (or absent): a read or a visit
+/// stamps it again only then.
+fn stamped_before(pe: &PreviewEnvironment, now: Timestamp, every: Duration) -> bool {
+    let last = pe
+        .annotations()
+        .get(LAST_ACTIVITY)
+        .and_then(|s| s.parse::<Timestamp>().ok());
+    last.is_none_or(|l| Duration::try_from(now.duration_since(l)).unwrap_or_default() >= every)
 }

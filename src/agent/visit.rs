@@ -27,34 +27,25 @@ pub struct Visited {
     pub visit: Visit,
 }
 
-fn stale(pe: &PreviewEnvironment, now: Timestamp) -> bool {
-    let last = pe
-        .annotations()
-        .get(LAST_ACTIVITY)
-        .and_then(|s| s.parse::<Timestamp>().ok());
-    last.is_none_or(|l| {
-        Duration::try_from(now.duration_since(l)).unwrap_or_default() >= VISIT_ACTIVITY_EVERY
-    })
-}
-
 impl Agent {
     /// A visit to `host` (a `Host` header). A preview stopped for being idle is woken; any other
     /// live preview of that host only counts it as activity; no preview, nothing happens.
     pub async fn visit(&self, host: &str) -> Visited {
-        let found = wake::visited_host(host).and_then(|h| {
+        let host = wake::visited_host(host);
+        let found = host.as_deref().and_then(|h| {
             let state = self.previews.state();
-            wake::preview_for(state.iter().map(|p| p.as_ref()), &h).cloned()
+            wake::preview_for(state.iter().map(|p| p.as_ref()), h).cloned()
         });
         let visit = wake::visit(found.as_ref());
-        let Some(pe) = found else {
+        let (Some(pe), Some(host)) = (found, host) else {
             return Visited {
                 preview: None,
                 visit,
             };
         };
         let now = self.clock.now();
-        if visit == Visit::Wake && stale(&pe, now) {
-            self.wake_by_visit(&pe, host, now).await;
+        if visit == Visit::Wake && super::stamped_before(&pe, now, VISIT_ACTIVITY_EVERY) {
+            self.wake_by_visit(&pe, &host, now).await;
         } else if visit != Visit::StoppedOnRequest {
             self.read_activity(&pe);
         }
@@ -68,7 +59,6 @@ impl Agent {
     /// request, torn down): best effort, the next reload asks again.
     async fn wake_by_visit(&self, pe: &PreviewEnvironment, host: &str, now: Timestamp) {
         let name = pe.name_any();
-        let host = wake::visited_host(host).unwrap_or_default();
         let request = Request {
             sha: None,
             id: String::new(),

@@ -60,12 +60,19 @@ fn stamped(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
 /// Why the installed definition `name` (its [`SCHEMA_ANNOTATION`], if any) is not the one this
 /// build writes; `None` when it is.
 pub fn schema_mismatch(name: &str, installed: Option<&str>) -> Option<String> {
-    let wanted = definitions()
-        .into_iter()
-        .find(|c| c.metadata.name.as_deref() == Some(name))?
-        .metadata
-        .annotations?
-        .remove(SCHEMA_ANNOTATION)?;
+    // Generating the definitions walks every schema: once per process, not once per probe.
+    static STAMPS: std::sync::LazyLock<Vec<(String, String)>> = std::sync::LazyLock::new(|| {
+        definitions()
+            .into_iter()
+            .map(|c| {
+                (
+                    c.metadata.name.clone().unwrap_or_default(),
+                    schema_digest(&c),
+                )
+            })
+            .collect()
+    });
+    let wanted = &STAMPS.iter().find(|(n, _)| n == name)?.1;
     (installed != Some(wanted.as_str())).then(|| {
         format!(
             "CustomResourceDefinition {name} is not the one this Sandcastle writes (schema {}, \
