@@ -124,7 +124,9 @@ impl<T: DeserializeOwned, S: Send + Sync> OptionalFromRequest<S> for Body<T> {
         let bytes = Bytes::from_request(req, state)
             .await
             .map_err(|e| Failed(AgentError::invalid("invalid_body", "body", e.body_text())))?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // Only no body at all is no body: whitespace alone is not JSON, and is refused like any
+        // other body that is not.
+        if bytes.is_empty() {
             return Ok(None);
         }
         parse(&bytes).map(|v| Some(Self(v))).map_err(Failed)
