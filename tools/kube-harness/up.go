@@ -3,7 +3,8 @@
 // cluster is usable, writes a kubeconfig and a ready file, and stops every child on SIGTERM.
 // SIGUSR1 restarts kube-apiserver (stop, start with the same flags, wait for /readyz) and then
 // writes the number of restarts so far into <dir>/apiserver-restarts: the fault a chaos run
-// injects.
+// injects. SIGUSR2 stops kube-apiserver and leaves it stopped (<dir>/apiserver-down says so)
+// until the next SIGUSR1 starts it again: a cluster that is away for a while.
 package main
 
 import (
@@ -394,11 +395,14 @@ func (cp *controlPlane) poll(ctx context.Context, what string, check func() erro
 }
 
 // wait blocks until a stop signal arrives or a child exits on its own; SIGUSR1 meanwhile
-// restarts kube-apiserver.
+// restarts kube-apiserver (or starts it, when SIGUSR2 stopped it), SIGUSR2 stops it.
 func (cp *controlPlane) wait(ctx context.Context) error {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	defer signal.Stop(usr2)
 	for {
 		select {
 		case <-ctx.Done():
@@ -413,34 +417,27 @@ func (cp *controlPlane) wait(ctx context.Context) error {
 			if err := cp.restart(ctx, "kube-apiserver"); err != nil {
 				return err
 			}
+		case <-usr2:
+			if err := cp.stopFor(ctx, "kube-apiserver"); err != nil {
+				return err
+			}
 		}
 	}
 }
 
-// restart stops child name (SIGTERM, SIGKILL after 10 s), starts it again with the same flags,
-// waits until the API is ready again and records the count in <dir>/apiserver-restarts.
+// restart stops child name (SIGTERM, SIGKILL after 10 s) unless it is stopped already, starts it
+// again with the same flags, waits until the API is ready again and records the count in
+// <dir>/apiserver-restarts.
 func (cp *controlPlane) restart(ctx context.Context, name string) error {
-	cp.mu.Lock()
-	var old *child
-	for _, c := range cp.children {
-		if c.name == name {
-			old = c
-		}
-	}
-	cp.mu.Unlock()
-	if old == nil {
-		return fmt.Errorf("restart %s: no such component", name)
+	old, err := cp.named(name)
+	if err != nil {
+		return err
 	}
 	started := time.Now()
-	old.restarting = true
-	_ = syscall.Kill(-old.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-old.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-old.cmd.Process.Pid, syscall.SIGKILL)
-		<-old.done
+	if !cp.isDown(old) {
+		cp.kill(old)
+		logf("stopped %s for a restart", name)
 	}
-	logf("stopped %s for a restart", name)
 	if err := cp.spawn(name, old.args...); err != nil {
 		return err
 	}
@@ -449,10 +446,58 @@ func (cp *controlPlane) restart(ctx context.Context, name string) error {
 	if err := cp.poll(readyCtx, name+" /readyz after a restart", func() error { return httpOK(cp.tlsClient, cp.server+"/readyz") }); err != nil {
 		return err
 	}
+	_ = os.Remove(filepath.Join(cp.opts.dir, "apiserver-down"))
 	cp.restarts++
 	logf("restarted %s in %s (restart %d)", name, time.Since(started).Round(time.Millisecond), cp.restarts)
 	count := filepath.Join(cp.opts.dir, "apiserver-restarts")
 	return os.WriteFile(count, []byte(fmt.Sprintf("%d\n", cp.restarts)), 0o600)
+}
+
+// stopFor stops child name and leaves it stopped until the next restart, writing
+// <dir>/apiserver-down once it is down.
+func (cp *controlPlane) stopFor(_ context.Context, name string) error {
+	c, err := cp.named(name)
+	if err != nil {
+		return err
+	}
+	if !cp.isDown(c) {
+		cp.kill(c)
+	}
+	logf("stopped %s until it is started again", name)
+	return os.WriteFile(filepath.Join(cp.opts.dir, "apiserver-down"), []byte("down\n"), 0o600)
+}
+
+func (cp *controlPlane) named(name string) (*child, error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	for _, c := range cp.children {
+		if c.name == name {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: no such component", name)
+}
+
+// isDown tells whether a child stopped on purpose has exited.
+func (cp *controlPlane) isDown(c *child) bool {
+	select {
+	case <-c.done:
+		return c.restarting
+	default:
+		return false
+	}
+}
+
+// kill stops child c on purpose (SIGTERM, SIGKILL after 10 s) and waits until it has exited.
+func (cp *controlPlane) kill(c *child) {
+	c.restarting = true
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+	}
 }
 
 // shutdown stops children in reverse start order: SIGTERM, then SIGKILL after a grace period.
