@@ -202,12 +202,14 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
         Some(ns) => BlueprintSource {
             namespace: Some(ns.clone()),
             manifests: None,
+            cluster: None,
         },
         None => BlueprintSource {
             namespace: None,
             manifests: Some(ManifestsRef {
                 config_map: "render".into(),
             }),
+            cluster: None,
         },
     };
     let (spec, doc_name) = spec_from(doc, source, &repo)?;
@@ -371,6 +373,7 @@ mod tests {
         let source = || BlueprintSource {
             namespace: Some("shop-staging".into()),
             manifests: None,
+            cluster: None,
         };
         let object = json!({
             "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint",

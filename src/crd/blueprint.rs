@@ -164,17 +164,60 @@ pub struct BlueprintSpec {
     /// Check runs that must have succeeded on the head commit before deploying (images built).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wait_for_checks: Vec<String>,
+
+    /// Where previews go (default: Sandcastle's own cluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
 }
+
+/// A cluster's name: a DNS label, as the `sandcastle.dev/cluster` label of its Secret gives it.
+pub const CLUSTER_NAME: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
+
+/// The clusters a Blueprint's previews may be placed in.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    /// Registered clusters (or `in-cluster`); a new preview goes to the one with the most room
+    /// and stays there while it lives. Earlier names win ties.
+    #[schemars(length(min = 1, max = 50), inner(regex(pattern = CLUSTER_NAME), length(max = 63)))]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub clusters: Vec<String>,
+}
+
+impl BlueprintSpec {
+    /// The clusters its previews may go to, in order of preference.
+    pub fn target_clusters(&self) -> Vec<&str> {
+        match &self.target {
+            Some(t) if !t.clusters.is_empty() => t.clusters.iter().map(String::as_str).collect(),
+            _ => vec![IN_CLUSTER],
+        }
+    }
+
+    /// The cluster its source is read from.
+    pub fn source_cluster(&self) -> &str {
+        self.source.cluster.as_deref().unwrap_or(IN_CLUSTER)
+    }
+}
+
+/// The name of Sandcastle's own cluster, always available.
+pub const IN_CLUSTER: &str = "in-cluster";
 
 /// Exactly one of `namespace` (clone a live namespace) or `manifests` (a ConfigMap of YAML).
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[x_kube(validation = Rule::new("has(self.__namespace__) != has(self.manifests)").message("set exactly one of source.namespace or source.manifests"))]
+#[x_kube(validation = Rule::new("!has(self.cluster) || has(self.__namespace__)").message("source.cluster applies to source.namespace: a manifests ConfigMap is read from Sandcastle's own namespace").field_path(".cluster"))]
 #[serde(rename_all = "camelCase")]
 pub struct BlueprintSource {
-    /// A live namespace (in this cluster) to clone.
+    /// A live namespace to clone (in `cluster`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"), length(max = 63))]
     pub namespace: Option<String>,
+
+    /// The cluster `namespace` lives in: a cluster registered with a Secret labelled
+    /// `sandcastle.dev/cluster`, or `in-cluster` (the default: Sandcastle's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = CLUSTER_NAME), length(max = 63))]
+    pub cluster: Option<String>,
 
     /// A ConfigMap in Sandcastle's namespace whose keys hold multi-document YAML.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -33,6 +33,18 @@ pub const LAST_ACTIVITY: &str = "sandcastle.dev/last-activity";
 /// Label on preview namespaces: the namespace of the Sandcastle that made them, so that an
 /// installation only ever sweeps its own orphans.
 pub const HOME: &str = "sandcastle.dev/home";
+/// Label on preview namespaces in clusters other than Sandcastle's own: the uid of the
+/// Sandcastle namespace that made them. Several installations may share a target cluster (and
+/// a home namespace name); each sweeps only what carries its own uid.
+pub const INSTALLATION: &str = "sandcastle.dev/installation";
+/// Label on a Secret in Sandcastle's namespace that registers a cluster previews may go to (or
+/// a Blueprint's source may be read from); its value is the cluster's name.
+pub const CLUSTER: &str = "sandcastle.dev/cluster";
+/// Annotation on a cluster Secret: how many previews the cluster holds at most (none: no cap).
+pub const CLUSTER_MAX_PREVIEWS: &str = "sandcastle.dev/max-previews";
+/// Annotation on a cluster Secret: the wake listener as that cluster's ingress controller
+/// reaches it (`HOST:PORT`), when it is not the one `--wake-service` names.
+pub const CLUSTER_WAKE_SERVICE: &str = "sandcastle.dev/wake-service";
 /// Annotation on a preview namespace with no PreviewEnvironment: when that was first seen.
 pub const ORPHANED_SINCE: &str = "sandcastle.dev/orphaned-since";
 /// Field manager of lifecycle changes (stop, wake) to workloads the rollout applied.

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"URL","type":"string","jsonPath":".status.url"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     printcolumn = r#"{"name":"Expires","type":"string","jsonPath":".spec.expiresAt"}"#,
+    printcolumn = r#"{"name":"Cluster","type":"string","jsonPath":".status.cluster","priority":1}"#,
     printcolumn = r#"{"name":"Namespace","type":"string","jsonPath":".status.namespace","priority":1}"#,
     printcolumn = r#"{"name":"SHA","type":"string","jsonPath":".status.deployedSha","priority":1}"#
 )]
@@ -175,6 +176,11 @@ pub struct PreviewStatus {
     /// The preview namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The cluster the preview was placed in (a Blueprint's `target.clusters`): set once, before
+    /// anything is created, and never changed while the preview lives. None on a preview placed
+    /// before clusters were recorded: Sandcastle's own (`in-cluster`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// The preview URL (behind GitHub's "View deployment").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,

@@ -1,6 +1,6 @@
 //! Pure types and rules with no I/O: identifiers, secrets, durations, the clock, naming,
 //! templates, intents, the clone plan, the guardrails of a preview namespace and the lifecycle
-//! rules (expiry, idle, slots, running time, wake on visit).
+//! rules (expiry, idle, slots, running time, wake on visit), and where a new preview is placed.
 
 pub mod authors;
 pub mod clock;
@@ -12,6 +12,7 @@ pub mod intent;
 pub mod lifecycle;
 pub mod naming;
 pub mod paths;
+pub mod placement;
 pub mod plan;
 pub mod probe;
 pub mod redact;

@@ -1,6 +1,8 @@
 //! The least Kubernetes access Sandcastle needs, as data: the cluster-wide rules (preview
-//! namespaces are made on the fly, so their kinds need a ClusterRole) and the rules in
-//! Sandcastle's own namespace (its custom resources and the leader Lease). `sandcastle rbac`
+//! namespaces are made on the fly, so their kinds need a ClusterRole), the rules in
+//! Sandcastle's own namespace (its custom resources and the leader Lease), and what the
+//! credentials of other clusters need (a target's, a source's), each permission by name so that
+//! a cluster lacking one is told which. `sandcastle rbac`
 //! writes them into the Helm chart, and the integration tests run Sandcastle as a ServiceAccount
 //! bound to exactly these rules, so the chart cannot drift from what the code does.
 
@@ -97,6 +99,122 @@ pub fn cluster_rules() -> Vec<PolicyRule> {
     ]
 }
 
+/// What a target cluster's credentials need (a cluster previews are placed in, registered with
+/// a Secret): [`cluster_rules`] but for what only Sandcastle's own cluster serves — reading the
+/// CustomResourceDefinitions (for `/readyz`) and reviewing callers' access (SubjectAccessReviews
+/// are asked of Sandcastle's cluster, where the PreviewEnvironments are). TokenReviews stay: a
+/// token minted for a preview there is checked there.
+pub fn target_rules() -> Vec<PolicyRule> {
+    cluster_rules()
+        .into_iter()
+        .filter(|r| {
+            let resources = r.resources.as_deref().unwrap_or_default();
+            !resources
+                .iter()
+                .any(|x| x == "customresourcedefinitions" || x == "subjectaccessreviews")
+        })
+        .collect()
+}
+
+/// What reading a Blueprint's source namespace in another cluster needs: the namespace, and
+/// every kind a source may hold (read only).
+pub fn source_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(&[""], &["namespaces"], &["get"]),
+        rule(
+            &[""],
+            &[
+                "configmaps",
+                "secrets",
+                "services",
+                "serviceaccounts",
+                "persistentvolumeclaims",
+                "pods",
+            ],
+            READ,
+        ),
+        rule(
+            &["apps"],
+            &["deployments", "statefulsets", "replicasets", "daemonsets"],
+            READ,
+        ),
+        rule(&["batch"], &["jobs", "cronjobs"], READ),
+        rule(
+            &["networking.k8s.io"],
+            &["ingresses", "networkpolicies"],
+            READ,
+        ),
+        rule(
+            &["rbac.authorization.k8s.io"],
+            &["roles", "rolebindings"],
+            READ,
+        ),
+        rule(&["autoscaling"], &["horizontalpodautoscalers"], READ),
+        rule(&["policy"], &["poddisruptionbudgets"], READ),
+    ]
+}
+
+/// One permission, as a SelfSubjectAccessReview asks about it (cluster-wide).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Permission {
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    pub subresource: Option<String>,
+    pub name: Option<String>,
+}
+
+impl std::fmt::Display for Permission {
+    /// As `kubectl auth can-i` takes it: `create networkpolicies.networking.k8s.io`,
+    /// `create serviceaccounts/token preview-agent`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.verb, self.resource)?;
+        if !self.group.is_empty() {
+            write!(f, ".{}", self.group)?;
+        }
+        if let Some(sub) = &self.subresource {
+            write!(f, "/{sub}")?;
+        }
+        if let Some(name) = &self.name {
+            write!(f, " {name}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Every single permission `rules` grant (a rule's groups × resources × verbs × names).
+pub fn permissions(rules: &[PolicyRule]) -> Vec<Permission> {
+    let mut out = Vec::new();
+    for r in rules {
+        let names: Vec<Option<String>> = match r.resource_names.as_deref() {
+            Some(n) if !n.is_empty() => n.iter().cloned().map(Some).collect(),
+            _ => vec![None],
+        };
+        for group in r.api_groups.as_deref().unwrap_or_default() {
+            for resource in r.resources.as_deref().unwrap_or_default() {
+                let (resource, subresource) = match resource.split_once('/') {
+                    Some((r, s)) => (r.to_owned(), Some(s.to_owned())),
+                    None => (resource.clone(), None),
+                };
+                for verb in &r.verbs {
+                    for name in &names {
+                        out.push(Permission {
+                            verb: verb.clone(),
+                            group: group.clone(),
+                            resource: resource.clone(),
+                            subresource: subresource.clone(),
+                            name: name.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Copying a blueprint's Roles and RoleBindings faithfully: a Role may grant what Sandcastle
 /// does not hold (`escalate`), and a RoleBinding may name any Role or ClusterRole (`bind`).
 /// Together they let Sandcastle give any namespaced permission inside any namespace, so the chart
@@ -145,6 +263,79 @@ pub fn namespace_rules() -> Vec<PolicyRule> {
             &["get", "list", "watch", "create", "patch"],
         ),
     ]
+}
+
+/// What to apply in a target cluster so that Sandcastle may place previews there: a
+/// ServiceAccount, a ClusterRole of [`target_rules`] (and one of [`source_rules`], for clusters
+/// Blueprints read from), their bindings, and a long-lived token Secret for the cluster Secret
+/// to carry (`charts/sandcastle/files/target-cluster.yaml`, written by `sandcastle rbac
+/// --target`).
+pub fn target_yaml() -> anyhow::Result<String> {
+    let meta = |kind: &str, name: &str, extra: serde_json::Value| {
+        let mut o = serde_json::json!({
+            "apiVersion": if kind.starts_with("Cluster") { "rbac.authorization.k8s.io/v1" } else { "v1" },
+            "kind": kind,
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "sandcastle-target"}},
+        });
+        if let (Some(o), serde_json::Value::Object(extra)) = (o.as_object_mut(), extra) {
+            o.extend(extra);
+        }
+        o
+    };
+    let ns = "sandcastle-target";
+    let account = serde_json::json!({"kind": "ServiceAccount", "name": "sandcastle", "namespace": ns});
+    let bind = |role: &str| {
+        meta(
+            "ClusterRoleBinding",
+            role,
+            serde_json::json!({
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [account],
+            }),
+        )
+    };
+    let docs = vec![
+        meta("Namespace", ns, serde_json::json!({})),
+        {
+            let mut sa = meta("ServiceAccount", "sandcastle", serde_json::json!({}));
+            sa["metadata"]["namespace"] = serde_json::json!(ns);
+            sa
+        },
+        meta(
+            "ClusterRole",
+            "sandcastle-target",
+            serde_json::json!({"rules": target_rules()}),
+        ),
+        bind("sandcastle-target"),
+        meta(
+            "ClusterRole",
+            "sandcastle-source",
+            serde_json::json!({"rules": source_rules()}),
+        ),
+        bind("sandcastle-source"),
+        {
+            let mut token = meta(
+                "Secret",
+                "sandcastle-token",
+                serde_json::json!({"type": "kubernetes.io/service-account-token"}),
+            );
+            token["metadata"]["namespace"] = serde_json::json!(ns);
+            token["metadata"]["annotations"] =
+                serde_json::json!({"kubernetes.io/service-account.name": "sandcastle"});
+            token
+        },
+    ];
+    let mut out = String::from(
+        "# Generated by `sandcastle rbac --target`; do not edit.\n\
+         # Apply in each cluster Sandcastle places previews in (or reads a Blueprint's source\n\
+         # from), then register it: docs/clusters.md. sandcastle-target is the least a target\n\
+         # cluster's credentials need; sandcastle-source only reads, for source clusters.\n",
+    );
+    for doc in docs {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(&doc)?);
+    }
+    Ok(out)
 }
 
 /// The rules as the YAML the Helm chart reads (`charts/sandcastle/files/rbac.yaml`).
@@ -229,6 +420,54 @@ mod tests {
             "roles",
             "escalate"
         ));
+    }
+
+    #[test]
+    fn a_target_cluster_needs_what_previews_need_and_no_more() {
+        let target = target_rules();
+        for ar in crate::k8s::apply::builtin_resources() {
+            if ar.kind == "DaemonSet" {
+                continue;
+            }
+            assert!(grants(&target, &ar.group, &ar.plural, "create"), "{}", ar.plural);
+        }
+        assert!(grants(&target, "", "namespaces", "delete"));
+        assert!(grants(&target, "authentication.k8s.io", "tokenreviews", "create"));
+        assert!(!grants(&target, "authorization.k8s.io", "subjectaccessreviews", "create"));
+        assert!(!grants(&target, "apiextensions.k8s.io", "customresourcedefinitions", "get"));
+        for verb in ["create", "patch", "delete"] {
+            assert!(source_rules().iter().all(|r| !r.verbs.iter().any(|v| v == verb)));
+        }
+    }
+
+    #[test]
+    fn permissions_are_named_as_kubectl_auth_can_i_takes_them() {
+        let all = permissions(&target_rules());
+        let named: Vec<String> = all.iter().map(ToString::to_string).collect();
+        for want in [
+            "create networkpolicies.networking.k8s.io",
+            "delete namespaces",
+            "create serviceaccounts/token preview-agent",
+            "list pods",
+        ] {
+            assert!(named.iter().any(|n| n == want), "{want} in {named:?}");
+        }
+        // 7 verbs for each written kind: no permission twice.
+        let mut sorted = named.clone();
+        sorted.dedup();
+        assert_eq!(sorted.len(), named.len());
+    }
+
+    #[test]
+    fn the_target_cluster_file_binds_both_roles_to_one_account() {
+        let yaml = target_yaml().unwrap();
+        for want in [
+            "name: sandcastle-target",
+            "name: sandcastle-source",
+            "kubernetes.io/service-account.name: sandcastle",
+        ] {
+            assert!(yaml.contains(want), "{want} in {yaml}");
+        }
     }
 
     #[test]
