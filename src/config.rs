@@ -61,8 +61,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print Sandcastle's CustomResourceDefinitions as YAML.
     Crds(GeneratedArgs),
-    /// Print the RBAC rules Sandcastle needs, as the Helm chart's `files/rbac.yaml` holds them.
-    Rbac(GeneratedArgs),
+    /// Print the RBAC rules Sandcastle needs, as the Helm chart's `files/rbac.yaml` holds them
+    /// (`--target`: what to apply in another cluster, `files/target-cluster.yaml`).
+    Rbac(RbacArgs),
     /// Print the OpenAPI document of the REST API, as `docs/openapi.json` holds it.
     Openapi(GeneratedArgs),
     /// Print the objects a pull request's preview would get, as YAML in apply order (pipe it into
@@ -286,6 +287,12 @@ pub struct PreviewArgs {
     /// Unset: stopped previews' Ingresses are left as they are.
     #[arg(long, env = "SANDCASTLE_WAKE_SERVICE")]
     pub wake_service: Option<crate::domain::wake::WakeTarget>,
+
+    /// How often each cluster registered as a Secret (label `sandcastle.dev/cluster`) is
+    /// checked: whether its API answers, and (every 10 minutes, or after it comes back) whether
+    /// its credentials hold what previews need.
+    #[arg(long, env = "SANDCASTLE_CLUSTER_CHECK_INTERVAL", default_value = "10s", value_parser = duration_arg)]
+    pub cluster_check_interval: Duration,
 }
 
 /// Housekeeping and leader election.
@@ -352,6 +359,16 @@ pub struct GeneratedArgs {
     /// Compare with this file instead of printing; exit non-zero when it differs.
     #[arg(long)]
     pub check: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RbacArgs {
+    /// Print what to apply in a cluster previews are placed in (or a Blueprint's source is read
+    /// from) instead of the rules of Sandcastle's own cluster.
+    #[arg(long)]
+    pub target: bool,
+    #[command(flatten)]
+    pub generated: GeneratedArgs,
 }
 
 #[derive(Debug, Args)]

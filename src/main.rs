@@ -66,9 +66,15 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             "the CRDs the code generates",
             "crds",
         ),
+        Command::Rbac(args) if args.target => generated(
+            &sandcastle::k8s::rbac::target_yaml()?,
+            &args.generated,
+            "the RBAC a target cluster needs",
+            "rbac --target",
+        ),
         Command::Rbac(args) => generated(
             &sandcastle::k8s::rbac::rules_yaml()?,
-            &args,
+            &args.generated,
             "the RBAC rules the code needs",
             "rbac",
         ),
@@ -100,6 +106,7 @@ fn settings_of(args: &ServeArgs) -> Settings {
     settings.delete_github_environments = args.previews.delete_github_environments;
     settings.public_pages = args.previews.public_pages;
     settings.wake = args.previews.wake_service.clone();
+    settings.cluster_check_interval = args.previews.cluster_check_interval;
     settings.oauth = oauth(args, None);
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();

@@ -23,6 +23,9 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::crd::{Phase, PreviewEnvironment};
 
+mod clusters;
+pub use clusters::ClusterMetrics;
+
 /// The OpenMetrics text format, for scrapers that ask for it.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -38,6 +41,7 @@ pub struct Metrics {
     pub webhook: WebhookMetrics,
     pub github: GitHubMetrics,
     pub controller: ControllerMetrics,
+    pub clusters: ClusterMetrics,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -51,6 +55,7 @@ impl Default for Metrics {
         let webhook = WebhookMetrics::default();
         let github = GitHubMetrics::default();
         let controller = ControllerMetrics::default();
+        let clusters = ClusterMetrics::default();
         let mut r = Registry::with_prefix("sandcastle");
         r.register(
             "webhook_deliveries",
@@ -85,11 +90,22 @@ impl Default for Metrics {
             controller.reconcile_duration.clone(),
         );
         r.register_collector(Box::new(controller.previews.clone()));
+        r.register(
+            "cluster_reachable",
+            "Whether each registered cluster's API answered at its last check (1) or not (0)",
+            clusters.reachable.clone(),
+        );
+        r.register(
+            "cluster_placements",
+            "Previews placed in each cluster (in-cluster: Sandcastle's own) by the replica running the controller",
+            clusters.placements.clone(),
+        );
         Self {
             registry: Arc::new(r),
             webhook,
             github,
             controller,
+            clusters,
         }
     }
 }
@@ -396,6 +412,16 @@ impl Collector for PreviewCount {
             ConstGauge::new(n).encode(family.encode_family(&labels)?)?;
         }
         let mut family = encoder.encode_descriptor(
+            "cluster_previews",
+            "Previews each cluster holds (placed, not yet removed; in-cluster: Sandcastle's own); only from the replica running the controller.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (cluster, n) in count_clusters(&previews) {
+            let labels = [("cluster", cluster.as_str())];
+            ConstGauge::new(n).encode(family.encode_family(&labels)?)?;
+        }
+        let mut family = encoder.encode_descriptor(
             "environment_seconds",
             "Running time of previews (namespace made, not stopped or torn down) by Blueprint and author class: environment-hours times 3600; only from the replica running the controller.",
             None,
@@ -407,6 +433,25 @@ impl Collector for PreviewCount {
         }
         Ok(())
     }
+}
+
+/// Previews per cluster: those placed and not removed yet (a preview placed before clusters
+/// were recorded, with a namespace, is in Sandcastle's own).
+fn count_clusters(previews: &[Arc<PreviewEnvironment>]) -> std::collections::BTreeMap<String, i64> {
+    let mut out = std::collections::BTreeMap::new();
+    for p in previews {
+        let Some(st) = p.status.as_ref() else { continue };
+        if st.phase == Some(Phase::Removed) {
+            continue;
+        }
+        let cluster = match (&st.cluster, &st.namespace) {
+            (Some(c), _) => c.clone(),
+            (None, Some(_)) => crate::crd::IN_CLUSTER.to_owned(),
+            (None, None) => continue,
+        };
+        *out.entry(cluster).or_default() += 1;
+    }
+    out
 }
 
 /// Every phase, each reported even when no preview is in it.

@@ -1,5 +1,5 @@
-//! Assembles a running Sandcastle from its parts: the Blueprint cache, the HTTP server and the
-//! controller, with one shutdown for all, and the metrics they count into. `sandcastle serve`,
+//! Assembles a running Sandcastle from its parts: the Blueprint cache, the registry of clusters,
+//! the HTTP server and the controller, with one shutdown for all, and the metrics they count into. `sandcastle serve`,
 //! `sandcastle demo` and the integration tests all start Sandcastle through [`start`].
 
 use std::net::SocketAddr;
@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Addresses, Agent, Authority, Limits};
+use crate::agent::{Addresses, Agent, Authority, Limits, TokenClusters};
 use crate::config::KubeArgs;
 use crate::controller::{self, Context, Settings};
 use crate::crd::{Blueprint, PreviewEnvironment};
@@ -155,6 +155,26 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         }),
     ));
 
+    // The clusters previews live in, kept in step with their Secrets and checked on an
+    // interval, in every replica (each answers `/readyz` for itself).
+    let clusters =
+        crate::k8s::clusters::Clusters::new(parts.client.clone(), metrics.clusters.clone());
+    {
+        let (clusters, client, home) = (
+            clusters.clone(),
+            parts.client.clone(),
+            parts.settings.home.clone(),
+        );
+        let (interval, clock) = (parts.settings.cluster_check_interval, parts.clock.clone());
+        let until = stop.clone().cancelled_owned();
+        tasks.push((
+            "clusters",
+            tokio::spawn(crate::k8s::clusters::watch::run(
+                clusters, client, home, interval, clock, until,
+            )),
+        ));
+    }
+
     // PreviewEnvironments, for the API's lists (reads of one preview go to the API server).
     let (previews, writer) = reflector::store::<PreviewEnvironment>();
     let api: Api<PreviewEnvironment> = Api::namespaced(parts.client.clone(), &parts.settings.home);
@@ -183,13 +203,20 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         },
         github: github.clone(),
         clock: parts.clock.clone(),
-        previews,
-        authority: Authority::new(parts.client.clone(), &parts.settings.home),
+        previews: previews.clone(),
+        authority: Authority::new(parts.client.clone(), &parts.settings.home).with_clusters(
+            TokenClusters {
+                clusters: clusters.clone(),
+                previews,
+                namespace_prefix: parts.settings.namespace_prefix.clone(),
+            },
+        ),
         limits: Limits {
             token_lifetime: parts.settings.token_lifetime,
             wait: parts.settings.api_max_wait,
             ..Limits::default()
         },
+        clusters: clusters.clone(),
     };
 
     let state = AppState::new(http::Shared {
@@ -253,7 +280,8 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
             github,
             parts.settings.clone(),
             parts.clock.clone(),
-        );
+        )
+        .with_clusters(clusters);
         ctx.metrics = metrics.controller.clone();
         match parts.settings.leader_election.clone() {
             None => {

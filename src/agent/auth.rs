@@ -3,7 +3,8 @@
 //! Sandcastle's namespace (the verb and subresource of [`Operation::access`], the preview's
 //! name), so admins grant access with ordinary RBAC and `kubectl create token`; there is no
 //! user database of Sandcastle's own. A token minted for a preview (its `preview-agent`
-//! ServiceAccount) may read and operate that preview and nothing else. Answers are remembered
+//! ServiceAccount) may read and operate that preview and nothing else; one minted in another
+//! cluster (where its preview lives) is checked by that cluster's TokenReview. Answers are remembered
 //! for [`CACHE_FOR`] (by a hash of the token, never the token), so a burst of calls costs one
 //! review.
 
@@ -59,6 +60,9 @@ pub struct Caller {
     /// A person signed in with GitHub (the dashboard): what they may do follows their access to
     /// each preview's repository, not RBAC.
     pub github: Option<Arc<GitHubAccess>>,
+    /// The cluster whose TokenReview vouched for the token, when not Sandcastle's own (a token
+    /// minted for a preview living there).
+    pub cluster: Option<String>,
 }
 
 /// What a person signed in with GitHub may see and do: previews of the repositories they can
@@ -122,9 +126,61 @@ impl Via {
 impl Caller {
     /// The preview namespace when this is a preview's own `preview-agent` ServiceAccount.
     pub fn preview_namespace(&self) -> Option<&str> {
-        let rest = self.user.strip_prefix("system:serviceaccount:")?;
-        let (namespace, account) = rest.split_once(':')?;
-        (account == PREVIEW_AGENT).then_some(namespace)
+        preview_account(&self.user)
+    }
+
+    /// The cluster the caller's token is from (`in-cluster`: Sandcastle's own).
+    pub fn cluster(&self) -> &str {
+        self.cluster.as_deref().unwrap_or(crate::crd::IN_CLUSTER)
+    }
+
+    /// Whether this is the token of the preview living in `namespace` of `cluster`.
+    pub fn owns(&self, namespace: &str, cluster: &str) -> bool {
+        self.preview_namespace() == Some(namespace) && self.cluster() == cluster
+    }
+}
+
+/// The namespace of a `preview-agent` ServiceAccount's user name.
+fn preview_account(user: &str) -> Option<&str> {
+    let rest = user.strip_prefix("system:serviceaccount:")?;
+    let (namespace, account) = rest.split_once(':')?;
+    (account == PREVIEW_AGENT).then_some(namespace)
+}
+
+/// The namespace a ServiceAccount token says it is for (its `sub` claim), read without
+/// checking it: only to choose which cluster is asked to check it.
+fn claimed_preview_namespace(token: &str) -> Option<String> {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    preview_account(claims.get("sub")?.as_str()?).map(str::to_owned)
+}
+
+/// Which cluster vouches for a preview's token: the cluster the preview of that namespace
+/// lives in.
+#[derive(Clone, Debug)]
+pub struct TokenClusters {
+    pub clusters: crate::k8s::clusters::Clusters,
+    pub previews: kube::runtime::reflector::Store<crate::crd::PreviewEnvironment>,
+    pub namespace_prefix: String,
+}
+
+impl TokenClusters {
+    /// The cluster other than Sandcastle's own that the preview living in `namespace` is in.
+    fn of(&self, namespace: &str) -> Option<Arc<crate::k8s::clusters::Cluster>> {
+        let pe = self
+            .previews
+            .state()
+            .into_iter()
+            .find(|p| super::view::namespace_of(p, &self.namespace_prefix) == namespace)?;
+        let name = pe
+            .status
+            .as_ref()
+            .and_then(crate::domain::placement::placed_in)?;
+        self.clusters.get(name).ok().filter(|c| !c.is_local())
     }
 }
 
@@ -171,6 +227,8 @@ struct Question {
 pub struct Authority {
     client: Client,
     home: String,
+    /// Preview tokens minted in other clusters are checked there.
+    elsewhere: Option<TokenClusters>,
     tokens: Answers<[u8; 32], Result<Caller, String>>,
     decisions: Answers<Question, Result<(), String>>,
 }
@@ -188,9 +246,16 @@ impl Authority {
         Self {
             client,
             home: home.to_owned(),
+            elsewhere: None,
             tokens: Arc::default(),
             decisions: Arc::default(),
         }
+    }
+
+    /// Check the tokens of previews in other clusters in the cluster each lives in.
+    pub fn with_clusters(mut self, elsewhere: TokenClusters) -> Self {
+        self.elsewhere = Some(elsewhere);
+        self
     }
 
     /// The caller a bearer token belongs to (TokenReview).
@@ -206,7 +271,14 @@ impl Authority {
             },
             ..TokenReview::default()
         };
-        let api: Api<TokenReview> = Api::all(self.client.clone());
+        // A preview's token from another cluster is checked there (and only there): the claim
+        // read here only chooses where.
+        let remote = self.elsewhere.as_ref().and_then(|e| {
+            let ns = claimed_preview_namespace(token)?;
+            e.of(&ns)
+        });
+        let client = remote.as_ref().map_or(&self.client, |c| c.client());
+        let api: Api<TokenReview> = Api::all(client.clone());
         let reviewed = api
             .create(&PostParams::default(), &review)
             .await
@@ -220,6 +292,7 @@ impl Authority {
                 extra: user.extra.unwrap_or_default(),
                 via: Via::Api,
                 github: None,
+                cluster: remote.as_ref().map(|c| c.name.to_string()),
             }),
             _ => Err(status.error.map_or_else(
                 || "the bearer token is not valid (invalid, expired or revoked)".to_owned(),
@@ -237,11 +310,15 @@ impl Authority {
         &self,
         caller: &Caller,
         op: Operation,
-        preview: Option<(&str, &str)>,
+        preview: Option<(&str, &str, &str)>,
     ) -> Result<(), AgentError> {
         if let Some(own) = caller.preview_namespace() {
             return match preview {
-                Some((_, namespace)) if namespace == own && op.for_preview_token() => Ok(()),
+                Some((_, namespace, cluster))
+                    if caller.owns(namespace, cluster) && op.for_preview_token() =>
+                {
+                    Ok(())
+                }
                 // Listing with a preview's token shows that preview alone (filtered by caller).
                 None if op == Operation::List => Ok(()),
                 _ => Err(AgentError::Forbidden(format!(
@@ -260,7 +337,7 @@ impl Authority {
             groups: caller.groups.clone(),
             verb: access.verb,
             subresource: access.subresource,
-            name: preview.map(|(n, _)| n.to_owned()),
+            name: preview.map(|(n, _, _)| n.to_owned()),
         };
         let answer = match recall(&self.decisions, &question, CACHE_FOR) {
             Some(answer) => answer,
@@ -334,7 +411,36 @@ mod tests {
             extra: BTreeMap::new(),
             via: Via::Api,
             github: None,
+            cluster: None,
         }
+    }
+
+    #[test]
+    fn the_claimed_namespace_of_a_token_only_names_preview_accounts() {
+        use base64::Engine as _;
+        let token = |sub: &str| {
+            let b = |v: serde_json::Value| {
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+            };
+            format!("{}.{}.sig", b(serde_json::json!({"alg": "RS256"})), b(serde_json::json!({"sub": sub})))
+        };
+        assert_eq!(
+            claimed_preview_namespace(&token("system:serviceaccount:t-shop-pr-1:preview-agent")),
+            Some("t-shop-pr-1".to_owned())
+        );
+        assert_eq!(claimed_preview_namespace(&token("system:serviceaccount:ns:default")), None);
+        assert_eq!(claimed_preview_namespace("not-a-jwt"), None);
+        assert_eq!(claimed_preview_namespace("a.%%%.c"), None);
+    }
+
+    #[test]
+    fn a_preview_token_owns_its_namespace_in_its_cluster_only() {
+        let mut c = caller("system:serviceaccount:shop-pr-1:preview-agent");
+        assert!(c.owns("shop-pr-1", "in-cluster"));
+        assert!(!c.owns("shop-pr-1", "b"), "a namespace of that name elsewhere is not its own");
+        c.cluster = Some("b".into());
+        assert!(c.owns("shop-pr-1", "b"));
+        assert!(!c.owns("shop-pr-1", "in-cluster"));
     }
 
     #[test]

@@ -387,6 +387,7 @@ mod tests {
             extra: BTreeMap::new(),
             via: Via::Api,
             github: None,
+            cluster: None,
         };
         assert_eq!(
             requester(&c("system:serviceaccount:ci:agent")).kind,

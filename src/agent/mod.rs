@@ -25,7 +25,7 @@ use kube::api::Api;
 use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 
-pub use auth::{Authority, Caller, GitHubAccess, Via};
+pub use auth::{Authority, Caller, GitHubAccess, TokenClusters, Via};
 pub use create::CreatePreview;
 pub use error::AgentError;
 pub use observe::{
@@ -85,6 +85,8 @@ pub struct Agent {
     pub previews: Store<PreviewEnvironment>,
     pub authority: Authority,
     pub limits: Limits,
+    /// The clusters previews live in (their namespaces, pods, logs and tokens are there).
+    pub clusters: crate::k8s::clusters::Clusters,
 }
 
 impl std::fmt::Debug for Agent {
@@ -96,6 +98,31 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
+    /// The cluster `pe` lives in (Sandcastle's own while it is not placed: nothing of it exists
+    /// anywhere yet), if it answers.
+    fn cluster_of(
+        &self,
+        pe: &PreviewEnvironment,
+    ) -> Result<std::sync::Arc<crate::k8s::clusters::Cluster>, AgentError> {
+        let name = pe
+            .status
+            .as_ref()
+            .and_then(crate::domain::placement::placed_in)
+            .unwrap_or(crate::crd::IN_CLUSTER);
+        let unavailable = |why: String| AgentError::Unavailable {
+            code: "cluster_unreachable",
+            message: format!("preview {} lives in cluster {name}, which {why}; try again when it is back", pe.name_any()),
+        };
+        let cluster = self
+            .clusters
+            .get(name)
+            .map_err(|_| unavailable("is not registered any more".to_owned()))?;
+        if !cluster.is_local() && !cluster.reachable() {
+            return Err(unavailable("does not answer".to_owned()));
+        }
+        Ok(cluster)
+    }
+
     fn api(&self) -> Api<PreviewEnvironment> {
         Api::namespaced(self.client.clone(), &self.home)
     }
@@ -129,12 +156,15 @@ impl Agent {
         }
         let pe = self.fetch(name).await;
         // Whether a preview exists is itself something only the authorized may learn.
-        let namespace = match &pe {
-            Ok(pe) => view::namespace_of(pe, &self.addresses.namespace_prefix),
-            Err(_) => String::new(),
+        let (namespace, cluster) = match &pe {
+            Ok(pe) => (
+                view::namespace_of(pe, &self.addresses.namespace_prefix),
+                view::cluster_of(pe).to_owned(),
+            ),
+            Err(_) => (String::new(), String::new()),
         };
         self.authority
-            .authorize(caller, op, Some((name, &namespace)))
+            .authorize(caller, op, Some((name, &namespace, &cluster)))
             .await?;
         pe
     }
@@ -185,7 +215,12 @@ impl Agent {
                     .is_none_or(|person| person.reads(&p.spec.repository))
             })
             .filter(|p| {
-                own.is_none_or(|ns| view::namespace_of(p, &self.addresses.namespace_prefix) == ns)
+                own.is_none_or(|_| {
+                    caller.owns(
+                        &view::namespace_of(p, &self.addresses.namespace_prefix),
+                        view::cluster_of(p),
+                    )
+                })
             })
             .filter(|p| {
                 filter

@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
-use kube::ResourceExt;
+use kube::{Client, ResourceExt};
 use kube::api::{Api, ListParams, LogParams};
 use kube::runtime::wait::await_condition;
 use schemars::JsonSchema;
@@ -258,8 +258,10 @@ impl Agent {
             None => None,
         };
         let tail = q.tail_lines.unwrap_or(200).clamp(1, self.limits.log_lines);
-        let pods = self.pods_of(&ns, q.workload.as_deref()).await?;
-        let redactor = Redactor::new(crate::k8s::diagnose::secret_values(&self.client, &ns).await?);
+        let cluster = self.cluster_of(&pe)?;
+        let client = cluster.client();
+        let pods = pods_of(client, &ns, q.workload.as_deref()).await?;
+        let redactor = Redactor::new(crate::k8s::diagnose::secret_values(client, &ns).await?);
         let mut out = LogLines {
             entries: Vec::new(),
             truncated: false,
@@ -269,7 +271,7 @@ impl Agent {
             self.limits.log_lines as usize,
             self.limits.log_bytes as usize,
         );
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
         'pods: for pod in pods {
             // `container=` (empty) asks for no container in particular, as leaving it out does.
             let containers: Vec<String> = match q.container.as_ref().filter(|c| !c.is_empty()) {
@@ -339,61 +341,6 @@ impl Agent {
         Ok(out)
     }
 
-    /// The pods of `workload` in `ns` (all of them without one), by name.
-    async fn pods_of(&self, ns: &str, workload: Option<&str>) -> Result<Vec<Pod>, AgentError> {
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-        let selector = match workload {
-            None => None,
-            Some(w) if !naming::is_object_name(w) => return Err(unknown_workload(w)),
-            Some(w) => Some(
-                self.selector_of(ns, w)
-                    .await?
-                    .ok_or_else(|| unknown_workload(w))?,
-            ),
-        };
-        let params = match &selector {
-            Some(s) => ListParams::default().labels(s),
-            None => ListParams::default(),
-        };
-        let mut list = pods.list(&params).await?.items;
-        list.sort_by_key(ResourceExt::name_any);
-        Ok(list)
-    }
-
-    /// The pod selector of workload `name` in `ns`, as a label query.
-    async fn selector_of(&self, ns: &str, name: &str) -> Result<Option<String>, AgentError> {
-        fn query(labels: Option<&BTreeMap<String, String>>) -> Option<String> {
-            let labels = labels.filter(|l| !l.is_empty())?;
-            Some(
-                labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(","),
-            )
-        }
-        let c = || self.client.clone();
-        if let Some(d) = Api::<Deployment>::namespaced(c(), ns).get_opt(name).await? {
-            return Ok(query(d.spec.and_then(|s| s.selector.match_labels).as_ref()));
-        }
-        if let Some(s) = Api::<StatefulSet>::namespaced(c(), ns)
-            .get_opt(name)
-            .await?
-        {
-            return Ok(query(s.spec.and_then(|s| s.selector.match_labels).as_ref()));
-        }
-        if let Some(r) = Api::<ReplicaSet>::namespaced(c(), ns).get_opt(name).await? {
-            return Ok(query(r.spec.and_then(|s| s.selector.match_labels).as_ref()));
-        }
-        if let Some(j) = Api::<Job>::namespaced(c(), ns).get_opt(name).await? {
-            return Ok(j
-                .metadata
-                .uid
-                .map(|uid| format!("batch.kubernetes.io/controller-uid={uid}")));
-        }
-        Ok(None)
-    }
-
     /// Sandcastle's Events on `name`, and the Events in its namespace, newest last.
     pub async fn events(&self, caller: &Caller, name: &str) -> Result<EventsView, AgentError> {
         let pe = self.authorized(caller, Operation::Events, name).await?;
@@ -408,7 +355,8 @@ impl Agent {
             .iter()
             .map(event_view)
             .collect();
-        let theirs: Api<Event> = Api::namespaced(self.client.clone(), &ns);
+        let cluster = self.cluster_of(&pe)?;
+        let theirs: Api<Event> = Api::namespaced(cluster.client().clone(), &ns);
         let mut namespace: Vec<EventView> = match theirs.list(&ListParams::default()).await {
             Ok(l) => l.items.iter().map(event_view).collect(),
             Err(kube::Error::Api(r)) if r.code == 404 => Vec::new(),
@@ -421,6 +369,61 @@ impl Agent {
         }
         Ok(EventsView { preview, namespace })
     }
+}
+
+/// The pods of `workload` in `ns` (all of them without one), by name.
+async fn pods_of(client: &Client, ns: &str, workload: Option<&str>) -> Result<Vec<Pod>, AgentError> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let selector = match workload {
+        None => None,
+        Some(w) if !naming::is_object_name(w) => return Err(unknown_workload(w)),
+        Some(w) => Some(
+            selector_of(client, ns, w)
+                .await?
+                .ok_or_else(|| unknown_workload(w))?,
+        ),
+    };
+    let params = match &selector {
+        Some(s) => ListParams::default().labels(s),
+        None => ListParams::default(),
+    };
+    let mut list = pods.list(&params).await?.items;
+    list.sort_by_key(ResourceExt::name_any);
+    Ok(list)
+}
+
+/// The pod selector of workload `name` in `ns`, as a label query.
+async fn selector_of(client: &Client, ns: &str, name: &str) -> Result<Option<String>, AgentError> {
+    fn query(labels: Option<&BTreeMap<String, String>>) -> Option<String> {
+        let labels = labels.filter(|l| !l.is_empty())?;
+        Some(
+            labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+    }
+    let c = || client.clone();
+    if let Some(d) = Api::<Deployment>::namespaced(c(), ns).get_opt(name).await? {
+        return Ok(query(d.spec.and_then(|s| s.selector.match_labels).as_ref()));
+    }
+    if let Some(s) = Api::<StatefulSet>::namespaced(c(), ns)
+        .get_opt(name)
+        .await?
+    {
+        return Ok(query(s.spec.and_then(|s| s.selector.match_labels).as_ref()));
+    }
+    if let Some(r) = Api::<ReplicaSet>::namespaced(c(), ns).get_opt(name).await? {
+        return Ok(query(r.spec.and_then(|s| s.selector.match_labels).as_ref()));
+    }
+    if let Some(j) = Api::<Job>::namespaced(c(), ns).get_opt(name).await? {
+        return Ok(j
+            .metadata
+            .uid
+            .map(|uid| format!("batch.kubernetes.io/controller-uid={uid}")));
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

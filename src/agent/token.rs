@@ -3,6 +3,8 @@
 //! Kubernetes API — in that namespace only — and operate that preview (and only it) through
 //! Sandcastle. It expires no later than the preview and than the configured maximum, and is
 //! bound to a Secret inside the preview namespace: deleting the preview (its namespace) voids it.
+//! It is minted in the cluster the preview lives in, and is good for that cluster's API (the
+//! answer names it and, for another cluster than Sandcastle's, its address).
 
 use std::time::Duration;
 
@@ -40,6 +42,13 @@ pub struct TokenView {
     /// The preview namespace the token may read.
     pub namespace: String,
     pub service_account: String,
+    /// The cluster the preview lives in (`in-cluster`: Sandcastle's own), whose API the token
+    /// is for.
+    pub cluster: String,
+    /// That cluster's API address, for a cluster other than Sandcastle's own (whose address is
+    /// the one you already reach it by).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 impl std::fmt::Debug for TokenView {
@@ -48,6 +57,7 @@ impl std::fmt::Debug for TokenView {
             .field("token", &"[redacted]")
             .field("expires_at", &self.expires_at)
             .field("namespace", &self.namespace)
+            .field("cluster", &self.cluster)
             .finish()
     }
 }
@@ -98,7 +108,8 @@ impl Agent {
         }
         let lifetime = lifetime.max(SHORTEST);
         let ns = view::namespace_of(&pe, &self.addresses.namespace_prefix);
-        let anchor = Api::<Secret>::namespaced(self.client.clone(), &ns)
+        let cluster = self.cluster_of(&pe)?;
+        let anchor = Api::<Secret>::namespaced(cluster.client().clone(), &ns)
             .get_opt(PREVIEW_AGENT_ANCHOR)
             .await?
             .ok_or_else(|| AgentError::Conflict {
@@ -118,7 +129,7 @@ impl Agent {
             }),
             ..TokenRequest::default()
         };
-        let accounts: Api<ServiceAccount> = Api::namespaced(self.client.clone(), &ns);
+        let accounts: Api<ServiceAccount> = Api::namespaced(cluster.client().clone(), &ns);
         let minted = accounts
             .create_token_request(PREVIEW_AGENT, &PostParams::default(), &request)
             .await?;
@@ -135,6 +146,8 @@ impl Agent {
             expires_at: expires.0.to_string(),
             namespace: ns,
             service_account: PREVIEW_AGENT.to_owned(),
+            cluster: cluster.name.to_string(),
+            server: cluster.server.clone(),
         })
     }
 }

@@ -54,6 +54,9 @@ pub struct PreviewView {
     pub sandbox: bool,
     /// The preview namespace.
     pub namespace: String,
+    /// The cluster it lives in (`in-cluster`: Sandcastle's own); absent while it waits to be
+    /// placed.
+    pub cluster: Option<String>,
     pub requested_by: String,
     pub created_at: Option<String>,
     /// The last actions on the preview, oldest first.
@@ -166,6 +169,14 @@ fn phase_of(pe: &PreviewEnvironment) -> Phase {
         .unwrap_or(Phase::Pending)
 }
 
+/// The cluster `pe` lives in, or would (Sandcastle's own while not placed).
+pub fn cluster_of(pe: &PreviewEnvironment) -> &str {
+    pe.status
+        .as_ref()
+        .and_then(crate::domain::placement::placed_in)
+        .unwrap_or(crate::crd::IN_CLUSTER)
+}
+
 /// The preview namespace of `pe`, as the controller names it.
 pub fn namespace_of(pe: &PreviewEnvironment, prefix: &str) -> String {
     if let Some(ns) = pe.status.as_ref().and_then(|s| s.namespace.clone()) {
@@ -229,6 +240,7 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
             .map(|t| t.0.to_string()),
         sandbox: pe.labels().get(SANDBOX).is_some_and(|v| v == "true"),
         namespace: namespace_of(pe, &at.namespace_prefix),
+        cluster: crate::domain::placement::placed_in(&st).map(str::to_owned),
         requested_by: pe.spec.requested_by.name.clone(),
         created_at: pe.creation_timestamp().map(|t| t.0.to_string()),
         history: st

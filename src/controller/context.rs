@@ -77,6 +77,8 @@ pub struct Settings {
     /// Where stopped previews' hosts are routed (Sandcastle's wake listener, as the ingress
     /// controller reaches it); `None`: their Ingresses are left as they are.
     pub wake: Option<crate::domain::wake::WakeTarget>,
+    /// How often each registered cluster is checked (reachable, access).
+    pub cluster_check_interval: Duration,
 }
 
 impl Settings {
@@ -105,6 +107,7 @@ impl Settings {
             oauth: None,
             public_pages: false,
             wake: None,
+            cluster_check_interval: Duration::from_secs(10),
         }
     }
 }
@@ -112,8 +115,14 @@ impl Settings {
 /// Shared state of the controller.
 #[derive(Clone)]
 pub struct Context {
+    /// Sandcastle's own cluster: PreviewEnvironments, Blueprints, Events, the Lease.
     pub client: Client,
+    /// Applies to Sandcastle's own cluster (`clusters` has one for each cluster).
     pub resolver: Resolver,
+    /// The clusters previews are placed in and sources read from (Sandcastle's own among them).
+    pub clusters: crate::k8s::clusters::Clusters,
+    /// Serializes placement decisions, remembering those the cache has not shown yet.
+    pub(crate) placements: Arc<super::phases::place::Placements>,
     /// Blueprint sources read once for the reconciles that run together (a burst).
     pub sources: Arc<crate::k8s::source::SourceCache>,
     pub github: GitHubApp,
@@ -218,6 +227,14 @@ impl Context {
             .await
     }
 
+    /// Use `clusters` (kept by `k8s::clusters::watch`, shared with the API) for the clusters
+    /// previews go to.
+    pub fn with_clusters(mut self, clusters: crate::k8s::clusters::Clusters) -> Self {
+        self.resolver = clusters.local().resolver.clone();
+        self.clusters = clusters;
+        self
+    }
+
     pub fn new(client: Client, github: GitHubApp, settings: Settings, clock: Clock) -> Self {
         let events = crate::k8s::events::Events::new(
             client.clone(),
@@ -226,8 +243,14 @@ impl Context {
                 .as_ref()
                 .map(|l| l.identity.clone()),
         );
+        let clusters = crate::k8s::clusters::Clusters::new(
+            client.clone(),
+            crate::metrics::ClusterMetrics::default(),
+        );
         Self {
-            resolver: Resolver::new(client.clone()),
+            resolver: clusters.local().resolver.clone(),
+            clusters,
+            placements: Arc::default(),
             sources: Arc::new(crate::k8s::source::SourceCache::new(SOURCE_SHARED_FOR)),
             client,
             github,

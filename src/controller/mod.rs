@@ -3,7 +3,8 @@
 //! Blueprints) and reconciles each preview towards its spec, level-triggered and idempotent;
 //! previews whose GitHub reporting failed are looked at again after a pause. Beside it run the
 //! housekeeping jobs (catch-up resync, orphan sweep); with leader election, only in the replica
-//! that leads, which is also the one whose metrics count the previews.
+//! that leads, which is also the one whose metrics count the previews. Previews placed in other
+//! clusters are watched there too (`remote`).
 
 pub mod commands;
 pub mod context;
@@ -14,6 +15,7 @@ pub mod leader;
 pub mod orphans;
 mod phases;
 mod reconcile;
+mod remote;
 mod report;
 pub mod resync;
 mod sticky;
@@ -113,6 +115,8 @@ pub async fn run(
         Some((next, Some(rx)))
     });
     let housekeeping = housekeeping::run(ctx.clone(), shutdown.clone());
+    // Changes in the other clusters previews live in, and to those clusters themselves.
+    let elsewhere = remote::triggers(&ctx, shutdown.clone());
     // `/preview` commands the webhook recorded, carried out beside the previews.
     let commands = Controller::new(
         Api::<PreviewCommand>::namespaced(client.clone(), &home),
@@ -163,6 +167,7 @@ pub async fn run(
         // A freed slot pokes the queue; a moved test clock looks at every preview again.
         .reconcile_on(poked)
         .reconcile_on(wakeups)
+        .reconcile_on(elsewhere)
         .reconcile_all_on(ticks)
         .graceful_shutdown_on(shutdown.clone())
         .run(reconcile::reconcile, reconcile::error_policy, Arc::new(ctx))

@@ -17,7 +17,7 @@ use kube::{Resource, ResourceExt};
 use super::context::Context;
 use super::error::Error;
 use super::phases::admit::{self, Guard};
-use super::phases::{capacity, rollout, teardown};
+use super::phases::{capacity, place, rollout, teardown};
 use super::verdict::{Next, Verdict, record_requests, save, set_phase};
 use super::{finalizer, report, sticky};
 use crate::crd::{Phase, PreviewEnvironment, PreviewStatus};
@@ -60,6 +60,7 @@ async fn reconcile_one(
         }
         if gone && reported {
             finalizer::remove(&api, &pe).await?;
+            place::poke_waiting(&ctx);
             return Ok(Action::await_change());
         }
         return Ok(action);
@@ -90,8 +91,8 @@ async fn reconcile_one(
         match admit::guard(&api, &mut pe, &mut persisted, &ctx).await? {
             Guard::Done(verdict) => *verdict,
             Guard::Proceed(next) => {
-                let (st, blueprint) = *next;
-                rollout::run(&pe, st, blueprint, &ctx).await?
+                let (st, blueprint, cluster) = *next;
+                rollout::run(&pe, st, blueprint, &cluster, &ctx).await?
             }
         }
     };
@@ -119,8 +120,13 @@ async fn finish(
         None => true,
     };
     let ended = running::accrue(&mut status, ctx.clock.now());
+    let was = persisted.as_ref().and_then(|s| s.phase);
     pe.status = persisted.clone();
     save(api, pe, &status).await?;
+    if status.phase == Some(Phase::Removed) && was != Some(Phase::Removed) {
+        // Its cluster has room again.
+        place::poke_waiting(ctx);
+    }
     if ended > 0 {
         ctx.metrics.previews.ended(
             &pe.spec.blueprint,

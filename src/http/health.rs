@@ -1,5 +1,7 @@
 //! `/healthz` (the process is up), `/readyz` (the Kubernetes API answers, Sandcastle's CRDs
-//! are installed with the schema this build writes, and the Blueprint cache is filled) and `/metrics` (Prometheus).
+//! are installed with the schema this build writes, and the Blueprint cache is filled; it also
+//! reports each registered cluster, down or not, without failing for one) and `/metrics`
+//! (Prometheus).
 
 use std::time::Duration;
 
@@ -62,15 +64,60 @@ async fn problems(state: &AppState) -> Vec<String> {
 
 pub(super) async fn readyz(State(state): State<AppState>) -> Response {
     let problems = problems(&state).await;
+    // Other clusters are reported, never a reason to be unready: webhooks, the API and the
+    // previews elsewhere go on while one is away.
+    let clusters = clusters(&state.agent.clusters);
     if problems.is_empty() {
-        (StatusCode::OK, Json(json!({"status": "ready"}))).into_response()
+        (
+            StatusCode::OK,
+            Json(json!({"status": "ready", "clusters": clusters})),
+        )
+            .into_response()
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "not ready", "problems": problems})),
+            Json(json!({"status": "not ready", "problems": problems, "clusters": clusters})),
         )
             .into_response()
     }
+}
+
+/// What each registered cluster looks like from here: reachable (since when, or the error),
+/// whether its credentials hold what previews need, its cap; and the cluster Secrets that cannot
+/// be used, with why.
+fn clusters(clusters: &crate::k8s::clusters::Clusters) -> serde_json::Value {
+    use crate::k8s::clusters::{Access, Reach};
+    let mut out: Vec<serde_json::Value> = clusters
+        .registered()
+        .iter()
+        .map(|c| {
+            let h = c.health();
+            let (reachable, error) = match &h.reach {
+                Reach::Up => (json!(true), None),
+                Reach::Down(e) => (json!(false), Some(e.clone())),
+                Reach::Unknown => (json!(null), None),
+            };
+            let (access, lacks) = match &h.access {
+                Access::Complete => ("complete", Vec::new()),
+                Access::Lacks(l) => ("lacking", l.clone()),
+                Access::Unknown => ("unknown", Vec::new()),
+            };
+            json!({
+                "name": c.name.as_str(),
+                "server": c.server,
+                "reachable": reachable,
+                "since": h.since.map(|t| t.to_string()),
+                "error": error,
+                "access": access,
+                "lacks": lacks,
+                "maxPreviews": c.max_previews,
+            })
+        })
+        .collect();
+    for (name, why) in clusters.invalid() {
+        out.push(json!({"name": name, "reachable": null, "error": why, "access": "unknown"}));
+    }
+    serde_json::Value::Array(out)
 }
 
 /// The metrics in the text format the scraper asks for (see [`crate::metrics::Metrics::encode`]).

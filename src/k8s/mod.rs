@@ -1,9 +1,11 @@
 //! Everything Sandcastle does through the Kubernetes API: custom resource types, labels,
 //! desired-state writes, reading blueprints, applying, readiness and diagnosis, namespaces, Events on previews,
-//! a stopped preview's route to the waking page, and the access Sandcastle itself needs (RBAC).
+//! a stopped preview's route to the waking page, the access Sandcastle itself needs (RBAC), and the
+//! clusters it works in (its own and those registered as Secrets).
 
 pub mod app_secret;
 pub mod apply;
+pub mod clusters;
 pub mod crd_install;
 pub mod diagnose;
 pub mod events;

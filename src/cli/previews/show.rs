@@ -320,6 +320,7 @@ mod tests {
             running_since: None,
             sandbox: pr.is_none(),
             namespace: name.into(),
+            cluster: Some("in-cluster".into()),
             requested_by: "@maria".into(),
             created_at: None,
             history: vec![HistoryView {

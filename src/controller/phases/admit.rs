@@ -1,7 +1,9 @@
 //! The guardrails every reconcile passes before a rollout, in this order: an expired preview is
 //! marked for teardown (`spec.teardown.reason: expired`, then torn down like a closed PR); a
 //! preview whose Blueprint was deleted fails with a clear message until it expires; a preview
-//! without a slot under `maxPreviews` waits or is refused (`capacity`); a preview asked to stop
+//! without a slot under `maxPreviews` waits or is refused (`capacity`); one without a cluster is
+//! placed in one, or waits for one (`place`), and one whose cluster does not answer says so and
+//! waits; a preview asked to stop
 //! (`spec.stopped`) or idle for `stopAfterIdle` is scaled to zero (`idle`), its Ingresses sent to
 //! the waking page when wake on visit is on, and one that was stopped and no longer should be is
 //! woken before the rollout goes on (its Ingresses come back once it is Ready). Time comes from the
@@ -19,6 +21,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
 use super::capacity::{self, Slot};
+use super::place::{self, Placed};
 use super::{idle, warn};
 use crate::controller::context::Context;
 use crate::controller::error::Error;
@@ -29,7 +32,9 @@ use crate::crd::{Blueprint, DEFAULT_TTL, Phase, PreviewEnvironment, PreviewStatu
 use crate::domain::duration;
 use crate::domain::{authors, lifecycle};
 use crate::github::text::statuses::fit_description;
+use crate::k8s::clusters::Cluster;
 use crate::k8s::wake_route;
+use std::sync::Arc;
 
 /// Requeues land this long after a deadline, so the deadline has surely passed.
 const SLACK: Duration = Duration::from_millis(500);
@@ -40,8 +45,8 @@ const QUEUE_RECHECK: Duration = Duration::from_secs(300);
 pub(crate) enum Guard {
     /// Nothing more to do in this reconcile but what the verdict says.
     Done(Box<Verdict>),
-    /// Roll out, from this status, with the preview's Blueprint.
-    Proceed(Box<(PreviewStatus, Blueprint)>),
+    /// Roll out, from this status, with the preview's Blueprint, in its cluster.
+    Proceed(Box<(PreviewStatus, Blueprint, Arc<Cluster>)>),
 }
 
 /// The instants that drive a preview's lifecycle.
@@ -168,6 +173,19 @@ pub(crate) async fn guard(
         })));
     }
 
+    let cluster = match place::place(api, pe, &bp, &mut st, persisted, ctx).await? {
+        Placed::At(c) => c,
+        Placed::Waiting(verdict) => return Ok(Guard::Done(verdict)),
+    };
+    if !cluster.reachable() {
+        return Ok(Guard::Done(Box::new(place::unreachable(
+            &mut st, &cluster, ctx,
+        ))));
+    }
+    if !cluster.is_local() {
+        place::reachability(&mut st, cluster.name.as_str(), None, ctx);
+    }
+
     warn::expiry(pe, &bp, &mut st, t.expires_at, t.last_activity, ctx).await;
     let idle = lifecycle::is_idle(t.last_activity, t.stop_after_idle, now);
     let settled = matches!(
@@ -186,9 +204,9 @@ pub(crate) async fn guard(
     };
     if let Some(why) = stop {
         if let Some(ns) = st.namespace.clone() {
-            st.services = idle::stop(&ctx.client, &ns).await?;
-            if let Some(target) = &ctx.settings.wake {
-                st.hosts = wake_route::park(&ctx.client, &ns, &pe.name_any(), target).await?;
+            st.services = idle::stop(cluster.client(), &ns).await?;
+            if let Some(target) = wake_target(&cluster, ctx) {
+                st.hosts = wake_route::park(cluster.client(), &ns, &pe.name_any(), target).await?;
                 st.wake_page = true;
             }
         }
@@ -209,7 +227,7 @@ pub(crate) async fn guard(
     }
     if st.phase == Some(Phase::Stopped) {
         let restored = match st.namespace.clone() {
-            Some(ns) => idle::wake(&ctx.client, &ns).await?,
+            Some(ns) => idle::wake(cluster.client(), &ns).await?,
             None => 0,
         };
         tracing::info!(target: "audit", actor = "sandcastle", action = "wake", preview = %pe.name_any(), sha = %sha, result = restored, "preview woken");
@@ -230,5 +248,19 @@ pub(crate) async fn guard(
             Some(&sha),
         );
     }
-    Ok(Guard::Proceed(Box::new((st, bp))))
+    Ok(Guard::Proceed(Box::new((st, bp, cluster))))
+}
+
+/// Where a stopped preview's hosts go in `cluster`: Sandcastle's wake listener as that
+/// cluster's ingress controller reaches it (`--wake-service` in Sandcastle's own cluster, the
+/// cluster Secret's `sandcastle.dev/wake-service` in another). `None`: left as they are.
+fn wake_target<'a>(
+    cluster: &'a Cluster,
+    ctx: &'a Context,
+) -> Option<&'a crate::domain::wake::WakeTarget> {
+    if cluster.is_local() {
+        ctx.settings.wake.as_ref()
+    } else {
+        ctx.settings.wake.as_ref().and(cluster.wake.as_ref())
+    }
 }

@@ -37,6 +37,10 @@ pub(super) struct Probed<'a> {
     /// The Service and port behind the URL.
     pub backend: Option<(String, u16)>,
     pub namespace: &'a str,
+    /// Whether the preview lives in Sandcastle's own cluster: `--probe-via` (an address or the
+    /// Service, both inside that cluster) applies only there; a preview in another cluster is
+    /// probed at its URL.
+    pub local: bool,
 }
 
 /// Try the probe once if it is due, recording what it saw in `rollout`.
@@ -71,7 +75,12 @@ pub(super) async fn gate(
         .backend
         .as_ref()
         .map(|(svc, port)| (svc.as_str(), at.namespace, *port));
-    let seen = match Target::new(url, &spec.path, &ctx.settings.probe_via, backend) {
+    let via = if at.local {
+        &ctx.settings.probe_via
+    } else {
+        &crate::probe::ProbeVia::Url
+    };
+    let seen = match Target::new(url, &spec.path, via, backend) {
         Ok(target) => {
             let timeout = interval.clamp(Duration::from_secs(1), REQUEST_TIMEOUT_CAP);
             match ask(&target, timeout).await {

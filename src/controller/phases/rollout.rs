@@ -29,7 +29,9 @@ use crate::domain::naming;
 use crate::domain::plan::{self, PreviewContext};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
 use crate::github::text::statuses::Failure;
+use crate::k8s::clusters::Cluster;
 use crate::k8s::diagnose::{self, Logs};
+use std::sync::Arc;
 use crate::k8s::namespace::{self, NamespaceError};
 use crate::k8s::readiness::{self, Health};
 
@@ -127,6 +129,7 @@ pub(crate) async fn run(
     pe: &PreviewEnvironment,
     mut st: PreviewStatus,
     blueprint: Blueprint,
+    cluster: &Cluster,
     ctx: &Context,
 ) -> Result<Verdict, Error> {
     let now = ctx.clock.now();
@@ -142,7 +145,7 @@ pub(crate) async fn run(
         return Ok(Verdict::new(st, wait));
     }
     if let Some(token) = reset::asked(pe, &st) {
-        let left = reset::wipe(&ctx.client, pctx.namespace.as_str()).await?;
+        let left = reset::wipe(cluster.client(), pctx.namespace.as_str()).await?;
         if left > 0 {
             let why = format!("resetting: throwing the data away ({left} objects left)");
             set_phase(&mut st, Phase::Deploying, why, now, Some(&pe.spec.sha));
@@ -163,9 +166,13 @@ pub(crate) async fn run(
     }
 
     // Plan first: a refused blueprint fails before anything is created.
+    let source = match source_cluster(&blueprint, ctx) {
+        Ok(c) => c,
+        Err(why) => return Ok(fail(pe, st, why, ctx)),
+    };
     let objects = match ctx
         .sources
-        .read(&ctx.resolver, &ctx.settings.home, spec)
+        .read(&source.resolver, &ctx.settings.home, spec)
         .await
     {
         Ok(o) => o,
@@ -179,7 +186,7 @@ pub(crate) async fn run(
         Ok(p) => p,
         Err(refused) => return Ok(fail(pe, st, format!("blueprint refused: {refused}"), ctx)),
     };
-    if let Some(why) = needs_cilium(&pctx, spec, ctx).await? {
+    if let Some(why) = needs_cilium(&pctx, spec, cluster).await? {
         return Ok(fail(pe, st, why, ctx));
     }
     let timeout = spec.readiness_timeout.get();
@@ -198,7 +205,8 @@ pub(crate) async fn run(
     if let Some(a) = &pe.spec.adopts {
         adopt::hand_over(pe, a, ctx).await?;
     }
-    let namespace_uid = match ensure_namespace(&pctx, &blueprint, &declared, previous, ctx).await {
+    let at = Where { cluster, ctx };
+    let namespace_uid = match ensure_namespace(&pctx, &blueprint, &declared, previous, &at).await {
         Ok(uid) => uid,
         Err(NamespaceError::Api(e)) => return Err(e.into()),
         Err(NamespaceError::Terminating(ns)) => {
@@ -245,7 +253,33 @@ pub(crate) async fn run(
     } else if let Some(r) = st.rollout.as_mut() {
         r.namespace_uid = r.namespace_uid.take().or(namespace_uid);
     }
-    apply_and_wait(pe, st, &blueprint, &pctx, &steps, &plan, ctx).await
+    apply_and_wait(pe, st, &blueprint, &pctx, &steps, &plan, &at).await
+}
+
+/// The cluster a preview lives in, and the controller's context.
+struct Where<'a> {
+    cluster: &'a Cluster,
+    ctx: &'a Context,
+}
+
+/// The cluster the Blueprint's source is read from, or why it cannot be.
+fn source_cluster(blueprint: &Blueprint, ctx: &Context) -> Result<Arc<Cluster>, String> {
+    let name = blueprint.spec.source_cluster();
+    let cluster = ctx.clusters.get(name).map_err(|standing| {
+        let why = crate::domain::placement::Refusal {
+            cluster: crate::domain::placement::ClusterName::new(name)
+                .unwrap_or_else(|_| crate::domain::placement::ClusterName::in_cluster()),
+            why: crate::domain::placement::Why::Standing(standing),
+        };
+        format!("blueprint {}: source.cluster: {why}", blueprint.name_any())
+    })?;
+    if !cluster.is_local() && !cluster.reachable() {
+        return Err(format!(
+            "blueprint {}: source.cluster: cluster {name} is unreachable",
+            blueprint.name_any()
+        ));
+    }
+    Ok(cluster)
 }
 
 /// The commit's images may not exist before its checks pass: until then, wait (a preview
@@ -288,13 +322,13 @@ async fn wait_for_checks(
 async fn needs_cilium(
     pctx: &PreviewContext,
     spec: &crate::crd::BlueprintSpec,
-    ctx: &Context,
+    cluster: &Cluster,
 ) -> Result<Option<String>, Error> {
     use guardrails::egress::{CILIUM_API_VERSION, CILIUM_POLICY_KIND, FQDN_POLICY};
     if guardrails::egress::fqdn_policy(pctx, &spec.isolation).is_none() {
         return Ok(None);
     }
-    match ctx
+    match cluster
         .resolver
         .resolve(CILIUM_API_VERSION, CILIUM_POLICY_KIND, FQDN_POLICY)
         .await
@@ -303,9 +337,10 @@ async fn needs_cilium(
         Err(e) if e.is_transient() => Err(Error::Transient(e.to_string())),
         Err(_) => Ok(Some(format!(
             "Blueprint {}: spec.isolation.egress allows hosts by name (fqdns), which needs Cilium, \
-             and this cluster does not serve {CILIUM_API_VERSION} {CILIUM_POLICY_KIND}; \
+             and cluster {} does not serve {CILIUM_API_VERSION} {CILIUM_POLICY_KIND}; \
              allow their addresses with cidrs instead, or install Cilium",
-            pctx.blueprint
+            pctx.blueprint,
+            cluster.name
         ))),
     }
 }
@@ -317,16 +352,26 @@ async fn ensure_namespace(
     blueprint: &Blueprint,
     declared: &std::collections::BTreeMap<String, String>,
     previous: Option<&str>,
-    ctx: &Context,
+    at: &Where<'_>,
 ) -> Result<Option<String>, NamespaceError> {
+    let (cluster, ctx) = (at.cluster, at.ctx);
     let mut labels = guardrails::namespace_labels_with(pctx, &blueprint.spec.isolation, declared);
     // Which Sandcastle made the namespace: the orphan sweep only ever looks at its own.
     labels.insert(
         crate::crd::labels::HOME.to_owned(),
         ctx.settings.home.clone(),
     );
+    // In a cluster other installations may share, which one exactly.
+    if !cluster.is_local() {
+        let installation = ctx.clusters.installation().ok_or_else(|| {
+            NamespaceError::Api(kube::Error::Service(
+                "the uid of Sandcastle's namespace is not known yet".into(),
+            ))
+        })?;
+        labels.insert(crate::crd::labels::INSTALLATION.to_owned(), installation);
+    }
     let ns = namespace::ensure(
-        &ctx.client,
+        cluster.client(),
         pctx.namespace.as_str(),
         pctx.preview.as_str(),
         previous,
@@ -344,8 +389,10 @@ async fn apply_and_wait(
     pctx: &PreviewContext,
     steps: &[(Step, Vec<serde_json::Value>)],
     plan: &plan::Plan,
-    ctx: &Context,
+    at: &Where<'_>,
 ) -> Result<Verdict, Error> {
+    let (cluster, ctx) = (at.cluster, at.ctx);
+    let client = cluster.client();
     let now = ctx.clock.now();
     let timeout = blueprint.spec.readiness_timeout.get();
     let ns = pctx.namespace.as_str();
@@ -354,7 +401,7 @@ async fn apply_and_wait(
         let index = u32::try_from(index).unwrap_or(u32::MAX);
         let rollout = st.rollout.as_mut().expect("a rollout is under way");
         if rollout.applied_steps <= index {
-            if let Err(e) = ctx.resolver.apply_all(ns, objects).await {
+            if let Err(e) = cluster.resolver.apply_all(ns, objects).await {
                 if e.is_transient() {
                     return Err(Error::Transient(e.to_string()));
                 }
@@ -373,7 +420,7 @@ async fn apply_and_wait(
         let states = if *step == Step::Hooks {
             Vec::new()
         } else {
-            readiness::workload_states(&ctx.client, ns, objects).await?
+            readiness::workload_states(client, ns, objects).await?
         };
         services.extend(
             states
@@ -385,7 +432,7 @@ async fn apply_and_wait(
             .iter()
             .find(|w| matches!(w.health, Health::Failed(_)))
         {
-            let why = readiness::job_failure(&ctx.client, ns, failed).await;
+            let why = readiness::job_failure(client, ns, failed).await;
             let message = if *step == Step::Plan(plan::Stage::Seed) {
                 Failure::SeedJobFailed {
                     job: failed.name.clone(),
@@ -398,13 +445,13 @@ async fn apply_and_wait(
                 let exit = exit.unwrap_or_default();
                 format!("job {} failed: {}{exit}", failed.name, why.reason)
             };
-            st.diagnosis = diagnose::diagnose(&ctx.client, ns, failed, Logs::Fetch).await;
+            st.diagnosis = diagnose::diagnose(client, ns, failed, Logs::Fetch).await;
             return Ok(fail_rollout(pe, st, message, blueprint, ctx));
         }
         if let Some(waiting) = states.iter().find(|w| w.health != Health::Ready) {
             let rollout = st.rollout.as_ref().expect("a rollout is under way");
             if elapsed(&rollout.step_started_at, now) > timeout {
-                let found = diagnose::diagnose(&ctx.client, ns, waiting, Logs::Fetch).await;
+                let found = diagnose::diagnose(client, ns, waiting, Logs::Fetch).await;
                 let failure = Failure::NotReady {
                     after: timeout,
                     workload: format!("{}/{}", waiting.kind.to_lowercase(), waiting.name),
@@ -417,7 +464,7 @@ async fn apply_and_wait(
             }
             // What the pods are stuck on (unschedulable, an image that cannot be pulled) is
             // said as soon as the cluster says it, not only when the readiness timeout ends.
-            let found = diagnose::diagnose(&ctx.client, ns, waiting, Logs::Skip).await;
+            let found = diagnose::diagnose(client, ns, waiting, Logs::Skip).await;
             let blocker = found.as_ref().map(|d| diagnose::cause(d).to_owned());
             let message = progress_message(*step, waiting, blocker.as_deref());
             set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
@@ -442,6 +489,7 @@ async fn apply_and_wait(
             url: plan.url.as_deref(),
             backend: plan.backend(),
             namespace: ns,
+            local: cluster.is_local(),
         };
         let rollout = st.rollout.as_mut().expect("a rollout is under way");
         match probe::gate(http, rollout, &pctx.sha, &at, ctx).await {
@@ -464,7 +512,7 @@ async fn apply_and_wait(
     }
     // Woken and Ready: the hosts go back from the waking page to the app.
     if st.wake_page {
-        let restored = crate::k8s::wake_route::unpark(&ctx.client, ns).await?;
+        let restored = crate::k8s::wake_route::unpark(client, ns).await?;
         tracing::debug!(preview = %pe.name_any(), restored, "ingresses routed back to the app");
         st.wake_page = false;
     }

@@ -1,5 +1,7 @@
-//! Taking a preview down, one pass at a time: run its pre-delete hooks (bounded), delete its
-//! namespace, wait until it is gone, mark the GitHub deployment inactive; then either let the
+//! Taking a preview down, one pass at a time, in the cluster it lives in: run its pre-delete
+//! hooks (bounded), delete its namespace, wait until it is gone (a cluster that does not answer
+//! is waited for; one no longer registered cannot be reached, and its namespace is left there,
+//! said in the history), mark the GitHub deployment inactive; then either let the
 //! resource go (it is being deleted: the finalizer is removed), keep it as a tombstone (PR
 //! closed, expired or destroyed) until its retention ends (counted from the removal), or — for a
 //! preview that came back as a new incarnation — start again from nothing.
@@ -10,7 +12,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 
-use super::hooks;
+use super::{hooks, place};
+use crate::k8s::clusters::Cluster;
+use std::sync::Arc;
 use crate::controller::context::Context;
 use crate::controller::error::Error;
 use crate::controller::report::Report;
@@ -40,16 +44,53 @@ fn handed_over(pe: &PreviewEnvironment) -> bool {
 }
 
 /// Delete the namespace; `Ok(true)` once it is gone.
-async fn namespace_gone(pe: &PreviewEnvironment, ctx: &Context) -> Result<bool, Error> {
+async fn namespace_gone(pe: &PreviewEnvironment, cluster: &Cluster, ctx: &Context) -> Result<bool, Error> {
     let Some(ns) = namespace_of(pe, ctx) else {
         return Ok(true);
     };
-    namespace::delete(&ctx.client, &ns, &pe.name_any())
+    namespace::delete(cluster.client(), &ns, &pe.name_any())
         .await
         .map_err(|e| match e {
             namespace::NamespaceError::Api(e) => Error::Kube(e),
             other => Error::Transient(other.to_string()),
         })
+}
+
+/// Where the preview's namespace is to be taken down: its cluster; or why not now (as a
+/// verdict); or `Ok(None)` when there is nothing to take down there any more (its cluster no
+/// longer registered: nothing can reach it, and the namespace is left, recorded as such).
+async fn cluster_of(
+    pe: &PreviewEnvironment,
+    ctx: &Context,
+    st: &mut PreviewStatus,
+) -> Result<Result<Option<Arc<Cluster>>, Verdict>, Error> {
+    let name = place::placed_in(st).unwrap_or(crate::crd::IN_CLUSTER).to_owned();
+    let now = ctx.clock.now();
+    match ctx.clusters.get(&name) {
+        Ok(c) if c.is_local() || c.reachable() => Ok(Ok(Some(c))),
+        Ok(_) => {
+            let message = format!(
+                "waiting for cluster {name} to answer, to delete the namespace{}",
+                namespace_of(pe, ctx).map(|n| format!(" {n}")).unwrap_or_default()
+            );
+            place::reachability(st, &name, Some(&format!("cluster {name} is unreachable")), ctx);
+            set_phase(st, Phase::Terminating, message, now, None);
+            Ok(Err(Verdict::new(st.clone(), Next::After(Duration::from_secs(30)))))
+        }
+        Err(crate::domain::placement::Standing::Unregistered) => {
+            tracing::warn!(preview = %pe.name_any(), cluster = %name, "the preview's cluster is no longer registered; its namespace is left there");
+            let note = format!("cluster {name} is no longer registered: its namespace is left there");
+            record(st, now, "sandcastle", "NamespaceLeft", None, Some(&note));
+            Ok(Ok(None))
+        }
+        Err(_) => {
+            let message = format!(
+                "waiting for the Secret of cluster {name} to be usable, to delete the namespace"
+            );
+            set_phase(st, Phase::Terminating, message, now, None);
+            Ok(Err(Verdict::new(st.clone(), Next::After(Duration::from_secs(60)))))
+        }
+    }
 }
 
 fn removal_message(pe: &PreviewEnvironment) -> String {
@@ -83,8 +124,13 @@ async fn take_down(
     if handed_over(pe) {
         return Ok(None);
     }
+    let cluster = match cluster_of(pe, ctx, st).await? {
+        Ok(Some(c)) => c,
+        Ok(None) => return Ok(None),
+        Err(waiting) => return Ok(Some(waiting)),
+    };
     if let Some(ns) = namespace_of(pe, ctx) {
-        match hooks::run(&ctx.client, &ns, &pe.name_any(), now).await? {
+        match hooks::run(cluster.client(), &ns, &pe.name_any(), now).await? {
             hooks::Hooks::Running(names) => {
                 let message = hooks::running_message(&names);
                 set_phase(st, Phase::Terminating, message, now, None);
@@ -101,7 +147,7 @@ async fn take_down(
             }
         }
     }
-    if !namespace_gone(pe, ctx).await? {
+    if !namespace_gone(pe, &cluster, ctx).await? {
         if st.phase != Some(Phase::Terminating) || st.message.as_deref() != Some(DELETING) {
             set_phase(st, Phase::Terminating, DELETING, now, None);
         }
@@ -142,6 +188,10 @@ pub(crate) async fn retire(pe: &PreviewEnvironment, ctx: &Context) -> Result<Ver
     st.deployed_sha = None;
     st.removed_at = None;
     st.incarnation = pe.spec.incarnation;
+    // A new life, placed anew (maybe elsewhere) and rolled out into a new namespace.
+    st.cluster = None;
+    st.namespace = None;
+    st.conditions.retain(|c| c.type_ != place::CONDITION);
     set_phase(
         &mut st,
         Phase::Pending,

@@ -146,6 +146,7 @@ async fn viewer(state: &AppState, headers: &HeaderMap) -> Result<Viewer, Respons
                     extra: Default::default(),
                     via: Via::Dashboard,
                     github: Some(access.clone()),
+                    cluster: None,
                 };
                 return Ok(Viewer::Person {
                     session,

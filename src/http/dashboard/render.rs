@@ -425,6 +425,7 @@ mod tests {
             running_since: None,
             sandbox: false,
             namespace: "shop-pr-1".into(),
+            cluster: Some("in-cluster".into()),
             requested_by: "alice".into(),
             created_at: None,
             history: Vec::new(),
