@@ -11,6 +11,7 @@ mod browser;
 mod chaos;
 mod chart;
 mod cli;
+mod clusters;
 mod comebacks;
 mod commands;
 mod conversation;

@@ -215,6 +215,8 @@ impl World {
         let mut s = Settings::for_namespace(&self.home.name);
         s.namespace_prefix = self.prefix.clone();
         s.progress_interval = Duration::from_millis(500);
+        // Registered clusters (tests/it/clusters.rs) are seen down or back within a second.
+        s.cluster_check_interval = Duration::from_secs(1);
         if let Some(via) = &self.probe_via {
             s.probe_via = via.clone();
         }
