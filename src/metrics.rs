@@ -440,7 +440,9 @@ impl Collector for PreviewCount {
 fn count_clusters(previews: &[Arc<PreviewEnvironment>]) -> std::collections::BTreeMap<String, i64> {
     let mut out = std::collections::BTreeMap::new();
     for p in previews {
-        let Some(st) = p.status.as_ref() else { continue };
+        let Some(st) = p.status.as_ref() else {
+            continue;
+        };
         if st.phase == Some(Phase::Removed) {
             continue;
         }

@@ -422,13 +422,20 @@ mod tests {
             let b = |v: serde_json::Value| {
                 base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
             };
-            format!("{}.{}.sig", b(serde_json::json!({"alg": "RS256"})), b(serde_json::json!({"sub": sub})))
+            format!(
+                "{}.{}.sig",
+                b(serde_json::json!({"alg": "RS256"})),
+                b(serde_json::json!({"sub": sub}))
+            )
         };
         assert_eq!(
             claimed_preview_namespace(&token("system:serviceaccount:t-shop-pr-1:preview-agent")),
             Some("t-shop-pr-1".to_owned())
         );
-        assert_eq!(claimed_preview_namespace(&token("system:serviceaccount:ns:default")), None);
+        assert_eq!(
+            claimed_preview_namespace(&token("system:serviceaccount:ns:default")),
+            None
+        );
         assert_eq!(claimed_preview_namespace("not-a-jwt"), None);
         assert_eq!(claimed_preview_namespace("a.%%%.c"), None);
     }
@@ -437,7 +444,10 @@ mod tests {
     fn a_preview_token_owns_its_namespace_in_its_cluster_only() {
         let mut c = caller("system:serviceaccount:shop-pr-1:preview-agent");
         assert!(c.owns("shop-pr-1", "in-cluster"));
-        assert!(!c.owns("shop-pr-1", "b"), "a namespace of that name elsewhere is not its own");
+        assert!(
+            !c.owns("shop-pr-1", "b"),
+            "a namespace of that name elsewhere is not its own"
+        );
         c.cluster = Some("b".into());
         assert!(c.owns("shop-pr-1", "b"));
         assert!(!c.owns("shop-pr-1", "in-cluster"));

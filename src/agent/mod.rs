@@ -111,7 +111,10 @@ impl Agent {
             .unwrap_or(crate::crd::IN_CLUSTER);
         let unavailable = |why: String| AgentError::Unavailable {
             code: "cluster_unreachable",
-            message: format!("preview {} lives in cluster {name}, which {why}; try again when it is back", pe.name_any()),
+            message: format!(
+                "preview {} lives in cluster {name}, which {why}; try again when it is back",
+                pe.name_any()
+            ),
         };
         let cluster = self
             .clusters

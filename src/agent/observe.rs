@@ -9,9 +9,9 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
-use kube::{Client, ResourceExt};
 use kube::api::{Api, ListParams, LogParams};
 use kube::runtime::wait::await_condition;
+use kube::{Client, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -372,7 +372,11 @@ impl Agent {
 }
 
 /// The pods of `workload` in `ns` (all of them without one), by name.
-async fn pods_of(client: &Client, ns: &str, workload: Option<&str>) -> Result<Vec<Pod>, AgentError> {
+async fn pods_of(
+    client: &Client,
+    ns: &str,
+    workload: Option<&str>,
+) -> Result<Vec<Pod>, AgentError> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let selector = match workload {
         None => None,

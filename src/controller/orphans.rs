@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use super::context::Context;
 use crate::crd::PreviewEnvironment;
 use crate::crd::labels::{HOME, INSTALLATION, MANAGED_BY, MANAGER, ORPHANED_SINCE, PREVIEW};
-use crate::k8s::clusters::Cluster;
 use crate::domain::lifecycle;
+use crate::k8s::clusters::Cluster;
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -53,7 +53,12 @@ pub async fn sweep(ctx: &Context, grace: Duration) -> Result<SweepReport, kube::
     let mut report = SweepReport::default();
     let previews: Api<PreviewEnvironment> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
     let mut clusters = vec![ctx.clusters.local().clone()];
-    clusters.extend(ctx.clusters.registered().into_iter().filter(|c| c.reachable()));
+    clusters.extend(
+        ctx.clusters
+            .registered()
+            .into_iter()
+            .filter(|c| c.reachable()),
+    );
     let mut known: Option<BTreeMap<String, Option<String>>> = None;
     for cluster in clusters {
         if let Err(e) = sweep_in(ctx, &cluster, &previews, &mut known, grace, &mut report).await {
@@ -191,7 +196,10 @@ mod tests {
     #[test]
     fn a_preview_owns_namespaces_only_where_it_lives() {
         assert!(owns_there(Some("b"), "b"));
-        assert!(!owns_there(Some("b"), "in-cluster"), "left behind in another cluster");
+        assert!(
+            !owns_there(Some("b"), "in-cluster"),
+            "left behind in another cluster"
+        );
         assert!(owns_there(None, "b"), "not placed yet: not an orphan");
     }
 }

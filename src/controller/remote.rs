@@ -91,8 +91,16 @@ impl Drop for Watches {
 async fn watch(client: Client, home: String, tx: Refs) {
     let config = watcher::Config::default().labels(&format!("{MANAGED_BY}={MANAGER},{PREVIEW}"));
     let streams = vec![
-        owners(Api::<Deployment>::all(client.clone()), config.clone(), &home),
-        owners(Api::<StatefulSet>::all(client.clone()), config.clone(), &home),
+        owners(
+            Api::<Deployment>::all(client.clone()),
+            config.clone(),
+            &home,
+        ),
+        owners(
+            Api::<StatefulSet>::all(client.clone()),
+            config.clone(),
+            &home,
+        ),
         owners(Api::<Job>::all(client.clone()), config.clone(), &home),
         owners(Api::<Namespace>::all(client), config, &home),
     ];
@@ -112,7 +120,12 @@ fn owners<K>(
     home: &str,
 ) -> futures::stream::BoxStream<'static, Option<ObjectRef<PreviewEnvironment>>>
 where
-    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
 {
     let home = home.to_owned();
     watcher(api, config)

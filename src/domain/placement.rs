@@ -115,12 +115,12 @@ impl fmt::Display for Refusal {
             Why::Full { previews, cap } => write!(f, "{c} is full ({previews}/{cap} previews)"),
             Why::Standing(Standing::Checking) => write!(f, "{c} is being checked"),
             Why::Standing(Standing::Unreachable(e)) => write!(f, "{c} is unreachable ({e})"),
-            Why::Standing(Standing::Lacks(missing)) => write!(
-                f,
-                "the credentials of {c} lack {}",
-                missing_list(missing)
-            ),
-            Why::Standing(Standing::Invalid(e)) => write!(f, "the Secret of {c} cannot be used: {e}"),
+            Why::Standing(Standing::Lacks(missing)) => {
+                write!(f, "the credentials of {c} lack {}", missing_list(missing))
+            }
+            Why::Standing(Standing::Invalid(e)) => {
+                write!(f, "the Secret of {c} cannot be used: {e}")
+            }
             Why::Standing(Standing::Unregistered) => write!(
                 f,
                 "{c} is not registered (no Secret labelled sandcastle.dev/cluster={c})"
@@ -134,7 +134,12 @@ impl fmt::Display for Refusal {
 const NAMED: usize = 3;
 
 fn missing_list(missing: &[String]) -> String {
-    let mut out = missing.iter().take(NAMED).cloned().collect::<Vec<_>>().join(", ");
+    let mut out = missing
+        .iter()
+        .take(NAMED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
     if missing.len() > NAMED {
         out.push_str(&format!(" and {} more", missing.len() - NAMED));
     }
@@ -298,7 +303,12 @@ mod tests {
             "delete namespaces".into(),
         ]);
         let cands = [
-            c("b", Standing::Unreachable("connection refused".into()), None, 0),
+            c(
+                "b",
+                Standing::Unreachable("connection refused".into()),
+                None,
+                0,
+            ),
             c("c", lacks.clone(), None, 0),
             c("d", Standing::Ready, Some(1), 0),
         ];

@@ -283,7 +283,8 @@ pub fn target_yaml() -> anyhow::Result<String> {
         o
     };
     let ns = "sandcastle-target";
-    let account = serde_json::json!({"kind": "ServiceAccount", "name": "sandcastle", "namespace": ns});
+    let account =
+        serde_json::json!({"kind": "ServiceAccount", "name": "sandcastle", "namespace": ns});
     let bind = |role: &str| {
         meta(
             "ClusterRoleBinding",
@@ -429,14 +430,37 @@ mod tests {
             if ar.kind == "DaemonSet" {
                 continue;
             }
-            assert!(grants(&target, &ar.group, &ar.plural, "create"), "{}", ar.plural);
+            assert!(
+                grants(&target, &ar.group, &ar.plural, "create"),
+                "{}",
+                ar.plural
+            );
         }
         assert!(grants(&target, "", "namespaces", "delete"));
-        assert!(grants(&target, "authentication.k8s.io", "tokenreviews", "create"));
-        assert!(!grants(&target, "authorization.k8s.io", "subjectaccessreviews", "create"));
-        assert!(!grants(&target, "apiextensions.k8s.io", "customresourcedefinitions", "get"));
+        assert!(grants(
+            &target,
+            "authentication.k8s.io",
+            "tokenreviews",
+            "create"
+        ));
+        assert!(!grants(
+            &target,
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            "create"
+        ));
+        assert!(!grants(
+            &target,
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            "get"
+        ));
         for verb in ["create", "patch", "delete"] {
-            assert!(source_rules().iter().all(|r| !r.verbs.iter().any(|v| v == verb)));
+            assert!(
+                source_rules()
+                    .iter()
+                    .all(|r| !r.verbs.iter().any(|v| v == verb))
+            );
         }
     }
 

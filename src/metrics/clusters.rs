@@ -30,7 +30,9 @@ fn label(cluster: &str) -> ClusterLabel {
 impl ClusterMetrics {
     /// Whether `cluster`'s API answered at its last check.
     pub fn reachable(&self, cluster: &str, up: bool) {
-        self.reachable.get_or_create(&label(cluster)).set(i64::from(up));
+        self.reachable
+            .get_or_create(&label(cluster))
+            .set(i64::from(up));
     }
 
     /// A preview was placed in `cluster`.

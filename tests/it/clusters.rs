@@ -41,7 +41,13 @@ async fn register(world: &World, extra: &Extra, cluster: &str, annotations: Valu
     register_with(world, extra, cluster, &token, annotations).await;
 }
 
-async fn register_with(world: &World, extra: &Extra, cluster: &str, token: &str, annotations: Value) {
+async fn register_with(
+    world: &World,
+    extra: &Extra,
+    cluster: &str,
+    token: &str,
+    annotations: Value,
+) {
     let secret = extra.registration(cluster, token, annotations);
     Api::<Secret>::namespaced(world.client.clone(), &world.home.name)
         .patch(
@@ -54,7 +60,11 @@ async fn register_with(world: &World, extra: &Extra, cluster: &str, token: &str,
 }
 
 async fn preview(world: &World, name: &str) -> PreviewEnvironment {
-    world.previews().get(name).await.expect("the preview exists")
+    world
+        .previews()
+        .get(name)
+        .await
+        .expect("the preview exists")
 }
 
 fn cluster_of(pe: &PreviewEnvironment) -> Option<String> {
@@ -65,8 +75,14 @@ fn cluster_of(pe: &PreviewEnvironment) -> Option<String> {
 async fn traces(client: &Client, name: &str) -> (usize, usize) {
     let selector = format!("sandcastle.dev/preview={name}");
     let lp = ListParams::default().labels(&selector);
-    let namespaces = Api::<Namespace>::all(client.clone()).list(&lp).await.unwrap();
-    let deployments = Api::<Deployment>::all(client.clone()).list(&lp).await.unwrap();
+    let namespaces = Api::<Namespace>::all(client.clone())
+        .list(&lp)
+        .await
+        .unwrap();
+    let deployments = Api::<Deployment>::all(client.clone())
+        .list(&lp)
+        .await
+        .unwrap();
     (namespaces.items.len(), deployments.items.len())
 }
 
@@ -93,20 +109,44 @@ async fn the_source_stays_in_sandcastles_cluster_and_the_preview_lives_in_anothe
     assert_eq!(cluster_of(&pe).as_deref(), Some("b"));
     let ns = world.namespace_of(name);
     // The whole stack runs in B, labelled as this installation's.
-    let there = Api::<Namespace>::all(b_client.clone()).get(&ns).await.unwrap();
+    let there = Api::<Namespace>::all(b_client.clone())
+        .get(&ns)
+        .await
+        .unwrap();
     let home_uid = Api::<Namespace>::all(world.client.clone())
         .get(&world.home.name)
         .await
         .unwrap()
         .uid();
-    assert_eq!(there.labels().get("sandcastle.dev/installation").cloned(), home_uid);
-    assert_eq!(traces(&b_client, name).await, (1, 3), "a namespace and 3 Deployments in B");
-    let pods = Api::<Pod>::namespaced(b_client.clone(), &ns).list(&Default::default()).await.unwrap();
+    assert_eq!(
+        there.labels().get("sandcastle.dev/installation").cloned(),
+        home_uid
+    );
+    assert_eq!(
+        traces(&b_client, name).await,
+        (1, 3),
+        "a namespace and 3 Deployments in B"
+    );
+    let pods = Api::<Pod>::namespaced(b_client.clone(), &ns)
+        .list(&Default::default())
+        .await
+        .unwrap();
     assert!(!pods.items.is_empty(), "pods scheduled in B");
     // In Sandcastle's own cluster: the PreviewEnvironment, nothing else.
-    assert_eq!(traces(&world.client, name).await, (0, 0), "nothing of the preview in A");
+    assert_eq!(
+        traces(&world.client, name).await,
+        (0, 0),
+        "nothing of the preview in A"
+    );
     assert!(!namespace_exists(&world.client, &ns).await);
-    let history: Vec<String> = pe.status.as_ref().unwrap().history.iter().map(|h| h.action.clone()).collect();
+    let history: Vec<String> = pe
+        .status
+        .as_ref()
+        .unwrap()
+        .history
+        .iter()
+        .map(|h| h.action.clone())
+        .collect();
     assert!(history.iter().any(|a| a == "Placed"), "{history:?}");
     world.wait_github_state(&head, "success", T).await;
 
@@ -114,15 +154,27 @@ async fn the_source_stays_in_sandcastles_cluster_and_the_preview_lives_in_anothe
     let admin = crate::support::api::account(
         &world,
         "admin",
-        &[(&["previewenvironments", "previewenvironments/token"], &["get", "list", "create"])],
+        &[(
+            &["previewenvironments", "previewenvironments/token"],
+            &["get", "list", "create"],
+        )],
     )
     .await;
-    let minted = call(&world, "POST", &format!("/api/v1/previews/{name}/token"), Some(&admin), None).await;
+    let minted = call(
+        &world,
+        "POST",
+        &format!("/api/v1/previews/{name}/token"),
+        Some(&admin),
+        None,
+    )
+    .await;
     assert_eq!(minted.status, 201, "{:?}", minted.body);
     assert_eq!(minted.body["cluster"], "b");
     let (server, _) = b.server_and_ca();
     assert_eq!(
-        minted.body["server"].as_str().map(|s| s.trim_end_matches('/')),
+        minted.body["server"]
+            .as_str()
+            .map(|s| s.trim_end_matches('/')),
         Some(server.trim_end_matches('/'))
     );
     let token = minted.body["token"].as_str().unwrap().to_owned();
@@ -130,14 +182,39 @@ async fn the_source_stays_in_sandcastles_cluster_and_the_preview_lives_in_anothe
     config.root_cert = Some(vec![pem_der(&b.server_and_ca().1)]);
     config.auth_info.token = Some(token.clone().into());
     let as_agent = Client::try_from(config).unwrap();
-    let seen = Api::<Pod>::namespaced(as_agent.clone(), &ns).list(&Default::default()).await;
-    assert!(seen.is_ok(), "the preview token reads its pods in B: {seen:?}");
-    let elsewhere = Api::<Pod>::namespaced(as_agent, "default").list(&Default::default()).await;
+    let seen = Api::<Pod>::namespaced(as_agent.clone(), &ns)
+        .list(&Default::default())
+        .await;
+    assert!(
+        seen.is_ok(),
+        "the preview token reads its pods in B: {seen:?}"
+    );
+    let elsewhere = Api::<Pod>::namespaced(as_agent, "default")
+        .list(&Default::default())
+        .await;
     assert!(elsewhere.is_err(), "and nothing outside its namespace");
-    let own = call(&world, "GET", &format!("/api/v1/previews/{name}"), Some(&token), None).await;
-    assert_eq!(own.status, 200, "Sandcastle checks the token with B: {:?}", own.body);
+    let own = call(
+        &world,
+        "GET",
+        &format!("/api/v1/previews/{name}"),
+        Some(&token),
+        None,
+    )
+    .await;
+    assert_eq!(
+        own.status, 200,
+        "Sandcastle checks the token with B: {:?}",
+        own.body
+    );
     assert_eq!(own.body["cluster"], "b");
-    let events = call(&world, "GET", &format!("/api/v1/previews/{name}/events"), Some(&token), None).await;
+    let events = call(
+        &world,
+        "GET",
+        &format!("/api/v1/previews/{name}/events"),
+        Some(&token),
+        None,
+    )
+    .await;
     assert_eq!(events.status, 200, "{:?}", events.body);
 
     // Closing the pull request deletes the namespace in B.
@@ -147,7 +224,11 @@ async fn the_source_stays_in_sandcastles_cluster_and_the_preview_lives_in_anothe
     eventually("the namespace in B is gone", T, || {
         let (c, ns) = (b_client.clone(), ns.clone());
         async move {
-            if namespace_exists(&c, &ns).await { Err("still there".to_owned()) } else { Ok(()) }
+            if namespace_exists(&c, &ns).await {
+                Err("still there".to_owned())
+            } else {
+                Ok(())
+            }
         }
     })
     .await;
@@ -164,7 +245,9 @@ fn pem_der(pem: &[u8]) -> Vec<u8> {
         .skip(1)
         .take_while(|l| !l.starts_with("-----END"))
         .collect();
-    base64::engine::general_purpose::STANDARD.decode(body).unwrap()
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap()
 }
 
 #[tokio::test]
@@ -193,12 +276,20 @@ async fn previews_fill_the_cluster_with_the_most_room_and_wait_when_all_are_full
                 let pe = preview(world, n).await;
                 let st = pe.status.clone().unwrap_or_default();
                 match st.phase {
-                    Some(Phase::Ready) => ready.push((n.clone(), cluster_of(&pe).unwrap_or_default())),
-                    Some(Phase::Pending) if st.cluster.is_none() => waiting.push((n.clone(), st.message.unwrap_or_default())),
+                    Some(Phase::Ready) => {
+                        ready.push((n.clone(), cluster_of(&pe).unwrap_or_default()));
+                    }
+                    Some(Phase::Pending) if st.cluster.is_none() => {
+                        waiting.push((n.clone(), st.message.unwrap_or_default()));
+                    }
                     other => return Err(format!("{n} is {other:?}: {:?}", st.message)),
                 }
             }
-            if ready.len() == 4 && waiting.len() == 1 { Ok((ready, waiting)) } else { Err(format!("{ready:?} {waiting:?}")) }
+            if ready.len() == 4 && waiting.len() == 1 {
+                Ok((ready, waiting))
+            } else {
+                Err(format!("{ready:?} {waiting:?}"))
+            }
         }
     })
     .await;
@@ -221,7 +312,9 @@ async fn previews_fill_the_cluster_with_the_most_room_and_wait_when_all_are_full
                 .iter()
                 .find(|c| c.body.contains("waiting for a cluster"))
                 .map(|c| c.body.clone())
-                .ok_or_else(|| format!("{:?}", comments.iter().map(|c| &c.body).collect::<Vec<_>>()))
+                .ok_or_else(|| {
+                    format!("{:?}", comments.iter().map(|c| &c.body).collect::<Vec<_>>())
+                })
         }
     })
     .await;
@@ -230,7 +323,13 @@ async fn previews_fill_the_cluster_with_the_most_room_and_wait_when_all_are_full
     // One closes: the waiting one goes where room was made.
     let (gone, freed) = ready[0].clone();
     let gone_n: u64 = gone.rsplit('-').next().unwrap().parse().unwrap();
-    assert_eq!(world.deliver(&world.gh.close(&world.repo, pr(gone_n), false)).await.0, 200);
+    assert_eq!(
+        world
+            .deliver(&world.gh.close(&world.repo, pr(gone_n), false))
+            .await
+            .0,
+        200
+    );
     let pe = world.wait_phase(queued, Phase::Ready, T).await;
     assert_eq!(cluster_of(&pe), Some(freed));
     world.wait_github_state(queued_head, "success", T).await;
@@ -246,7 +345,11 @@ async fn a_cluster_that_goes_away_is_said_and_skipped_and_its_previews_recover()
     world.start().await;
     world.open(1).await;
     let pe = world.wait_phase("away-pr-1", Phase::Ready, T).await;
-    assert_eq!(cluster_of(&pe).as_deref(), Some("b"), "a tie goes to the first listed");
+    assert_eq!(
+        cluster_of(&pe).as_deref(),
+        Some("b"),
+        "a tie goes to the first listed"
+    );
 
     b.stop_apiserver().await;
     let restarted = Restart(b.clone());
@@ -256,7 +359,11 @@ async fn a_cluster_that_goes_away_is_said_and_skipped_and_its_previews_recover()
         async move {
             let pe = preview(world, "away-pr-1").await;
             let st = pe.status.unwrap_or_default();
-            let cond = st.conditions.iter().find(|c| c.type_ == "ClusterReachable").cloned();
+            let cond = st
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "ClusterReachable")
+                .cloned();
             match cond {
                 Some(c) if c.status == "False" => Ok((st.phase, st.message.unwrap_or_default())),
                 other => Err(format!("{other:?}")),
@@ -265,42 +372,90 @@ async fn a_cluster_that_goes_away_is_said_and_skipped_and_its_previews_recover()
     })
     .await;
     assert_eq!(down.0, Some(Phase::Ready), "the phase stays");
-    assert!(down.1.starts_with("cluster b is unreachable since"), "{}", down.1);
+    assert!(
+        down.1.starts_with("cluster b is unreachable since"),
+        "{}",
+        down.1
+    );
     // Webhooks are answered all along, a push to it included; a new preview goes to C.
     let pushed = sha();
-    assert_eq!(world.deliver(&world.gh.push(&world.repo, pr(1), &pushed)).await.0, 200);
+    assert_eq!(
+        world
+            .deliver(&world.gh.push(&world.repo, pr(1), &pushed))
+            .await
+            .0,
+        200
+    );
     let second = world.open(2).await;
     let pe = world.wait_phase("away-pr-2", Phase::Ready, T).await;
     assert_eq!(cluster_of(&pe).as_deref(), Some("c"));
     world.wait_github_state(&second, "success", T).await;
     let (status, ready) = world.get_from(world.addr(), "/readyz").await;
-    assert_eq!(status, 200, "a target cluster away does not make Sandcastle unready: {ready}");
-    let b_seen = ready["clusters"].as_array().unwrap().iter().find(|c| c["name"] == "b").cloned().unwrap();
+    assert_eq!(
+        status, 200,
+        "a target cluster away does not make Sandcastle unready: {ready}"
+    );
+    let b_seen = ready["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "b")
+        .cloned()
+        .unwrap();
     assert_eq!(b_seen["reachable"], false, "{ready}");
     let (_, _, metrics) = world.get_text("/metrics", Vec::new()).await;
-    assert!(metrics.contains("sandcastle_cluster_reachable{cluster=\"b\"} 0"), "{metrics}");
-    assert!(metrics.contains("sandcastle_cluster_previews{cluster=\"c\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("sandcastle_cluster_reachable{cluster=\"b\"} 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("sandcastle_cluster_previews{cluster=\"c\"} 1"),
+        "{metrics}"
+    );
 
     // B comes back: the preview carries on, with the commit pushed meanwhile.
     drop(restarted);
     b.start_apiserver().await;
-    eventually("the preview is Ready on the pushed commit, its cluster answering", T, || {
-        let world = &world;
-        let pushed = pushed.clone();
-        async move {
-            let st = preview(world, "away-pr-1").await.status.unwrap_or_default();
-            let up = st.conditions.iter().any(|c| c.type_ == "ClusterReachable" && c.status == "True");
-            if up && st.phase == Some(Phase::Ready) && st.deployed_sha.as_deref() == Some(pushed.as_str()) {
-                Ok(())
-            } else {
-                Err(format!("{:?} {:?} {:?}", st.phase, st.message, st.deployed_sha))
+    eventually(
+        "the preview is Ready on the pushed commit, its cluster answering",
+        T,
+        || {
+            let world = &world;
+            let pushed = pushed.clone();
+            async move {
+                let st = preview(world, "away-pr-1").await.status.unwrap_or_default();
+                let up = st
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == "ClusterReachable" && c.status == "True");
+                if up
+                    && st.phase == Some(Phase::Ready)
+                    && st.deployed_sha.as_deref() == Some(pushed.as_str())
+                {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{:?} {:?} {:?}",
+                        st.phase, st.message, st.deployed_sha
+                    ))
+                }
             }
-        }
-    })
+        },
+    )
     .await;
     world.wait_github_state(&pushed, "success", T).await;
-    let history: Vec<String> = preview(&world, "away-pr-1").await.status.unwrap().history.iter().map(|h| h.action.clone()).collect();
-    assert!(history.iter().any(|a| a == "ClusterUnreachable"), "{history:?}");
+    let history: Vec<String> = preview(&world, "away-pr-1")
+        .await
+        .status
+        .unwrap()
+        .history
+        .iter()
+        .map(|h| h.action.clone())
+        .collect();
+    assert!(
+        history.iter().any(|a| a == "ClusterUnreachable"),
+        "{history:?}"
+    );
     assert!(history.iter().any(|a| a == "ClusterBack"), "{history:?}");
 }
 
@@ -312,7 +467,9 @@ impl Drop for Restart {
         if std::thread::panicking() {
             let e = self.0.clone();
             let _ = std::thread::spawn(move || {
-                tokio::runtime::Runtime::new().unwrap().block_on(e.start_apiserver());
+                tokio::runtime::Runtime::new()
+                    .unwrap()
+                    .block_on(e.start_apiserver());
             })
             .join();
         }
@@ -320,7 +477,8 @@ impl Drop for Restart {
 }
 
 #[tokio::test]
-async fn credentials_with_less_access_than_documented_are_named_and_the_preview_fails_until_fixed() {
+async fn credentials_with_less_access_than_documented_are_named_and_the_preview_fails_until_fixed()
+{
     let _turn = clusters::exclusive().await;
     let b = clusters::extra("b").await;
     let b_client = b.client().await;
@@ -354,22 +512,44 @@ async fn credentials_with_less_access_than_documented_are_named_and_the_preview_
     let pe = world.wait_phase("limited-pr-1", Phase::Failed, T).await;
     let message = pe.status.unwrap().message.unwrap();
     assert!(
-        message.starts_with("cannot be placed: the credentials of lim lack create networkpolicies.networking.k8s.io"),
+        message.starts_with(
+            "cannot be placed: the credentials of lim lack create networkpolicies.networking.k8s.io"
+        ),
         "{message}"
     );
-    assert!(message.contains("target-cluster.yaml"), "says what to grant: {message}");
+    assert!(
+        message.contains("target-cluster.yaml"),
+        "says what to grant: {message}"
+    );
     world.wait_github_state(&head, "failure", T).await;
     let (_, ready) = world.get_from(world.addr(), "/readyz").await;
-    let lim = ready["clusters"].as_array().unwrap().iter().find(|c| c["name"] == "lim").cloned().unwrap();
+    let lim = ready["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "lim")
+        .cloned()
+        .unwrap();
     assert_eq!(lim["access"], "lacking", "{ready}");
     assert!(
-        lim["lacks"].as_array().unwrap().iter().any(|p| p == "delete networkpolicies.networking.k8s.io"),
+        lim["lacks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "delete networkpolicies.networking.k8s.io"),
         "{ready}"
     );
-    assert_eq!(traces(&b_client, "limited-pr-1").await, (0, 0), "nothing made in the cluster");
+    assert_eq!(
+        traces(&b_client, "limited-pr-1").await,
+        (0, 0),
+        "nothing made in the cluster"
+    );
 
     // The admin grants the rest: the preview is placed and deploys.
-    let full: Vec<Value> = sandcastle::k8s::rbac::target_rules().into_iter().map(|r| serde_json::to_value(r).unwrap()).collect();
+    let full: Vec<Value> = sandcastle::k8s::rbac::target_rules()
+        .into_iter()
+        .map(|r| serde_json::to_value(r).unwrap())
+        .collect();
     clusters::apply(
         &b_client,
         &[json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": limited}, "rules": full})],
@@ -377,6 +557,8 @@ async fn credentials_with_less_access_than_documented_are_named_and_the_preview_
     .await;
     let pe = world.wait_phase("limited-pr-1", Phase::Ready, T).await;
     assert_eq!(cluster_of(&pe).as_deref(), Some("lim"));
-    let _ = world.deliver(&world.gh.close(&world.repo, pr(1), false)).await;
+    let _ = world
+        .deliver(&world.gh.close(&world.repo, pr(1), false))
+        .await;
     world.wait_phase("limited-pr-1", Phase::Removed, T).await;
 }

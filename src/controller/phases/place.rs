@@ -127,7 +127,14 @@ pub(crate) async fn place(
     st.cluster = Some(name.to_string());
     let now = ctx.clock.now();
     let note = format!("in cluster {name}");
-    record(st, now, "sandcastle", "Placed", Some(&pe.spec.sha), Some(&note));
+    record(
+        st,
+        now,
+        "sandcastle",
+        "Placed",
+        Some(&pe.spec.sha),
+        Some(&note),
+    );
     let mut saved = pe.clone();
     saved.status = persisted.clone();
     save(api, &saved, st).await?;
@@ -208,11 +215,16 @@ async fn counts(
 }
 
 /// No cluster can take `pe`: wait while one may clear, fail when an admin must act.
-fn waiting(pe: &PreviewEnvironment, st: &mut PreviewStatus, no_room: &NoRoom, ctx: &Context) -> Verdict {
+fn waiting(
+    pe: &PreviewEnvironment,
+    st: &mut PreviewStatus,
+    no_room: &NoRoom,
+    ctx: &Context,
+) -> Verdict {
     let now = ctx.clock.now();
     if no_room.may_clear() {
         let message = format!("waiting for a cluster: {no_room}");
-        set_phase(st, Phase::Pending, message.clone(), now, Some(&pe.spec.sha));
+        set_phase(st, Phase::Pending, message, now, Some(&pe.spec.sha));
         let why = fit_description(&format!("Waiting for a cluster: {no_room}"));
         return Verdict::new(st.clone(), Next::After(WAIT_RECHECK)).reporting(Report::Queued(why));
     }
@@ -235,10 +247,14 @@ fn waiting(pe: &PreviewEnvironment, st: &mut PreviewStatus, no_room: &NoRoom, ct
 fn lost(st: &mut PreviewStatus, name: &str, standing: &Standing, ctx: &Context) -> Verdict {
     let why = match standing {
         Standing::Invalid(e) => format!("the Secret of cluster {name} cannot be used: {e}"),
-        _ => format!("cluster {name} is not registered any more (no Secret labelled sandcastle.dev/cluster={name})"),
+        _ => format!(
+            "cluster {name} is not registered any more (no Secret labelled sandcastle.dev/cluster={name})"
+        ),
     };
     reachability(st, name, Some(&why), ctx);
-    st.message = Some(format!("{why}; its namespace is left as it is until it is back"));
+    st.message = Some(format!(
+        "{why}; its namespace is left as it is until it is back"
+    ));
     Verdict::new(st.clone(), Next::After(WAIT_RECHECK))
 }
 
@@ -265,13 +281,22 @@ pub(crate) fn unreachable(st: &mut PreviewStatus, cluster: &Cluster, ctx: &Conte
 
 /// Set the `ClusterReachable` condition of a preview placed in `cluster` (`down`: why not), and
 /// record each change in the history once.
-pub(crate) fn reachability(st: &mut PreviewStatus, cluster: &str, down: Option<&str>, ctx: &Context) {
+pub(crate) fn reachability(
+    st: &mut PreviewStatus,
+    cluster: &str,
+    down: Option<&str>,
+    ctx: &Context,
+) {
     let now = ctx.clock.now();
     let (status, reason, message) = match down {
         Some(why) => ("False", "Unreachable", why.to_owned()),
         None => ("True", "Reachable", format!("cluster {cluster} answers")),
     };
-    let was = st.conditions.iter().find(|c| c.type_ == CONDITION).map(|c| c.status.clone());
+    let was = st
+        .conditions
+        .iter()
+        .find(|c| c.type_ == CONDITION)
+        .map(|c| c.status.clone());
     if was.as_deref() == Some(status) {
         return;
     }
@@ -286,7 +311,11 @@ pub(crate) fn reachability(st: &mut PreviewStatus, cluster: &str, down: Option<&
     });
     // The first placement is not news; losing the cluster and getting it back are.
     if was.is_some() || down.is_some() {
-        let action = if down.is_some() { "ClusterUnreachable" } else { "ClusterBack" };
+        let action = if down.is_some() {
+            "ClusterUnreachable"
+        } else {
+            "ClusterBack"
+        };
         record(st, now, "sandcastle", action, None, Some(&message));
     }
 }
@@ -298,7 +327,9 @@ pub(crate) fn poke_waiting(ctx: &Context) {
         return;
     };
     for p in store.state() {
-        if p.spec.teardown.is_some() && p.status.as_ref().and_then(|s| s.phase) == Some(Phase::Removed) {
+        if p.spec.teardown.is_some()
+            && p.status.as_ref().and_then(|s| s.phase) == Some(Phase::Removed)
+        {
             continue;
         }
         let waits = p.status.as_ref().is_none_or(|s| placed_in(s).is_none());

@@ -31,9 +31,9 @@ use crate::domain::{NamespaceName, PrNumber, RepoName, Sha};
 use crate::github::text::statuses::Failure;
 use crate::k8s::clusters::Cluster;
 use crate::k8s::diagnose::{self, Logs};
-use std::sync::Arc;
 use crate::k8s::namespace::{self, NamespaceError};
 use crate::k8s::readiness::{self, Health};
+use std::sync::Arc;
 
 /// How soon a failure that may heal by itself (a Blueprint fixed, a source readable again) is
 /// looked at again when nothing wakes it sooner.
@@ -339,8 +339,7 @@ async fn needs_cilium(
             "Blueprint {}: spec.isolation.egress allows hosts by name (fqdns), which needs Cilium, \
              and cluster {} does not serve {CILIUM_API_VERSION} {CILIUM_POLICY_KIND}; \
              allow their addresses with cidrs instead, or install Cilium",
-            pctx.blueprint,
-            cluster.name
+            pctx.blueprint, cluster.name
         ))),
     }
 }

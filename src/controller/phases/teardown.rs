@@ -13,15 +13,15 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 
 use super::{hooks, place};
-use crate::k8s::clusters::Cluster;
-use std::sync::Arc;
 use crate::controller::context::Context;
 use crate::controller::error::Error;
 use crate::controller::report::Report;
 use crate::controller::verdict::{Next, Verdict, record, set_phase};
 use crate::crd::{Phase, PreviewEnvironment, PreviewStatus, Reported, TeardownReason};
 use crate::domain::{NamespaceName, naming};
+use crate::k8s::clusters::Cluster;
 use crate::k8s::namespace;
+use std::sync::Arc;
 
 fn namespace_of(pe: &PreviewEnvironment, ctx: &Context) -> Option<String> {
     if let Some(ns) = pe.status.as_ref().and_then(|s| s.namespace.clone()) {
@@ -44,7 +44,11 @@ fn handed_over(pe: &PreviewEnvironment) -> bool {
 }
 
 /// Delete the namespace; `Ok(true)` once it is gone.
-async fn namespace_gone(pe: &PreviewEnvironment, cluster: &Cluster, ctx: &Context) -> Result<bool, Error> {
+async fn namespace_gone(
+    pe: &PreviewEnvironment,
+    cluster: &Cluster,
+    ctx: &Context,
+) -> Result<bool, Error> {
     let Some(ns) = namespace_of(pe, ctx) else {
         return Ok(true);
     };
@@ -64,22 +68,35 @@ async fn cluster_of(
     ctx: &Context,
     st: &mut PreviewStatus,
 ) -> Result<Result<Option<Arc<Cluster>>, Verdict>, Error> {
-    let name = place::placed_in(st).unwrap_or(crate::crd::IN_CLUSTER).to_owned();
+    let name = place::placed_in(st)
+        .unwrap_or(crate::crd::IN_CLUSTER)
+        .to_owned();
     let now = ctx.clock.now();
     match ctx.clusters.get(&name) {
         Ok(c) if c.is_local() || c.reachable() => Ok(Ok(Some(c))),
         Ok(_) => {
             let message = format!(
                 "waiting for cluster {name} to answer, to delete the namespace{}",
-                namespace_of(pe, ctx).map(|n| format!(" {n}")).unwrap_or_default()
+                namespace_of(pe, ctx)
+                    .map(|n| format!(" {n}"))
+                    .unwrap_or_default()
             );
-            place::reachability(st, &name, Some(&format!("cluster {name} is unreachable")), ctx);
+            place::reachability(
+                st,
+                &name,
+                Some(&format!("cluster {name} is unreachable")),
+                ctx,
+            );
             set_phase(st, Phase::Terminating, message, now, None);
-            Ok(Err(Verdict::new(st.clone(), Next::After(Duration::from_secs(30)))))
+            Ok(Err(Verdict::new(
+                st.clone(),
+                Next::After(Duration::from_secs(30)),
+            )))
         }
         Err(crate::domain::placement::Standing::Unregistered) => {
             tracing::warn!(preview = %pe.name_any(), cluster = %name, "the preview's cluster is no longer registered; its namespace is left there");
-            let note = format!("cluster {name} is no longer registered: its namespace is left there");
+            let note =
+                format!("cluster {name} is no longer registered: its namespace is left there");
             record(st, now, "sandcastle", "NamespaceLeft", None, Some(&note));
             Ok(Ok(None))
         }
@@ -88,7 +105,10 @@ async fn cluster_of(
                 "waiting for the Secret of cluster {name} to be usable, to delete the namespace"
             );
             set_phase(st, Phase::Terminating, message, now, None);
-            Ok(Err(Verdict::new(st.clone(), Next::After(Duration::from_secs(60)))))
+            Ok(Err(Verdict::new(
+                st.clone(),
+                Next::After(Duration::from_secs(60)),
+            )))
         }
     }
 }

@@ -258,9 +258,7 @@ impl Clusters {
     pub(crate) fn changed(&self) {
         self.inner.changed.send_modify(|n| *n += 1);
         for c in self.registered() {
-            self.inner
-                .metrics
-                .reachable(c.name.as_str(), c.reachable());
+            self.inner.metrics.reachable(c.name.as_str(), c.reachable());
         }
     }
 
@@ -286,7 +284,10 @@ impl Clusters {
         let name = cluster.name.to_string();
         write(&self.inner.invalid).remove(&name);
         let mut registered = write(&self.inner.registered);
-        if registered.get(&name).is_some_and(|c| c.version == cluster.version) {
+        if registered
+            .get(&name)
+            .is_some_and(|c| c.version == cluster.version)
+        {
             return false;
         }
         registered.insert(name, Arc::new(cluster));
@@ -309,7 +310,8 @@ impl Clusters {
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {

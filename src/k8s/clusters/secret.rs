@@ -63,8 +63,7 @@ pub async fn read(secret: &Secret) -> Result<Registration, String> {
     let name = ClusterName::new(label).map_err(|e| format!("label {CLUSTER}: {e}"))?;
     if name.is_local() {
         return Err(format!(
-            "{} is Sandcastle's own cluster, always available; it cannot be registered",
-            name
+            "{name} is Sandcastle's own cluster, always available; it cannot be registered"
         ));
     }
     let data: BTreeMap<String, Vec<u8>> = secret
@@ -81,9 +80,8 @@ pub async fn read(secret: &Secret) -> Result<Registration, String> {
         )
         .collect();
     let kubeconfig = match text(&data, "kubeconfig")? {
-        Some(yaml) => {
-            Kubeconfig::from_yaml(yaml).map_err(|e| format!("key kubeconfig: {}", first_line(&e)))?
-        }
+        Some(yaml) => Kubeconfig::from_yaml(yaml)
+            .map_err(|e| format!("key kubeconfig: {}", first_line(&e)))?,
         None => parts(&data)?,
     };
     let options = KubeConfigOptions {
@@ -160,7 +158,12 @@ fn parts(data: &BTreeMap<String, Vec<u8>>) -> Result<Kubeconfig, String> {
 /// The first line of an error, without what a library may quote of the input.
 fn first_line(e: &dyn std::fmt::Display) -> String {
     let s = e.to_string();
-    s.lines().next().unwrap_or_default().chars().take(200).collect()
+    s.lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(200)
+        .collect()
 }
 
 #[cfg(test)]
@@ -196,7 +199,10 @@ mod tests {
         assert_eq!(r.wake.as_ref().unwrap().host(), "wake.example.com");
         assert_eq!(r.config.read_timeout, Some(REQUEST_TIMEOUT));
         assert_eq!(r.watch_config.read_timeout, None);
-        assert!(!format!("{r:?}").contains("t0ken"), "the token never prints");
+        assert!(
+            !format!("{r:?}").contains("t0ken"),
+            "the token never prints"
+        );
     }
 
     #[tokio::test]
@@ -207,9 +213,16 @@ mod tests {
                 secret("in-cluster", &[("server", "https://x")], json!({})),
                 "cannot be registered",
             ),
-            (secret("b", &[("token", "s3cret")], json!({})), "neither a kubeconfig key"),
             (
-                secret("b", &[("server", "10.0.0.1"), ("token", "s3cret")], json!({})),
+                secret("b", &[("token", "s3cret")], json!({})),
+                "neither a kubeconfig key",
+            ),
+            (
+                secret(
+                    "b",
+                    &[("server", "10.0.0.1"), ("token", "s3cret")],
+                    json!({}),
+                ),
                 "key server must be",
             ),
             (
@@ -217,7 +230,11 @@ mod tests {
                 "key kubeconfig",
             ),
             (
-                secret("b", &[("server", "https://x")], json!({CLUSTER_MAX_PREVIEWS: "lots"})),
+                secret(
+                    "b",
+                    &[("server", "https://x")],
+                    json!({CLUSTER_MAX_PREVIEWS: "lots"}),
+                ),
                 "annotation sandcastle.dev/max-previews",
             ),
         ];

@@ -42,8 +42,7 @@ pub async fn run(
             };
             // A new cluster is checked at once: placement need not wait for the interval.
             if !added.is_empty() {
-                futures::future::join_all(added.iter().map(|c| check::once(c, clock.now())))
-                    .await;
+                futures::future::join_all(added.iter().map(|c| check::once(c, clock.now()))).await;
                 clusters.changed();
             }
         }
@@ -57,7 +56,13 @@ pub async fn run(
 
 /// Check every registered cluster each `interval`, and read the installation's uid until it is
 /// known.
-async fn checks(clusters: Clusters, home_client: Client, home: String, interval: Duration, clock: Clock) {
+async fn checks(
+    clusters: Clusters,
+    home_client: Client,
+    home: String,
+    interval: Duration,
+    clock: Clock,
+) {
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -70,7 +75,9 @@ async fn checks(clusters: Clusters, home_client: Client, home: String, interval:
                         clusters.set_installation(uid);
                     }
                 }
-                Ok(None) => tracing::warn!(namespace = %home, "Sandcastle's namespace does not exist"),
+                Ok(None) => {
+                    tracing::warn!(namespace = %home, "Sandcastle's namespace does not exist");
+                }
                 Err(e) => tracing::debug!(error = %e, "reading Sandcastle's namespace"),
             }
         }
@@ -161,7 +168,8 @@ impl Registry {
             .iter()
             .find(|(other, (cluster, _))| **other != secret_name && *cluster == name)
             .map(|(other, _)| other.clone());
-        self.secrets.insert(secret_name.clone(), (name.clone(), version.clone()));
+        self.secrets
+            .insert(secret_name.clone(), (name.clone(), version.clone()));
         if let Some(twin) = twin {
             let why = format!("registered twice, by Secrets {twin} and {secret_name}; delete one");
             tracing::warn!(cluster = %name, "{why}");

@@ -148,7 +148,11 @@ impl Extra {
             .args([sig, &self.pid.to_string()])
             .status()
             .expect("kill runs");
-        assert!(ok.success(), "signalling control plane {} failed", self.name);
+        assert!(
+            ok.success(),
+            "signalling control plane {} failed",
+            self.name
+        );
     }
 
     fn restarts(&self) -> u32 {
@@ -199,8 +203,9 @@ impl Extra {
     /// its ServiceAccount was given.
     pub async fn documented_access(&self) -> String {
         let client = self.client().await;
-        let yaml = std::fs::read_to_string(root().join("charts/sandcastle/files/target-cluster.yaml"))
-            .expect("the chart's target-cluster.yaml");
+        let yaml =
+            std::fs::read_to_string(root().join("charts/sandcastle/files/target-cluster.yaml"))
+                .expect("the chart's target-cluster.yaml");
         let docs = sandcastle::domain::plan::parse_manifests(&yaml).expect("it parses");
         apply(&client, &docs).await;
         let secrets: Api<Secret> = Api::namespaced(client, "sandcastle-target");
@@ -210,7 +215,10 @@ impl Extra {
             || {
                 let secrets = secrets.clone();
                 async move {
-                    let s = secrets.get("sandcastle-token").await.map_err(|e| e.to_string())?;
+                    let s = secrets
+                        .get("sandcastle-token")
+                        .await
+                        .map_err(|e| e.to_string())?;
                     let token = s.data.unwrap_or_default().remove("token");
                     token
                         .map(|t| String::from_utf8(t.0).unwrap())
@@ -257,8 +265,12 @@ pub async fn apply(client: &Client, docs: &[Value]) {
                 &ar,
             ),
         };
-        api.patch(name, &PatchParams::apply("test").force(), &Patch::Apply(doc))
-            .await
-            .unwrap_or_else(|e| panic!("applying {kind} {name}: {e}"));
+        api.patch(
+            name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(doc),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("applying {kind} {name}: {e}"));
     }
 }
