@@ -562,3 +562,185 @@ async fn credentials_with_less_access_than_documented_are_named_and_the_preview_
         .await;
     world.wait_phase("limited-pr-1", Phase::Removed, T).await;
 }
+
+/// `scripts/bench-clusters`: time from `opened` to Ready for previews in Sandcastle's own
+/// cluster and in another, alternated in one run; then the timeline of a target cluster away
+/// for `SANDCASTLE_BENCH_OUTAGE` seconds (default 60). Prints `clusters:` lines.
+#[tokio::test]
+#[ignore = "a measurement: run by scripts/bench-clusters"]
+async fn bench_time_to_ready_here_and_elsewhere_and_a_cluster_away() {
+    let _turn = clusters::exclusive().await;
+    let (b, c) = (clusters::extra("b").await, clusters::extra("c").await);
+    let mut world = world("bench", &["in-cluster"]).await;
+    register(&world, &b, "b", json!({})).await;
+    register(&world, &c, "c", json!({})).await;
+    world.start().await;
+    let rounds: u64 = std::env::var("SANDCASTLE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    // Two Blueprints alike but for where their previews go; the repository's
+    // .github/sandcastle.yml chooses one for each pull request.
+    let blueprints: Api<sandcastle::crd::Blueprint> =
+        Api::namespaced(world.client.clone(), &world.home.name);
+    let mut twin = blueprints.get("bench").await.unwrap();
+    twin.metadata = kube::api::ObjectMeta {
+        name: Some("bench-b".into()),
+        ..Default::default()
+    };
+    twin.status = None;
+    twin.spec.target = Some(sandcastle::crd::Target {
+        clusters: vec!["b".into()],
+    });
+    blueprints.create(&Default::default(), &twin).await.unwrap();
+    let mut times: std::collections::BTreeMap<&str, Vec<u128>> = Default::default();
+    let mut n = 0;
+    for _ in 0..rounds {
+        for (blueprint, place) in [("bench", "in-cluster"), ("bench-b", "b")] {
+            let choice = format!("blueprint: {blueprint}\n");
+            world
+                .gh
+                .put_file(&world.repo, "main", ".github/sandcastle.yml", &choice);
+            n += 1;
+            let name = format!("{blueprint}-pr-{n}");
+            let started = std::time::Instant::now();
+            world.open(n).await;
+            let pe = world.wait_phase(&name, Phase::Ready, T).await;
+            times
+                .entry(place)
+                .or_default()
+                .push(started.elapsed().as_millis());
+            assert_eq!(cluster_of(&pe).as_deref(), Some(place));
+        }
+    }
+    let median = |v: &Vec<u128>| {
+        let mut v = v.clone();
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    for (place, v) in &times {
+        println!(
+            "clusters: opened to Ready in {place}: median {} ms, each {v:?}",
+            median(v)
+        );
+    }
+    let ratio = median(&times["b"]) as f64 / median(&times["in-cluster"]) as f64;
+    println!("clusters: elsewhere / here = {ratio:.2}");
+
+    // A cluster away for a while.
+    let away: u64 = std::env::var("SANDCASTLE_BENCH_OUTAGE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    twin.spec.target = Some(sandcastle::crd::Target {
+        clusters: vec!["b".into(), "c".into()],
+    });
+    twin.metadata.resource_version = None;
+    blueprints
+        .patch(
+            "bench-b",
+            &PatchParams::apply("bench").force(),
+            &Patch::Apply(&twin),
+        )
+        .await
+        .unwrap();
+    world.gh.put_file(
+        &world.repo,
+        "main",
+        ".github/sandcastle.yml",
+        "blueprint: bench-b\n",
+    );
+    n += 1;
+    let on_b = n;
+    world.open(on_b).await;
+    let pe = world
+        .wait_phase(&format!("bench-b-pr-{on_b}"), Phase::Ready, T)
+        .await;
+    assert_eq!(cluster_of(&pe).as_deref(), Some("b"));
+    let t0 = std::time::Instant::now();
+    let at = |what: &str| {
+        println!(
+            "clusters: outage +{:>6} ms  {what}",
+            t0.elapsed().as_millis()
+        )
+    };
+    b.stop_apiserver().await;
+    let restart = Restart(b.clone());
+    at("kube-apiserver of b stopped");
+    let name_b = format!("bench-b-pr-{on_b}");
+    eventually("b seen unreachable", T, || {
+        let (world, name) = (&world, name_b.clone());
+        async move {
+            let st = preview(world, &name).await.status.unwrap_or_default();
+            let down = st
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "ClusterReachable" && c.status == "False");
+            if down {
+                Ok(())
+            } else {
+                Err(format!("{:?}", st.message))
+            }
+        }
+    })
+    .await;
+    at("its preview says cluster b is unreachable (phase kept)");
+    let pushed = sha();
+    let (status, _) = world
+        .deliver(&world.gh.push(&world.repo, pr(on_b), &pushed))
+        .await;
+    at(&format!("a push to it answered {status}"));
+    n += 1;
+    let started = std::time::Instant::now();
+    world.open(n).await;
+    let pe = world
+        .wait_phase(&format!("bench-b-pr-{n}"), Phase::Ready, T)
+        .await;
+    at(&format!(
+        "a new preview Ready in {} ({} ms from opened)",
+        cluster_of(&pe).unwrap_or_default(),
+        started.elapsed().as_millis()
+    ));
+    let mut answered = std::collections::BTreeMap::<u16, u32>::new();
+    while t0.elapsed() < Duration::from_secs(away) {
+        let (status, _) = world.get_from(world.addr(), "/readyz").await;
+        *answered.entry(status).or_default() += 1;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    at(&format!("/readyz answered {answered:?} while b was away"));
+    drop(restart);
+    b.start_apiserver().await;
+    at("kube-apiserver of b back");
+    eventually("b seen back", T, || {
+        let (world, name) = (&world, name_b.clone());
+        async move {
+            let st = preview(world, &name).await.status.unwrap_or_default();
+            let up = st
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "ClusterReachable" && c.status == "True");
+            if up {
+                Ok(())
+            } else {
+                Err(format!("{:?}", st.message))
+            }
+        }
+    })
+    .await;
+    at("its preview says cluster b answers");
+    let pushed_s = pushed.to_string();
+    eventually("the push rolled out", T, || {
+        let (world, name, pushed) = (&world, name_b.clone(), pushed_s.clone());
+        async move {
+            let st = preview(world, &name).await.status.unwrap_or_default();
+            if st.phase == Some(Phase::Ready) && st.deployed_sha.as_deref() == Some(pushed.as_str())
+            {
+                Ok(())
+            } else {
+                Err(format!("{:?} {:?}", st.phase, st.deployed_sha))
+            }
+        }
+    })
+    .await;
+    at("the push made while b was away is Ready");
+}
