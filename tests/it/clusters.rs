@@ -662,7 +662,7 @@ async fn bench_time_to_ready_here_and_elsewhere_and_a_cluster_away() {
         println!(
             "clusters: outage +{:>6} ms  {what}",
             t0.elapsed().as_millis()
-        )
+        );
     };
     b.stop_apiserver().await;
     let restart = Restart(b.clone());
