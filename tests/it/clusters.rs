@@ -574,42 +574,49 @@ async fn bench_time_to_ready_here_and_elsewhere_and_a_cluster_away() {
     let mut world = world("bench", &["in-cluster"]).await;
     register(&world, &b, "b", json!({})).await;
     register(&world, &c, "c", json!({})).await;
-    world.start().await;
-    let rounds: u64 = std::env::var("SANDCASTLE_BENCH_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
-    // Two Blueprints alike but for where their previews go; the repository's
-    // .github/sandcastle.yml chooses one for each pull request.
+    // Blueprints alike but for where their previews go, all there before Sandcastle starts; the
+    // repository's .github/sandcastle.yml chooses one for each pull request.
     let blueprints: Api<sandcastle::crd::Blueprint> =
         Api::namespaced(world.client.clone(), &world.home.name);
-    let mut twin = blueprints.get("bench").await.unwrap();
-    twin.metadata = kube::api::ObjectMeta {
-        name: Some("bench-b".into()),
-        ..Default::default()
+    let original = blueprints.get("bench").await.unwrap();
+    for (name, targets) in [("bench-b", vec!["b"]), ("bench-bc", vec!["b", "c"])] {
+        let mut twin = original.clone();
+        twin.metadata = kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        };
+        twin.status = None;
+        twin.spec.target = Some(sandcastle::crd::Target {
+            clusters: targets.into_iter().map(str::to_owned).collect(),
+        });
+        blueprints.create(&Default::default(), &twin).await.unwrap();
+    }
+    world.start().await;
+    let env = |key: &str, default: u64| {
+        std::env::var(key)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
     };
-    twin.status = None;
-    twin.spec.target = Some(sandcastle::crd::Target {
-        clusters: vec!["b".into()],
-    });
-    blueprints.create(&Default::default(), &twin).await.unwrap();
+    let choose = |blueprint: &str| {
+        let choice = format!("blueprint: {blueprint}\n");
+        world
+            .gh
+            .put_file(&world.repo, "main", ".github/sandcastle.yml", &choice);
+    };
     let mut times: std::collections::BTreeMap<&str, Vec<u128>> = Default::default();
     let mut n = 0;
-    for _ in 0..rounds {
+    for _ in 0..env("SANDCASTLE_BENCH_ROUNDS", 5) {
         for (blueprint, place) in [("bench", "in-cluster"), ("bench-b", "b")] {
-            let choice = format!("blueprint: {blueprint}\n");
-            world
-                .gh
-                .put_file(&world.repo, "main", ".github/sandcastle.yml", &choice);
+            choose(blueprint);
             n += 1;
-            let name = format!("{blueprint}-pr-{n}");
             let started = std::time::Instant::now();
             world.open(n).await;
-            let pe = world.wait_phase(&name, Phase::Ready, T).await;
-            times
-                .entry(place)
-                .or_default()
-                .push(started.elapsed().as_millis());
+            let pe = world
+                .wait_phase(&bench_preview(blueprint, n), Phase::Ready, T)
+                .await;
+            let took = started.elapsed().as_millis();
+            times.entry(place).or_default().push(took);
             assert_eq!(cluster_of(&pe).as_deref(), Some(place));
         }
     }
@@ -626,37 +633,39 @@ async fn bench_time_to_ready_here_and_elsewhere_and_a_cluster_away() {
     }
     let ratio = median(&times["b"]) as f64 / median(&times["in-cluster"]) as f64;
     println!("clusters: elsewhere / here = {ratio:.2}");
+    outage(&world, [&b, &c], n, env("SANDCASTLE_BENCH_OUTAGE", 60)).await;
+}
 
-    // A cluster away for a while.
-    let away: u64 = std::env::var("SANDCASTLE_BENCH_OUTAGE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
-    twin.spec.target = Some(sandcastle::crd::Target {
-        clusters: vec!["b".into(), "c".into()],
-    });
-    twin.metadata.resource_version = None;
-    blueprints
-        .patch(
-            "bench-b",
-            &PatchParams::apply("bench").force(),
-            &Patch::Apply(&twin),
-        )
-        .await
-        .unwrap();
+/// The preview of pull request `n` of `acme/bench` made from `blueprint` (named after the
+/// Blueprint too, when it is not named after the repository).
+fn bench_preview(blueprint: &str, n: u64) -> String {
+    if blueprint == "bench" {
+        format!("bench-pr-{n}")
+    } else {
+        format!("{blueprint}-bench-pr-{n}")
+    }
+}
+
+/// The timeline of a cluster away for `away` seconds, with a preview in it and one more opened
+/// meanwhile (pull requests after `n`, Blueprint `bench-bc`: targets b and c; the one the first
+/// preview goes to goes away).
+async fn outage(world: &World, extras: [&Extra; 2], mut n: u64, away: u64) {
     world.gh.put_file(
         &world.repo,
         "main",
         ".github/sandcastle.yml",
-        "blueprint: bench-b\n",
+        "blueprint: bench-bc\n",
     );
     n += 1;
-    let on_b = n;
-    world.open(on_b).await;
-    let pe = world
-        .wait_phase(&format!("bench-b-pr-{on_b}"), Phase::Ready, T)
-        .await;
-    assert_eq!(cluster_of(&pe).as_deref(), Some("b"));
+    let on_b = bench_preview("bench-bc", n);
+    let pr_b = n;
+    world.open(n).await;
+    let pe = world.wait_phase(&on_b, Phase::Ready, T).await;
+    let placed = cluster_of(&pe).unwrap_or_default();
+    let b = *extras
+        .iter()
+        .find(|e| e.name == placed)
+        .expect("placed in b or c");
     let t0 = std::time::Instant::now();
     let at = |what: &str| {
         println!(
@@ -664,37 +673,41 @@ async fn bench_time_to_ready_here_and_elsewhere_and_a_cluster_away() {
             t0.elapsed().as_millis()
         );
     };
-    b.stop_apiserver().await;
-    let restart = Restart(b.clone());
-    at("kube-apiserver of b stopped");
-    let name_b = format!("bench-b-pr-{on_b}");
-    eventually("b seen unreachable", T, || {
-        let (world, name) = (&world, name_b.clone());
-        async move {
-            let st = preview(world, &name).await.status.unwrap_or_default();
-            let down = st
-                .conditions
-                .iter()
-                .any(|c| c.type_ == "ClusterReachable" && c.status == "False");
-            if down {
-                Ok(())
-            } else {
-                Err(format!("{:?}", st.message))
+    let condition = |up: &'static str| {
+        let on_b = on_b.clone();
+        move || {
+            let on_b = on_b.clone();
+            async move {
+                let st = preview(world, &on_b).await.status.unwrap_or_default();
+                let seen = st
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == "ClusterReachable" && c.status == up);
+                if seen {
+                    Ok(())
+                } else {
+                    Err(format!("{:?}", st.message))
+                }
             }
         }
-    })
-    .await;
-    at("its preview says cluster b is unreachable (phase kept)");
+    };
+    b.stop_apiserver().await;
+    let restart = Restart(b.clone());
+    at(&format!(
+        "kube-apiserver of {placed}, where a preview lives, stopped"
+    ));
+    eventually("the cluster seen unreachable", T, condition("False")).await;
+    at("its preview says its cluster is unreachable (phase kept)");
     let pushed = sha();
     let (status, _) = world
-        .deliver(&world.gh.push(&world.repo, pr(on_b), &pushed))
+        .deliver(&world.gh.push(&world.repo, pr(pr_b), &pushed))
         .await;
     at(&format!("a push to it answered {status}"));
     n += 1;
     let started = std::time::Instant::now();
     world.open(n).await;
     let pe = world
-        .wait_phase(&format!("bench-b-pr-{n}"), Phase::Ready, T)
+        .wait_phase(&bench_preview("bench-bc", n), Phase::Ready, T)
         .await;
     at(&format!(
         "a new preview Ready in {} ({} ms from opened)",
@@ -707,34 +720,20 @@ async fn bench_time_to_ready_here_and_elsewhere_and_a_cluster_away() {
         *answered.entry(status).or_default() += 1;
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    at(&format!("/readyz answered {answered:?} while b was away"));
+    at(&format!("/readyz answered {answered:?} while it was away"));
     drop(restart);
+    at("its kube-apiserver asked to start");
     b.start_apiserver().await;
-    at("kube-apiserver of b back");
-    eventually("b seen back", T, || {
-        let (world, name) = (&world, name_b.clone());
-        async move {
-            let st = preview(world, &name).await.status.unwrap_or_default();
-            let up = st
-                .conditions
-                .iter()
-                .any(|c| c.type_ == "ClusterReachable" && c.status == "True");
-            if up {
-                Ok(())
-            } else {
-                Err(format!("{:?}", st.message))
-            }
-        }
-    })
-    .await;
-    at("its preview says cluster b answers");
-    let pushed_s = pushed.to_string();
+    at("its kube-apiserver ready (the control plane's /readyz)");
+    eventually("the cluster seen back", T, condition("True")).await;
+    at("its preview says its cluster answers");
+    let pushed = pushed.to_string();
     eventually("the push rolled out", T, || {
-        let (world, name, pushed) = (&world, name_b.clone(), pushed_s.clone());
+        let (on_b, pushed) = (on_b.clone(), pushed.clone());
         async move {
-            let st = preview(world, &name).await.status.unwrap_or_default();
-            if st.phase == Some(Phase::Ready) && st.deployed_sha.as_deref() == Some(pushed.as_str())
-            {
+            let st = preview(world, &on_b).await.status.unwrap_or_default();
+            let done = st.deployed_sha.as_deref() == Some(pushed.as_str());
+            if st.phase == Some(Phase::Ready) && done {
                 Ok(())
             } else {
                 Err(format!("{:?} {:?}", st.phase, st.deployed_sha))
@@ -742,5 +741,5 @@ async fn bench_time_to_ready_here_and_elsewhere_and_a_cluster_away() {
         }
     })
     .await;
-    at("the push made while b was away is Ready");
+    at("the push made while it was away is Ready");
 }
