@@ -235,6 +235,72 @@ async fn the_source_stays_in_sandcastles_cluster_and_the_preview_lives_in_anothe
     assert_eq!(traces(&world.client, name).await, (0, 0));
 }
 
+#[tokio::test]
+async fn a_blueprint_reads_its_source_from_one_cluster_and_places_previews_in_another() {
+    let _turn = clusters::exclusive().await;
+    let (b, c) = (clusters::extra("b").await, clusters::extra("c").await);
+    let (b_client, c_client) = (b.client().await, c.client().await);
+    // The staging namespace lives in C.
+    let staging = crate::support::cluster::unique("staging");
+    clusters::apply(
+        &c_client,
+        &[json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": staging}})],
+    )
+    .await;
+    let objects = sandcastle::domain::plan::parse_manifests(&guestbook()).unwrap();
+    crate::support::world::load_objects(&c_client, &staging, &objects).await;
+    let mut world = world("far", &["b"]).await;
+    register(&world, &b, "b", json!({})).await;
+    register(&world, &c, "c", json!({})).await;
+    let source = json!({"apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": "far"},
+        "spec": {"source": {"namespace": staging, "cluster": "c"}, "repositories": ["acme/far"],
+                 "primaryService": "frontend", "target": {"clusters": ["b"]}}});
+    Api::<sandcastle::crd::Blueprint>::namespaced(world.client.clone(), &world.home.name)
+        .patch(
+            "far",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&source),
+        )
+        .await
+        .expect("Blueprint accepted");
+    world.start().await;
+    world.open(1).await;
+    let pe = world.wait_phase("far-pr-1", Phase::Ready, T).await;
+    assert_eq!(cluster_of(&pe).as_deref(), Some("b"));
+    assert_eq!(
+        traces(&b_client, "far-pr-1").await,
+        (1, 3),
+        "cloned from C into B"
+    );
+    assert_eq!(
+        traces(&c_client, "far-pr-1").await,
+        (0, 0),
+        "nothing written in C"
+    );
+    assert_eq!(traces(&world.client, "far-pr-1").await, (0, 0), "nor in A");
+    // A source cluster that is not registered fails the preview saying so.
+    let unknown = json!({"apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": "far"},
+        "spec": {"source": {"namespace": staging, "cluster": "nowhere"}, "repositories": ["acme/far"],
+                 "primaryService": "frontend", "target": {"clusters": ["b"]}}});
+    Api::<sandcastle::crd::Blueprint>::namespaced(world.client.clone(), &world.home.name)
+        .patch(
+            "far",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&unknown),
+        )
+        .await
+        .expect("Blueprint accepted");
+    world.open(2).await;
+    let pe = world.wait_phase("far-pr-2", Phase::Failed, T).await;
+    let message = pe.status.unwrap().message.unwrap();
+    assert!(
+        message.contains("source.cluster: nowhere is not registered"),
+        "{message}"
+    );
+}
+
 /// The DER of the first certificate of a PEM bundle.
 fn pem_der(pem: &[u8]) -> Vec<u8> {
     use base64::Engine as _;

@@ -126,6 +126,10 @@ pub fn preview(p: &PreviewView, now: Timestamp) -> String {
     );
     field("Blueprint", p.blueprint.clone());
     field("Namespace", p.namespace.clone());
+    field(
+        "Cluster",
+        p.cluster.clone().unwrap_or_else(|| "not placed yet".into()),
+    );
     field("Expires", relative(p.expires_at.as_deref(), now));
     if let Some(hours) = environment_hours(p, now) {
         field("Env-hours", hours);
@@ -380,6 +384,7 @@ mod tests {
         Commit:       0123456 (deployed: 0123456)
         Blueprint:    shop
         Namespace:    shop-agent
+        Cluster:      in-cluster
         Expires:      in 3h 30m
         Requested by: @maria
         Page:         https://sandcastle.example.com/previews/shop-agent

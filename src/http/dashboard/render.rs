@@ -304,6 +304,7 @@ fn facts(p: &PreviewView, now: Timestamp) -> Markup {
             tr { th scope="row" { "Expires" } td { (until(now, p.expires_at.as_deref())) } }
             @if let Some(q) = p.queue_position { tr { th scope="row" { "Queue" } td { (q) " in line" } } }
             tr { th scope="row" { "Namespace" } td { code { (p.namespace) } } }
+            tr { th scope="row" { "Cluster" } td { (p.cluster.as_deref().unwrap_or("not placed yet")) } }
             tr { th scope="row" { "Requested by" } td { (p.requested_by) " · " (when(now, p.created_at.as_deref())) } }
         } }
     }
