@@ -99,9 +99,24 @@ async fn the_source_stays_in_sandcastles_cluster_and_the_preview_lives_in_anothe
     let _turn = clusters::exclusive().await;
     let b = clusters::extra("b").await;
     let mut world = world("elsewhere", &["b"]).await;
-    register(&world, &b, "b", json!({})).await;
+    let documented = b.documented_access().await;
+    register_with(&world, &b, "b", &documented, json!({})).await;
     world.start().await;
     let b_client = b.client().await;
+    // The documented account is fenced: it writes nowhere but in previews' namespaces.
+    let as_sandcastle = b.client_with_token(&documented);
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nope"}});
+    let refused =
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(as_sandcastle, "default")
+            .patch("nope", &PatchParams::apply("test"), &Patch::Apply(&cm))
+            .await
+            .expect_err("the fence refuses a write outside previews' namespaces");
+    assert!(
+        refused
+            .to_string()
+            .contains("Sandcastle writes only in its previews' namespaces"),
+        "{refused}"
+    );
 
     let head = world.open(1).await;
     let name = "elsewhere-pr-1";
@@ -178,10 +193,7 @@ async fn the_source_stays_in_sandcastles_cluster_and_the_preview_lives_in_anothe
         Some(server.trim_end_matches('/'))
     );
     let token = minted.body["token"].as_str().unwrap().to_owned();
-    let mut config = kube::Config::new(server.parse().unwrap());
-    config.root_cert = Some(vec![pem_der(&b.server_and_ca().1)]);
-    config.auth_info.token = Some(token.clone().into());
-    let as_agent = Client::try_from(config).unwrap();
+    let as_agent = b.client_with_token(&token);
     let seen = Api::<Pod>::namespaced(as_agent.clone(), &ns)
         .list(&Default::default())
         .await;
@@ -299,21 +311,6 @@ async fn a_blueprint_reads_its_source_from_one_cluster_and_places_previews_in_an
         message.contains("source.cluster: nowhere is not registered"),
         "{message}"
     );
-}
-
-/// The DER of the first certificate of a PEM bundle.
-fn pem_der(pem: &[u8]) -> Vec<u8> {
-    use base64::Engine as _;
-    let text = String::from_utf8_lossy(pem);
-    let body: String = text
-        .lines()
-        .skip_while(|l| !l.starts_with("-----BEGIN"))
-        .skip(1)
-        .take_while(|l| !l.starts_with("-----END"))
-        .collect();
-    base64::engine::general_purpose::STANDARD
-        .decode(body)
-        .unwrap()
 }
 
 #[tokio::test]

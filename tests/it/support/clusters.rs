@@ -132,6 +132,15 @@ impl Extra {
         Client::try_from(config).expect("a client")
     }
 
+    /// A client for its API with bearer `token`.
+    pub fn client_with_token(&self, token: &str) -> Client {
+        let (server, ca) = self.server_and_ca();
+        let mut config = Config::new(server.parse().expect("a URL"));
+        config.root_cert = Some(vec![pem_der(&ca)]);
+        config.auth_info.token = Some(token.to_owned().into());
+        Client::try_from(config).expect("a client")
+    }
+
     /// Its API's address and CA certificate (PEM).
     pub fn server_and_ca(&self) -> (String, Vec<u8>) {
         use base64::Engine as _;
@@ -273,4 +282,19 @@ pub async fn apply(client: &Client, docs: &[Value]) {
         .await
         .unwrap_or_else(|e| panic!("applying {kind} {name}: {e}"));
     }
+}
+
+/// The DER of the first certificate of a PEM bundle.
+fn pem_der(pem: &[u8]) -> Vec<u8> {
+    use base64::Engine as _;
+    let text = String::from_utf8_lossy(pem);
+    let body: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("-----BEGIN"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END"))
+        .collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .expect("a PEM certificate")
 }
