@@ -1,9 +1,7 @@
 //! Watching a preview without polling: wait until it is Ready (or Failed, Stopped, Removed) or a
 //! timeout passes; read its workloads' logs (bounded in lines and bytes, with the values of the
 //! namespace's Secrets and token-shaped strings redacted); and its Events, Sandcastle's and the
-//! namespace's.
-
-use std::collections::BTreeMap;
+//! namespace's. The namespace's are read in the cluster the preview lives in.
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -102,7 +100,7 @@ pub struct LogQuery {
     #[param(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
     #[schema(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
     pub tail_lines: Option<u32>,
-    /// Only lines newer than this (`10m`, `1h`).
+    /// Only lines newer than this (`10m`, `1h`; at least `1s`).
     pub since: Option<String>,
     /// The container's previous run (after a crash).
     pub previous: Option<bool>,
@@ -161,6 +159,21 @@ fn unavailable_reason(code: u16, message: &str) -> String {
         ""
     };
     format!("the node did not give these logs ({code}): {cut}{more}")
+}
+
+/// `since` as the seconds Kubernetes takes, which must be at least one (it refuses
+/// `sinceSeconds=0`, and a 503 would blame the cluster for the caller's field).
+fn log_window(since: &str) -> Result<i64, AgentError> {
+    let d = duration::parse(since, true)
+        .map_err(|e| AgentError::invalid("invalid_duration", "since", e.to_string()))?;
+    if d.as_secs() == 0 {
+        return Err(AgentError::invalid(
+            "invalid_duration",
+            "since",
+            format!("{since} is no time at all; give at least 1s"),
+        ));
+    }
+    Ok(i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 fn unknown_workload(w: &str) -> AgentError {
@@ -250,13 +263,7 @@ impl Agent {
         let pe = self.authorized(caller, Operation::Logs, name).await?;
         self.read_activity(&pe);
         let ns = view::namespace_of(&pe, &self.addresses.namespace_prefix);
-        let since = match &q.since {
-            Some(s) => Some(
-                duration::parse(s, true)
-                    .map_err(|e| AgentError::invalid("invalid_duration", "since", e.to_string()))?,
-            ),
-            None => None,
-        };
+        let since = q.since.as_deref().map(log_window).transpose()?;
         let tail = q.tail_lines.unwrap_or(200).clamp(1, self.limits.log_lines);
         let cluster = self.cluster_of(&pe)?;
         let client = cluster.client();
@@ -286,7 +293,7 @@ impl Agent {
                 let params = LogParams {
                     container: Some(container.clone()),
                     tail_lines: Some(i64::from(tail)),
-                    since_seconds: since.map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+                    since_seconds: since,
                     limit_bytes: Some(i64::try_from(bytes_left).unwrap_or(i64::MAX).max(1)),
                     previous: q.previous.unwrap_or(false),
                     ..LogParams::default()
@@ -398,16 +405,7 @@ async fn pods_of(
 
 /// The pod selector of workload `name` in `ns`, as a label query.
 async fn selector_of(client: &Client, ns: &str, name: &str) -> Result<Option<String>, AgentError> {
-    fn query(labels: Option<&BTreeMap<String, String>>) -> Option<String> {
-        let labels = labels.filter(|l| !l.is_empty())?;
-        Some(
-            labels
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(","),
-        )
-    }
+    use crate::k8s::readiness::selector_query as query;
     let c = || client.clone();
     if let Some(d) = Api::<Deployment>::namespaced(c(), ns).get_opt(name).await? {
         return Ok(query(d.spec.and_then(|s| s.selector.match_labels).as_ref()));
@@ -448,6 +446,20 @@ mod tests {
 
     use super::*;
     use crate::crd::PreviewStatus;
+
+    #[test]
+    fn a_log_window_is_whole_seconds_and_never_zero() {
+        assert_eq!(log_window("10m"), Ok(600));
+        assert_eq!(log_window("1s"), Ok(1));
+        for bad in ["0", "0s", "0m", "soon"] {
+            let e = log_window(bad).unwrap_err();
+            assert_eq!(
+                (e.code(), e.field()),
+                ("invalid_duration", Some("since")),
+                "{bad}"
+            );
+        }
+    }
 
     fn pe(phase: Phase, generation: i64, observed: i64) -> PreviewEnvironment {
         let mut pe: PreviewEnvironment = serde_json::from_value(serde_json::json!({

@@ -44,7 +44,10 @@ impl WorkloadState {
     }
 }
 
-fn selector_query(labels: Option<&std::collections::BTreeMap<String, String>>) -> Option<String> {
+/// A label selector as a query (`app=web,tier=front`); `None` for none or an empty one.
+pub fn selector_query(
+    labels: Option<&std::collections::BTreeMap<String, String>>,
+) -> Option<String> {
     let labels = labels?;
     if labels.is_empty() {
         return None;

@@ -180,6 +180,9 @@ async fn logs_are_bounded_chosen_and_redacted() {
     for (query, code, field) in [
         ("?workload=nope", "unknown_workload", "workload"),
         ("?since=soon", "invalid_duration", "since"),
+        // Kubernetes refuses `sinceSeconds=0`: said as the caller's field, not as a 503.
+        ("?since=0", "invalid_duration", "since"),
+        ("?since=0m", "invalid_duration", "since"),
         ("?tailLines=many", "invalid_query", "query"),
     ] {
         let a = logs(query).await;
