@@ -440,6 +440,30 @@ async fn a_cluster_that_goes_away_is_said_and_skipped_and_its_previews_recover()
         "{}",
         down.1
     );
+    let sticky = |away: bool| {
+        let world = &world;
+        move || {
+            let comments = world.gh.comments(&world.repo, pr(1));
+            async move {
+                let body = comments
+                    .iter()
+                    .find(|c| c.body.contains("Preview `away-pr-1`"))
+                    .map(|c| c.body.clone())
+                    .unwrap_or_default();
+                if body.contains("⚠️ cluster b is unreachable since") == away {
+                    Ok(())
+                } else {
+                    Err(body)
+                }
+            }
+        }
+    };
+    eventually(
+        "the sticky comment says the cluster is away",
+        T,
+        sticky(true),
+    )
+    .await;
     // Webhooks are answered all along, a push to it included; a new preview goes to C.
     let pushed = sha();
     assert_eq!(
@@ -469,6 +493,10 @@ async fn a_cluster_that_goes_away_is_said_and_skipped_and_its_previews_recover()
     let (_, _, metrics) = world.get_text("/metrics", Vec::new()).await;
     assert!(
         metrics.contains("sandcastle_cluster_reachable{cluster=\"b\"} 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("sandcastle_cluster_placements_total{cluster=\"c\"} 1"),
         "{metrics}"
     );
     assert!(
@@ -507,6 +535,7 @@ async fn a_cluster_that_goes_away_is_said_and_skipped_and_its_previews_recover()
     )
     .await;
     world.wait_github_state(&pushed, "success", T).await;
+    eventually("the sticky comment no longer says so", T, sticky(false)).await;
     let history: Vec<String> = preview(&world, "away-pr-1")
         .await
         .status

@@ -409,6 +409,8 @@ fn status_view(
             log_tail: None,
             running: st.running,
             rule: None,
+            cluster: None,
+            cluster_down: None,
         }
     })
 }

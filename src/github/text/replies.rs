@@ -368,6 +368,8 @@ mod tests {
             api_url: None,
             namespace: None,
             pinned_fork_note: false,
+            cluster: None,
+            cluster_down: None,
             log_tail: None,
             running: None,
             rule: None,

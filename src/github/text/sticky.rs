@@ -47,6 +47,10 @@ pub struct StickyView {
     pub running: Option<RunningTime>,
     /// The Blueprint's rule for the pull request author's class, in words.
     pub rule: Option<String>,
+    /// The cluster it lives in, when not Sandcastle's own.
+    pub cluster: Option<String>,
+    /// Why that cluster does not answer, while it does not (`cluster b is unreachable since …`).
+    pub cluster_down: Option<String>,
 }
 
 /// The last log lines of the container a failure comes from.
@@ -207,6 +211,9 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
         rows.push(("Commit", commit));
     }
     rows.push(("Blueprint", blueprint_line(&view.blueprint, &view.source)));
+    if let (Some(cluster), false) = (&view.cluster, removed) {
+        rows.push(("Cluster", code(cluster)));
+    }
     if !removed && let Some(services) = services_line(view) {
         rows.push(("Services", services));
     }
@@ -236,6 +243,12 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
     }
     if let (Some(tail), StickyState::Failed { .. }) = (&view.log_tail, state) {
         out.push_str(&log_block(tail));
+    }
+    if let (Some(down), false) = (&view.cluster_down, removed) {
+        out.push_str(&format!(
+            "\n⚠️ {}: the preview may not answer. Sandcastle carries on when the cluster is back.\n",
+            cell(down)
+        ));
     }
     if view.pinned_fork_note {
         let commit = view
@@ -594,6 +607,8 @@ mod tests {
             api_url: Some("https://sandcastle.example.com/api/v1/previews/shop-pr-42".to_owned()),
             namespace: Some("shop-pr-42".to_owned()),
             pinned_fork_note: false,
+            cluster: None,
+            cluster_down: None,
             log_tail: None,
             running: None,
             rule: None,
@@ -787,6 +802,8 @@ mod tests {
     fn sticky_fork_pinned() {
         let view = StickyView {
             pinned_fork_note: true,
+            cluster: None,
+            cluster_down: None,
             log_tail: None,
             ..ready_view()
         };

@@ -101,6 +101,12 @@ pub fn sticky_view(
         log_tail: st.diagnosis.as_ref().and_then(log_tail),
         running: st.running.clone(),
         rule,
+        cluster: st.cluster.clone().filter(|c| c != crate::crd::IN_CLUSTER),
+        cluster_down: st
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "ClusterReachable" && c.status == "False")
+            .map(|c| c.message.clone()),
         state,
     })
 }
@@ -132,14 +138,19 @@ pub fn shown_key(view: &StickyView) -> String {
         StickyState::Deploying { stuck_on, .. } => stuck_on.clone().unwrap_or_default(),
         StickyState::Ready | StickyState::Stopped => String::new(),
     };
-    format!(
+    let mut key = format!(
         "{}|{detail}|{}|{}|{}|{}",
         view.state.code(),
         view.sha.as_ref().map(Sha::as_str).unwrap_or_default(),
         view.url.as_deref().unwrap_or_default(),
         view.expires_at.map(|t| t.as_second()).unwrap_or_default(),
         if view.pinned_fork_note { "pinned" } else { "" },
-    )
+    );
+    // Only while its cluster is away, so that every other comment's key stays as it was.
+    if view.cluster_down.is_some() {
+        key.push_str("|cluster-down");
+    }
+    key
 }
 
 #[cfg(test)]
@@ -191,6 +202,48 @@ mod tests {
             Some("0/1 nodes are available"),
         );
         assert_ne!(starting, stuck);
+    }
+
+    #[test]
+    fn a_preview_whose_cluster_is_away_says_so_and_its_comment_is_edited_then_only() {
+        let mut st = status(Phase::Ready, "3/3 services ready");
+        st.cluster = Some("b".into());
+        let ready = sticky_view(&pe(st.clone()), None, None).unwrap();
+        let now: jiff::Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let body = crate::github::text::sticky::sticky_comment(&ready, now);
+        assert!(body.contains("| **Cluster** | `b` |"), "{body}");
+        assert!(!body.contains("⚠️"), "{body}");
+        st.conditions
+            .push(k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+                type_: "ClusterReachable".into(),
+                status: "False".into(),
+                reason: "Unreachable".into(),
+                message: "cluster b is unreachable since 11:58:02 UTC (connection refused)".into(),
+                last_transition_time: Time(now),
+                observed_generation: None,
+            });
+        let away = sticky_view(&pe(st), None, None).unwrap();
+        assert_eq!(away.state, StickyState::Ready, "the phase stays");
+        let body = crate::github::text::sticky::sticky_comment(&away, now);
+        assert!(
+            body.contains(
+                "⚠️ cluster b is unreachable since 11:58:02 UTC (connection refused): the preview \
+                 may not answer."
+            ),
+            "{body}"
+        );
+        assert_ne!(shown_key(&ready), shown_key(&away));
+        let mut home = status(Phase::Ready, "3/3 services ready");
+        home.cluster = Some("in-cluster".into());
+        let home = sticky_view(&pe(home), None, None).unwrap();
+        assert_eq!(home.cluster, None, "Sandcastle's own cluster goes unsaid");
+        assert_eq!(
+            shown_key(&home),
+            shown_key(
+                &sticky_view(&pe(status(Phase::Ready, "3/3 services ready")), None, None).unwrap()
+            ),
+            "keys of comments on previews at home stay as they were"
+        );
     }
 
     #[test]
