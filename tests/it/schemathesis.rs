@@ -100,18 +100,21 @@ async fn the_served_openapi_document_holds_under_schemathesis() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}");
+    eprintln!("{stderr}");
+    let junit = std::fs::read_to_string(report.join("junit.xml")).unwrap_or_default();
+    // The failing cases alone, first and short: a long run's full output gets cut in logs.
     assert!(
         out.status.success(),
-        "schemathesis found problems (exit {:?}):\n{stdout}\n{stderr}",
-        out.status.code()
+        "schemathesis found problems (exit {:?}):\n{}",
+        out.status.code(),
+        failures(&junit)
     );
     assert!(
         !stdout.contains(&admin),
         "the token is not echoed in the report"
     );
     // It really exercised the API: every operation, and many requests.
-    let junit =
-        std::fs::read_to_string(report.join("junit.xml")).expect("schemathesis wrote its report");
+    assert!(!junit.is_empty(), "schemathesis wrote its report");
     let cases = junit.matches("<testcase ").count();
     assert!(
         cases >= 13,
@@ -119,9 +122,42 @@ async fn the_served_openapi_document_holds_under_schemathesis() {
     );
 }
 
+/// Each failing operation of a JUnit report with what schemathesis said about it.
+fn failures(junit: &str) -> String {
+    let mut out = String::new();
+    for case in junit.split("<testcase ").skip(1) {
+        let Some(at) = case.find("<failure") else {
+            continue;
+        };
+        let name = case.split('"').nth(1).unwrap_or("?");
+        let text = case[at..].split("</failure>").next().unwrap_or("");
+        let text = text.split_once('>').map_or(text, |(_, t)| t);
+        out.push_str(&format!("--- {name}\n{}\n", text.trim()));
+    }
+    if out.is_empty() {
+        out.push_str("(no failing case in the report; see the output above)");
+    }
+    out
+}
+
 fn tempdir() -> PathBuf {
     let dir =
         std::env::temp_dir().join(format!("sandcastle-schemathesis-{}", rand::random::<u32>()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+#[test]
+fn a_reports_failures_are_picked_out_with_their_operation() {
+    let junit = r#"<testsuite><testcase name="GET /api/v1/previews" time="1.0" />
+    <testcase name="GET /api/v1/previews/{name}/logs" time="15.3">
+      <failure type="failure" message="ST101">1. Test Case ID: 7tGVhY
+
+- ST101 Server error</failure>
+    </testcase></testsuite>"#;
+    assert_eq!(
+        failures(junit),
+        "--- GET /api/v1/previews/{name}/logs\n1. Test Case ID: 7tGVhY\n\n- ST101 Server error\n"
+    );
+    assert!(failures("<testsuite/>").starts_with("(no failing case"));
 }
