@@ -181,6 +181,10 @@ pub struct PreviewStatus {
     /// before clusters were recorded: Sandcastle's own (`in-cluster`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
+    /// While not placed yet: why no target cluster can take the preview now (all full, away or
+    /// being checked), e.g. `b is full (2/2 previews)`. Cleared once it is placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for_cluster: Option<String>,
     /// The preview URL (behind GitHub's "View deployment").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,

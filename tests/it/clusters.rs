@@ -382,6 +382,7 @@ async fn previews_fill_the_cluster_with_the_most_room_and_wait_when_all_are_full
     })
     .await;
     assert!(comment.contains("b is full (2/2 previews)"), "{comment}");
+    assert!(comment.contains("🕒 Queued"), "{comment}");
 
     // One closes: the waiting one goes where room was made.
     let (gone, freed) = ready[0].clone();

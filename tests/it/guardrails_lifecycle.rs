@@ -397,6 +397,24 @@ async fn over_the_cap_previews_queue_in_order_and_start_when_a_slot_frees() {
             .await
     );
     world.wait_github_state(&third, "queued", T).await;
+    eventually("the sticky comment says it is queued, and where", T, || {
+        let comments = world.gh.comments(&world.repo, pr(3));
+        async move {
+            let bodies: Vec<&String> = comments.iter().map(|c| &c.body).collect();
+            match bodies.as_slice() {
+                [one]
+                    if one.contains("🕒 Queued")
+                        && one.contains(
+                            "| **Status** | 1st in line; 2/2 previews of cap in use |",
+                        ) =>
+                {
+                    Ok(())
+                }
+                _ => Err(format!("{bodies:?}")),
+            }
+        }
+    })
+    .await;
     let bp_api: Api<Blueprint> = Api::namespaced(world.client.clone(), &world.home.name);
     eventually("the Blueprint counts 2 active, 1 queued", T, || async {
         let s = bp_api.get("cap").await.unwrap().status.unwrap_or_default();

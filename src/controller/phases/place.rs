@@ -93,6 +93,7 @@ pub(crate) async fn place(
         return Ok(match ctx.clusters.get(&name) {
             Ok(c) => {
                 st.cluster = Some(name);
+                st.waiting_for_cluster = None;
                 Placed::At(c)
             }
             Err(standing) => Placed::Waiting(Box::new(lost(st, &name, &standing, ctx))),
@@ -125,6 +126,7 @@ pub(crate) async fn place(
         .get(name.as_str())
         .map_err(|s| Error::Transient(format!("cluster {name}: {s:?}")))?;
     st.cluster = Some(name.to_string());
+    st.waiting_for_cluster = None;
     let now = ctx.clock.now();
     let note = format!("in cluster {name}");
     record(
@@ -225,6 +227,7 @@ fn waiting(
     if no_room.may_clear() {
         let message = format!("waiting for a cluster: {no_room}");
         set_phase(st, Phase::Pending, message, now, Some(&pe.spec.sha));
+        st.waiting_for_cluster = Some(no_room.to_string());
         let why = fit_description(&format!("Waiting for a cluster: {no_room}"));
         return Verdict::new(st.clone(), Next::After(WAIT_RECHECK)).reporting(Report::Queued(why));
     }
@@ -233,6 +236,7 @@ fn waiting(
     } else {
         ""
     };
+    st.waiting_for_cluster = None;
     let message = format!("cannot be placed: {no_room}{fix}");
     set_phase(st, Phase::Failed, message.clone(), now, Some(&pe.spec.sha));
     let report = Report::Failure {

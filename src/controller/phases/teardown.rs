@@ -210,6 +210,7 @@ pub(crate) async fn retire(pe: &PreviewEnvironment, ctx: &Context) -> Result<Ver
     st.incarnation = pe.spec.incarnation;
     // A new life, placed anew (maybe elsewhere) and rolled out into a new namespace.
     st.cluster = None;
+    st.waiting_for_cluster = None;
     st.namespace = None;
     st.conditions.retain(|c| c.type_ != place::CONDITION);
     set_phase(

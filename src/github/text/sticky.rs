@@ -74,11 +74,10 @@ pub enum StickyState {
     },
     Ready,
     Stopped,
-    /// Waiting for a free slot: `position` in line, `in_use` of `cap` previews running.
+    /// Waiting for a free slot or for a cluster with room; `reason` says which, in words
+    /// (`2nd in line; 20/20 previews of shop in use`).
     Queued {
-        position: u32,
-        in_use: u32,
-        cap: u32,
+        reason: String,
     },
     /// A fork PR waiting for a maintainer's `/preview`.
     WaitingForApproval {
@@ -350,14 +349,7 @@ pub(super) fn status_line(view: &StickyView) -> Option<String> {
         StickyState::Stopped => {
             "scaled to zero, data kept; `/preview wake` or push to restart".to_owned()
         }
-        StickyState::Queued {
-            position,
-            in_use,
-            cap,
-        } => format!(
-            "{} in line; {in_use}/{cap} previews in use",
-            ordinal(u64::from(*position))
-        ),
+        StickyState::Queued { reason } => plain(reason),
         StickyState::WaitingForApproval { sha } => format!(
             "pull request from a fork: a maintainer can comment `/preview` to deploy {}",
             code(sha.short())
@@ -696,9 +688,7 @@ mod tests {
             jobs: vec![],
             expires_at: None,
             ..with(StickyState::Queued {
-                position: 3,
-                in_use: 20,
-                cap: 20,
+                reason: "3rd in line; 20/20 previews of shop in use".to_owned(),
             })
         };
         insta::assert_snapshot!(sticky_comment(&view, now()));

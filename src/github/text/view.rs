@@ -7,7 +7,7 @@ use std::time::Duration;
 use kube::ResourceExt;
 
 use super::sticky::{LogTail, StickyState, StickyView};
-use crate::crd::{BlueprintSpec, Phase, PreviewEnvironment};
+use crate::crd::{BlueprintSpec, Phase, PreviewEnvironment, PreviewStatus, SlotState};
 use crate::domain::{Sha, authors};
 
 /// The view of `pe`, or `None` while there is nothing to say yet (the controller has not looked
@@ -38,6 +38,7 @@ pub fn sticky_view(
             Phase::Pending if !st.waiting_for_checks.is_empty() => StickyState::WaitingForChecks {
                 checks: st.waiting_for_checks.clone(),
             },
+            Phase::Pending if queued(&st) => StickyState::Queued { reason: message },
             Phase::Pending | Phase::Deploying => StickyState::Deploying {
                 step: message,
                 stuck_on: st.stuck_on.clone(),
@@ -65,7 +66,9 @@ pub fn sticky_view(
         .flatten();
     let waiting = matches!(
         state,
-        StickyState::WaitingForApproval { .. } | StickyState::WaitingForChecks { .. }
+        StickyState::WaitingForApproval { .. }
+            | StickyState::WaitingForChecks { .. }
+            | StickyState::Queued { .. }
     );
     let source = blueprint
         .map(|b| match (&b.source.namespace, &b.source.manifests) {
@@ -111,6 +114,17 @@ pub fn sticky_view(
     })
 }
 
+/// Whether a pending preview waits its turn: for a slot under the Blueprint's cap, or for a
+/// target cluster with room.
+fn queued(st: &PreviewStatus) -> bool {
+    let for_slot = st
+        .slot
+        .as_ref()
+        .is_some_and(|s| s.state == SlotState::Queued);
+    let for_cluster = st.cluster.is_none() && st.waiting_for_cluster.is_some();
+    for_slot || for_cluster
+}
+
 fn log_tail(d: &crate::crd::Diagnosis) -> Option<LogTail> {
     if d.log_tail.is_empty() {
         return None;
@@ -133,7 +147,7 @@ pub fn shown_key(view: &StickyView) -> String {
         StickyState::Removed { reason, actor } => {
             format!("{reason:?}:{}", actor.as_deref().unwrap_or_default())
         }
-        StickyState::Queued { position, .. } => position.to_string(),
+        StickyState::Queued { reason } => reason.clone(),
         // Progress alone is not worth an edit; what the rollout is stuck on is.
         StickyState::Deploying { stuck_on, .. } => stuck_on.clone().unwrap_or_default(),
         StickyState::Ready | StickyState::Stopped => String::new(),
@@ -202,6 +216,55 @@ mod tests {
             Some("0/1 nodes are available"),
         );
         assert_ne!(starting, stuck);
+    }
+
+    #[test]
+    fn a_preview_waiting_its_turn_shows_as_queued_and_its_comment_follows_the_line() {
+        let in_line = |position: u32| {
+            let mut st = status(
+                Phase::Pending,
+                &format!("{position} in line; 2/2 previews of shop in use"),
+            );
+            st.slot = Some(crate::crd::SlotStatus {
+                state: SlotState::Queued,
+                position: Some(position),
+                in_use: 2,
+                cap: 2,
+                generation: None,
+                since: Time("2026-11-29T12:00:00Z".parse().unwrap()),
+            });
+            sticky_view(&pe(st), None, None).unwrap()
+        };
+        let second = in_line(2);
+        assert_eq!(
+            second.state,
+            StickyState::Queued {
+                reason: "2 in line; 2/2 previews of shop in use".into()
+            }
+        );
+        assert_eq!(second.url, None, "nothing is deployed for it yet");
+        assert_ne!(shown_key(&second), shown_key(&in_line(1)));
+
+        let for_cluster = |why: &str| {
+            let mut st = status(Phase::Pending, &format!("waiting for a cluster: {why}"));
+            st.waiting_for_cluster = Some(why.to_owned());
+            sticky_view(&pe(st), None, None).unwrap()
+        };
+        let full = for_cluster("b is full (2/2 previews)");
+        assert_eq!(
+            full.state,
+            StickyState::Queued {
+                reason: "waiting for a cluster: b is full (2/2 previews)".into()
+            }
+        );
+        let away = for_cluster("b is unreachable (connection refused)");
+        assert_ne!(shown_key(&full), shown_key(&away), "a new reason is news");
+
+        let mut placed = status(Phase::Pending, "deploying");
+        placed.cluster = Some("b".into());
+        placed.waiting_for_cluster = Some("b is full (2/2 previews)".into());
+        let view = sticky_view(&pe(placed), None, None).unwrap();
+        assert!(matches!(view.state, StickyState::Deploying { .. }));
     }
 
     #[test]
