@@ -22,6 +22,11 @@ pub struct Intent {
     pub installation_id: Option<u64>,
     /// GitHub's `updated_at` of the event: older events than the one last applied are dropped.
     pub event_time: Timestamp,
+    /// The teardown this event reverses by its meaning (a reopen reverses a close, removing
+    /// `no-preview` its adding, ready for review a conversion to draft): it wins over that
+    /// teardown when both carry the same `updated_at`, which has whole seconds — the reversal
+    /// cannot have happened first.
+    pub undoes: Option<TeardownReason>,
     pub change: Change,
 }
 

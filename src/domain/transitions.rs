@@ -145,13 +145,16 @@ pub fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
 
 /// Whether an event may bring back a torn-down preview: only one that would create a preview (a
 /// reopen, removing `no-preview`, ready for review) and is newer than every event applied to the
-/// preview (`last`: the teardown's own and any later one), and for one someone destroyed only a
-/// new `/preview` (which does not come this way).
+/// preview (`last`: the teardown's own and any later one) — or of the same second as the
+/// teardown it reverses by its meaning (`undoes`), since GitHub's times have whole seconds and a
+/// reopen cannot come before its close — and for one someone destroyed only a new `/preview`
+/// (which does not come this way).
 pub fn may_revive(
     t: &Teardown,
     last: Option<Timestamp>,
     create: bool,
     event_time: Timestamp,
+    undoes: Option<TeardownReason>,
 ) -> Result<(), Outcome> {
     if t.reason == TeardownReason::Destroyed {
         return Err(Outcome::Destroyed);
@@ -160,7 +163,8 @@ pub fn may_revive(
         return Err(Outcome::Skipped);
     }
     let newest = last.map_or(t.at.0, |l| l.max(t.at.0));
-    if event_time <= newest {
+    let reverses = undoes == Some(t.reason) && newest == t.at.0;
+    if event_time < newest || (event_time == newest && !reverses) {
         return Err(Outcome::Stale);
     }
     Ok(())
@@ -191,7 +195,7 @@ pub fn change(
         } => {
             next.spec.author_class = class.or(pe.spec.author_class);
             if let Some(t) = &pe.spec.teardown {
-                may_revive(t, last, *create, intent.event_time)?;
+                may_revive(t, last, *create, intent.event_time, intent.undoes)?;
                 revive(&mut next);
             } else if last.is_some_and(|l| intent.event_time < l) {
                 return Err(Outcome::Stale);
@@ -207,7 +211,7 @@ pub fn change(
         }
         Change::AwaitApproval { create, .. } => {
             if let Some(t) = &pe.spec.teardown {
-                may_revive(t, last, *create, intent.event_time)?;
+                may_revive(t, last, *create, intent.event_time, intent.undoes)?;
                 // Reopened: back to waiting for someone to approve the head.
                 revive(&mut next);
                 next.spec.pinned = false;
@@ -328,6 +332,7 @@ mod tests {
             git_ref: "feature".into(),
             installation_id: Some(1),
             event_time: at(event_time),
+            undoes: None,
             change,
         }
     }
@@ -354,20 +359,63 @@ mod tests {
     fn only_a_newer_creating_event_revives_a_tombstone() {
         let t = closed("2026-11-29T12:00:00Z");
         let later = at("2026-11-29T12:00:05Z");
-        assert_eq!(may_revive(&t, None, true, later), Ok(()));
-        assert_eq!(may_revive(&t, None, false, later), Err(Outcome::Skipped));
-        assert_eq!(may_revive(&t, None, true, t.at.0), Err(Outcome::Stale));
+        assert_eq!(may_revive(&t, None, true, later, None), Ok(()));
+        assert_eq!(
+            may_revive(&t, None, false, later, None),
+            Err(Outcome::Skipped)
+        );
+        assert_eq!(
+            may_revive(&t, None, true, t.at.0, None),
+            Err(Outcome::Stale)
+        );
         // Older than an event applied after the teardown: stale too.
         let newest = Some(at("2026-11-29T12:00:10Z"));
-        assert_eq!(may_revive(&t, newest, true, later), Err(Outcome::Stale));
+        assert_eq!(
+            may_revive(&t, newest, true, later, None),
+            Err(Outcome::Stale)
+        );
         let destroyed = Teardown {
             reason: TeardownReason::Destroyed,
             ..t
         };
         assert_eq!(
-            may_revive(&destroyed, None, true, later),
+            may_revive(&destroyed, None, true, later, None),
             Err(Outcome::Destroyed)
         );
+    }
+
+    #[test]
+    fn a_reversal_in_the_same_second_as_its_teardown_wins() {
+        let t = closed("2026-11-29T12:00:00Z");
+        let same = t.at.0;
+        let reopen = Some(TeardownReason::Closed);
+        assert_eq!(may_revive(&t, Some(same), true, same, reopen), Ok(()));
+        // Only the teardown it reverses: ready for review does not undo a close.
+        assert_eq!(
+            may_revive(&t, Some(same), true, same, Some(TeardownReason::Draft)),
+            Err(Outcome::Stale)
+        );
+        // Never an older one, and never past a later event.
+        let before = at("2026-11-29T11:59:59Z");
+        assert_eq!(
+            may_revive(&t, Some(same), true, before, reopen),
+            Err(Outcome::Stale)
+        );
+        let newer = Some(at("2026-11-29T12:00:01Z"));
+        assert_eq!(
+            may_revive(&t, newer, true, same, reopen),
+            Err(Outcome::Stale)
+        );
+
+        let now = at("2026-11-29T12:00:30Z");
+        let mut pe = new_preview(&intent(deploy(true), "2026-11-29T11:00:00Z"), now);
+        pe.spec.teardown = Some(t.clone());
+        pe.spec.pr_updated_at = Some(t.at.clone());
+        let mut reopened = intent(deploy(true), "2026-11-29T12:00:00Z");
+        reopened.undoes = reopen;
+        let next = change(&pe, &reopened, now).unwrap();
+        assert!(next.spec.teardown.is_none());
+        assert_eq!(next.spec.incarnation, 1);
     }
 
     #[test]

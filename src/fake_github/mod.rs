@@ -153,6 +153,12 @@ impl FakeGitHub {
         self.cancel.cancel();
     }
 
+    /// While `on`, every change is stamped with the same `updated_at` second as the last one:
+    /// changes GitHub makes within one second, made deterministic.
+    pub fn same_second(&self, on: bool) {
+        self.with(|st| st.frozen_clock = on);
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
         f(&mut self.shared.lock())
     }

@@ -333,6 +333,8 @@ pub(crate) struct State {
     pub created_webhook_secret: Option<String>,
     next_id: u64,
     last_tick: i64,
+    /// Stamp every change with the same second as the last one (`FakeGitHub::same_second`).
+    pub frozen_clock: bool,
 }
 
 impl State {
@@ -358,6 +360,7 @@ impl State {
             created_webhook_secret: None,
             next_id: 1_000_000,
             last_tick: 0,
+            frozen_clock: false,
         }
     }
 
@@ -367,10 +370,16 @@ impl State {
         self.next_id
     }
 
-    /// The time stamped on a change: wall-clock seconds, but always after the previous stamp, so
-    /// that `updated_at` orders changes even within one second.
+    /// The time stamped on a change: wall-clock seconds, as GitHub's `updated_at` has them —
+    /// never going back, and the same for two changes within one second (or for every change
+    /// while the clock is frozen).
     pub fn tick(&mut self) -> Timestamp {
-        let now = Timestamp::now().as_second().max(self.last_tick + 1);
+        let wall = Timestamp::now().as_second();
+        let now = if self.frozen_clock && self.last_tick > 0 {
+            self.last_tick
+        } else {
+            wall.max(self.last_tick)
+        };
         self.last_tick = now;
         Timestamp::from_second(now).unwrap_or(Timestamp::UNIX_EPOCH)
     }

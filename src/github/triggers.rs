@@ -152,11 +152,22 @@ pub fn from_pull_request(
                 git_ref: ev.head.ref_.clone(),
                 installation_id: ev.installation_id,
                 event_time: ev.updated_at,
+                undoes: undone_by(&ev.action, about_no_preview),
                 change,
             });
         }
     }
     (intents, skipped)
+}
+
+/// The teardown a pull request `action` reverses by its meaning (see `Intent::undoes`).
+fn undone_by(action: &PrAction, about_no_preview: bool) -> Option<TeardownReason> {
+    match action {
+        PrAction::Reopened => Some(TeardownReason::Closed),
+        PrAction::ReadyForReview => Some(TeardownReason::Draft),
+        PrAction::Unlabeled if about_no_preview => Some(TeardownReason::NoPreview),
+        _ => None,
+    }
 }
 
 /// The class of `ev`'s author under `spec`'s `authors` rules.

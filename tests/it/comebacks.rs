@@ -120,6 +120,8 @@ async fn closed_and_reopened_at_once_is_rolled_out_from_scratch() {
     let world = World::new("guestbook", &guestbook(), images()).await;
     let (head, uid) = open_ready(&world, 21).await;
 
+    // GitHub's `updated_at` has whole seconds: both carry the same one.
+    world.gh.same_second(true);
     let closed = world.gh.close(&world.repo, pr(21), false);
     let reopened = world.gh.reopen(&world.repo, pr(21));
     assert_eq!(world.deliver(&closed).await.0, 200);
@@ -138,12 +140,29 @@ async fn no_preview_added_and_removed_at_once_is_rolled_out_from_scratch() {
     let world = World::new("guestbook", &guestbook(), images()).await;
     let (head, uid) = open_ready(&world, 22).await;
 
+    world.gh.same_second(true);
     let labelled = world.gh.label(&world.repo, pr(22), "no-preview");
     let unlabelled = world.gh.unlabel(&world.repo, pr(22), "no-preview");
     assert_eq!(world.deliver(&labelled).await.0, 200);
     assert_eq!(world.deliver(&unlabelled).await.0, 200);
 
     assert_rolled_out_anew(&world, 22, &head, &uid).await;
+}
+
+#[tokio::test]
+async fn converted_to_draft_and_ready_again_at_once_is_rolled_out_from_scratch() {
+    let world = World::new("guestbook", &guestbook(), images()).await;
+    let (head, uid) = open_ready(&world, 26).await;
+
+    world.gh.same_second(true);
+    let drafted = world.gh.convert_to_draft(&world.repo, pr(26));
+    let ready = world.gh.ready_for_review(&world.repo, pr(26));
+    assert_eq!(world.deliver(&drafted).await.0, 200);
+    let (status, body) = world.deliver(&ready).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["previews"][0]["result"], "updated", "{body}");
+
+    assert_rolled_out_anew(&world, 26, &head, &uid).await;
 }
 
 #[tokio::test]

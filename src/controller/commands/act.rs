@@ -214,6 +214,7 @@ async fn deploy(
             git_ref: pull.head.ref_.clone(),
             installation_id: Some(cmd.spec.installation_id),
             event_time: pull.updated_at,
+            undoes: None,
             change: Change::Deploy {
                 create: true,
                 requested_by: cmd.spec.author.clone(),

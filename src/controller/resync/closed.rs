@@ -63,6 +63,7 @@ pub(super) async fn tear_down(
             git_ref: p.spec.git_ref.clone(),
             installation_id: p.spec.installation_id,
             event_time,
+            undoes: None,
             change: Change::Teardown {
                 reason,
                 actor: None,
