@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{Agent, AgentError, Caller, Operation, PreviewView, view};
+use crate::crd::labels::{REDEPLOY, RESET};
 use crate::crd::{Phase, PreviewEnvironment};
 use crate::domain::{duration, naming, redact::Redactor};
 
@@ -70,20 +71,35 @@ fn outcome(pe: Option<&PreviewEnvironment>, wanted: WaitFor) -> Option<WaitOutco
         return Some(WaitOutcome::Removed);
     };
     let phase = pe.status.as_ref().and_then(|s| s.phase);
-    // A status from before the spec's last change says nothing about the change.
-    let current = pe
-        .status
-        .as_ref()
-        .and_then(|s| s.observed_generation)
-        .is_none_or(|g| Some(g) >= pe.metadata.generation)
-        || phase == Some(Phase::Removed);
+    let current = is_current(pe) || phase == Some(Phase::Removed);
     match (wanted, phase) {
         (_, Some(Phase::Removed)) => Some(WaitOutcome::Removed),
         (WaitFor::Ready, Some(Phase::Ready)) if current => Some(WaitOutcome::Ready),
         (WaitFor::Ready, Some(Phase::Failed)) if current => Some(WaitOutcome::Failed),
-        (WaitFor::Stopped, Some(Phase::Stopped)) => Some(WaitOutcome::Stopped),
+        (WaitFor::Stopped, Some(Phase::Stopped)) if current => Some(WaitOutcome::Stopped),
         _ => None,
     }
+}
+
+/// Whether `pe`'s status has taken in every write made to it: the spec's last change
+/// (`observedGeneration`), and the requests kept in annotations — a redeploy of the same commit
+/// and a reset — which leave the generation as it was. A status from before a write says
+/// nothing about it.
+fn is_current(pe: &PreviewEnvironment) -> bool {
+    let Some(st) = pe.status.as_ref() else {
+        return false;
+    };
+    let generation = st
+        .observed_generation
+        .is_none_or(|g| Some(g) >= pe.metadata.generation);
+    let annotations = pe.annotations();
+    let redeploy = annotations
+        .get(REDEPLOY)
+        .is_none_or(|t| st.observed_redeploy.as_ref() == Some(t));
+    let reset = annotations
+        .get(RESET)
+        .is_none_or(|t| st.reset_done.as_ref() == Some(t));
+    generation && redeploy && reset
 }
 
 /// Which logs to read.
@@ -497,6 +513,41 @@ mod tests {
         assert_eq!(
             outcome(Some(&pe(Phase::Removed, 2, 1)), WaitFor::Ready),
             Some(WaitOutcome::Removed)
+        );
+    }
+
+    /// A reset or a redeploy of the same commit changes annotations, not the spec: a status
+    /// that has not taken them in is from before, whatever its generation says.
+    #[test]
+    fn a_wait_after_a_reset_or_a_redeploy_ends_only_once_it_is_taken_in() {
+        use crate::crd::labels::{REDEPLOY, RESET};
+        let mut reset = pe(Phase::Ready, 2, 2);
+        reset
+            .annotations_mut()
+            .insert(RESET.to_owned(), "r2".to_owned());
+        reset.status.as_mut().unwrap().reset_done = Some("r1".to_owned());
+        assert_eq!(outcome(Some(&reset), WaitFor::Ready), None);
+        reset.status.as_mut().unwrap().reset_done = Some("r2".to_owned());
+        assert_eq!(
+            outcome(Some(&reset), WaitFor::Ready),
+            Some(WaitOutcome::Ready)
+        );
+
+        let mut redeploy = pe(Phase::Ready, 2, 2);
+        redeploy
+            .annotations_mut()
+            .insert(REDEPLOY.to_owned(), "d1".to_owned());
+        assert_eq!(outcome(Some(&redeploy), WaitFor::Ready), None);
+        redeploy.status.as_mut().unwrap().observed_redeploy = Some("d1".to_owned());
+        assert_eq!(
+            outcome(Some(&redeploy), WaitFor::Ready),
+            Some(WaitOutcome::Ready)
+        );
+
+        // Stopped counts only once the stop is taken in, too.
+        assert_eq!(
+            outcome(Some(&pe(Phase::Stopped, 3, 2)), WaitFor::Stopped),
+            None
         );
     }
 }

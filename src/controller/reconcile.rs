@@ -20,6 +20,7 @@ use super::phases::admit::{self, Guard};
 use super::phases::{capacity, place, rollout, teardown};
 use super::verdict::{Next, Verdict, record_requests, save, set_phase};
 use super::{finalizer, report, sticky};
+use crate::crd::labels::REDEPLOY;
 use crate::crd::{Phase, PreviewEnvironment, PreviewStatus};
 use crate::domain::{Sha, running};
 
@@ -120,6 +121,10 @@ async fn finish(
         None => true,
     };
     let ended = running::accrue(&mut status, ctx.clock.now());
+    // Whatever this pass decided, it decided on this spec and these requests: a `wait` after a
+    // write ends only on a status that has taken the write in.
+    status.observed_generation = pe.metadata.generation;
+    status.observed_redeploy = pe.annotations().get(REDEPLOY).cloned();
     let was = persisted.as_ref().and_then(|s| s.phase);
     pe.status = persisted.clone();
     save(api, pe, &status).await?;

@@ -252,6 +252,10 @@ pub struct PreviewStatus {
     /// The last reset carried out (the token of the `reset` annotation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reset_done: Option<String>,
+    /// The last redeploy taken in (the token of the `redeploy` annotation when this status was
+    /// written): with `observedGeneration`, what says that a status is not from before a write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_redeploy: Option<String>,
 
     // Lifecycle guardrails (TTL, idle stop, caps).
     /// Where the preview stands against its Blueprint's `maxPreviews`.

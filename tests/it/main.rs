@@ -38,5 +38,6 @@ mod serve;
 mod server_side_apply;
 mod stolen_token;
 mod supersede;
+mod wait_after_write;
 mod wake;
 mod webhook;
