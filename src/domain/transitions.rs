@@ -410,7 +410,7 @@ mod tests {
         let now = at("2026-11-29T12:00:30Z");
         let mut pe = new_preview(&intent(deploy(true), "2026-11-29T11:00:00Z"), now);
         pe.spec.teardown = Some(t.clone());
-        pe.spec.pr_updated_at = Some(t.at.clone());
+        pe.spec.pr_updated_at = Some(t.at);
         let mut reopened = intent(deploy(true), "2026-11-29T12:00:00Z");
         reopened.undoes = reopen;
         let next = change(&pe, &reopened, now).unwrap();
