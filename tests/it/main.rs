@@ -3,6 +3,7 @@
 
 mod support;
 
+mod adoption;
 mod api;
 mod api_observe;
 

@@ -204,36 +204,42 @@ pub(crate) fn rewrite(obj: &mut Obj, class: Class, rw: &Rewriter<'_>) {
     }
 }
 
-/// The labels every object of a preview carries. Pod templates get them without
-/// `sandcastle.dev/sha`: a label that changes with every commit would restart every pod (the
-/// databases too) on every push, where only the pods whose image changed need to.
-fn preview_labels(ctx: &PreviewContext, with_sha: bool) -> Vec<(&'static str, String)> {
-    let mut out = vec![
+/// The labels every object of a preview carries.
+fn preview_labels(ctx: &PreviewContext) -> Vec<(&'static str, String)> {
+    let mut out = template_labels(ctx);
+    out.push((labels::PREVIEW, ctx.preview.to_string()));
+    if let Some(pr) = ctx.pr {
+        out.push((labels::PR, pr.to_string()));
+    }
+    out.push((labels::SHA, ctx.sha.to_string()));
+    out
+}
+
+/// The labels pod templates carry: only those that stay the same for the pods' whole life. A
+/// label that changes with every commit (`sandcastle.dev/sha`) would restart every pod — the
+/// databases too — on every push, where only the pods whose image changed need to; one naming
+/// the preview or its pull request would restart them all when a pull request takes a sandbox
+/// over. Those belong on the objects, which change in place.
+fn template_labels(ctx: &PreviewContext) -> Vec<(&'static str, String)> {
+    vec![
         (labels::MANAGED_BY, labels::MANAGER.to_owned()),
-        (labels::PREVIEW, ctx.preview.to_string()),
         (
             labels::REPO,
             crate::domain::naming::repo_label_value(&ctx.repo),
         ),
-    ];
-    if let Some(pr) = ctx.pr {
-        out.push((labels::PR, pr.to_string()));
-    }
-    if with_sha {
-        out.push((labels::SHA, ctx.sha.to_string()));
-    }
-    out
+    ]
 }
 
 /// The labels a preview's objects carry (guardrails and the namespace use them too).
 pub(crate) fn object_labels(ctx: &PreviewContext) -> BTreeMap<String, String> {
-    preview_labels(ctx, true)
+    preview_labels(ctx)
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect()
 }
 
-fn set_labels(meta: &mut Value, labels: &[(&'static str, String)], no_pr: bool) {
+/// Set `labels` on `meta`, first removing the keys in `remove`.
+fn set_labels(meta: &mut Value, labels: &[(&'static str, String)], remove: &[&str]) {
     if !meta.is_object() {
         *meta = Value::Object(Map::new());
     }
@@ -242,8 +248,8 @@ fn set_labels(meta: &mut Value, labels: &[(&'static str, String)], no_pr: bool) 
         *entry = Value::Object(Map::new());
     }
     if let Some(map) = entry.as_object_mut() {
-        if no_pr {
-            map.remove(labels::PR);
+        for key in remove {
+            map.remove(*key);
         }
         for (k, v) in labels {
             map.insert((*k).to_owned(), Value::String(v.clone()));
@@ -255,9 +261,9 @@ fn set_labels(meta: &mut Value, labels: &[(&'static str, String)], no_pr: bool) 
 /// preview's; selectors are never touched.
 pub(crate) fn identify_as_preview(obj: &mut Obj, class: Class, ctx: &PreviewContext) {
     let paths = template_paths(obj, class);
-    let no_pr = ctx.pr.is_none();
+    let stale: &[&str] = if ctx.pr.is_none() { &[labels::PR] } else { &[] };
     let meta = &mut obj.value["metadata"];
-    set_labels(meta, &preview_labels(ctx, true), no_pr);
+    set_labels(meta, &preview_labels(ctx), stale);
     meta["namespace"] = Value::String(ctx.namespace.to_string());
     let annotations = &mut meta["annotations"];
     if !annotations.is_object() {
@@ -267,15 +273,24 @@ pub(crate) fn identify_as_preview(obj: &mut Obj, class: Class, ctx: &PreviewCont
     if class == Class::Extra {
         return;
     }
-    let template_labels = preview_labels(ctx, false);
+    let template_labels = template_labels(ctx);
+    let not_in_templates = [labels::PREVIEW, labels::PR, labels::SHA];
     if class == Class::Builtin(Builtin::CronJob)
         && let Some(job_meta) = get_mut(&mut obj.value, &["spec", "jobTemplate"])
     {
-        set_labels(&mut job_meta["metadata"], &template_labels, no_pr);
+        set_labels(
+            &mut job_meta["metadata"],
+            &template_labels,
+            &not_in_templates,
+        );
     }
     for path in paths {
         if let Some(template) = get_mut(&mut obj.value, path) {
-            set_labels(&mut template["metadata"], &template_labels, no_pr);
+            set_labels(
+                &mut template["metadata"],
+                &template_labels,
+                &not_in_templates,
+            );
         }
     }
 }

@@ -211,11 +211,16 @@ apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly}\nspec: {schedule:
         web["metadata"]["annotations"]["sandcastle.dev/repository"],
         "acme/shop"
     );
+    // Pod templates carry only labels that never change while the pods live: no commit, and
+    // nothing naming the preview or its pull request (a pull request may take a sandbox over).
     let mut template_labels = object_labels;
-    template_labels
-        .as_object_mut()
-        .unwrap()
-        .remove("sandcastle.dev/sha");
+    for changing in [
+        "sandcastle.dev/sha",
+        "sandcastle.dev/preview",
+        "sandcastle.dev/pr",
+    ] {
+        template_labels.as_object_mut().unwrap().remove(changing);
+    }
     assert_eq!(
         web["spec"]["template"]["metadata"]["labels"],
         template_labels

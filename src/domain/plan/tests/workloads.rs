@@ -81,14 +81,16 @@ fn an_ownerless_replicaset_is_copied_like_a_deployment() {
     );
     assert_eq!(template["metadata"]["labels"]["app"], "legacy");
     assert_eq!(
-        template["metadata"]["labels"]["sandcastle.dev/preview"],
-        "shop-pr-42"
+        template["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "sandcastle"
     );
-    assert!(
-        template["metadata"]["labels"]
-            .get("sandcastle.dev/sha")
-            .is_none()
-    );
+    for changing in [
+        "sandcastle.dev/sha",
+        "sandcastle.dev/preview",
+        "sandcastle.dev/pr",
+    ] {
+        assert!(template["metadata"]["labels"].get(changing).is_none());
+    }
     let container = &template["spec"]["containers"][0];
     assert_eq!(container["image"], "ghcr.io/acme/legacy:0123456");
     assert_eq!(
