@@ -119,15 +119,13 @@ impl Agent {
     ) -> Result<(Sha, Option<u64>), AgentError> {
         let repo = RepoName::new(repo)
             .map_err(|e| AgentError::invalid("invalid_repository", "repository", e.to_string()))?;
-        let unavailable = |e: String| AgentError::Unavailable {
-            code: "github_unavailable",
-            message: format!("GitHub did not say where {branch} of {repo} points: {e}"),
-        };
+        let what = format!("GitHub did not say where {branch} of {repo} points");
+        let unavailable = |e: crate::github::client::GitHubError| AgentError::github(&e, &what);
         let installation = self
             .github
             .repo_installation(&repo)
             .await
-            .map_err(|e| unavailable(e.to_string()))?;
+            .map_err(unavailable)?;
         let Some(id) = installation else {
             return Err(AgentError::invalid(
                 "app_not_installed",
@@ -147,7 +145,7 @@ impl Agent {
                 "branch",
                 format!("{repo} has no branch {branch}"),
             )),
-            Err(e) => Err(unavailable(e.to_string())),
+            Err(e) => Err(unavailable(e)),
         }
     }
 

@@ -28,6 +28,10 @@ pub enum AgentError {
     /// Kubernetes (or GitHub, where the operation needs it) did not answer.
     #[error("{message}")]
     Unavailable { code: &'static str, message: String },
+    /// Sandcastle itself is set up wrong (GitHub refuses its App credentials): no retry helps
+    /// until an administrator fixes it.
+    #[error("{message}")]
+    Misconfigured { code: &'static str, message: String },
 }
 
 impl AgentError {
@@ -59,6 +63,7 @@ impl AgentError {
             },
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Misconfigured { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -70,7 +75,8 @@ impl AgentError {
             Self::NotFound(_) => "preview_not_found",
             Self::Invalid { code, .. }
             | Self::Conflict { code, .. }
-            | Self::Unavailable { code, .. } => code,
+            | Self::Unavailable { code, .. }
+            | Self::Misconfigured { code, .. } => code,
         }
     }
 
@@ -79,6 +85,25 @@ impl AgentError {
         match self {
             Self::Invalid { field, .. } => Some(field),
             _ => None,
+        }
+    }
+}
+
+impl AgentError {
+    /// A GitHub call needed for `what` failed: refused credentials are a configuration fault
+    /// (500, `github_credentials_rejected`, not worth retrying); anything else is GitHub not
+    /// answering (503, `github_unavailable`).
+    pub fn github(e: &crate::github::client::GitHubError, what: &str) -> Self {
+        use crate::github::client::GitHubError;
+        match e {
+            GitHubError::CredentialsRejected(_) => Self::Misconfigured {
+                code: "github_credentials_rejected",
+                message: format!("{what}: {e}"),
+            },
+            _ => Self::Unavailable {
+                code: "github_unavailable",
+                message: format!("{what}: {e}"),
+            },
         }
     }
 }

@@ -95,6 +95,10 @@ impl RequestAuth {
             .unwrap_or(header)
             .trim();
         if credential.split('.').count() == 3 {
+            if state.app_key_revoked {
+                // What GitHub answers for a JWT signed with a key it no longer holds.
+                return Self::Jwt(Err("A JSON web token could not be decoded"));
+            }
             let now = Timestamp::now().as_second();
             return Self::Jwt(verify_jwt(credential, key, app_id, now));
         }

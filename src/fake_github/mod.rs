@@ -159,6 +159,12 @@ impl FakeGitHub {
         self.with(|st| st.frozen_clock = on);
     }
 
+    /// The App's private key deleted on GitHub (`true`) or back: while revoked, every App JWT is
+    /// answered 401 as GitHub does.
+    pub fn revoke_app_key(&self, revoked: bool) {
+        self.with(|st| st.app_key_revoked = revoked);
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
         f(&mut self.shared.lock())
     }

@@ -335,6 +335,9 @@ pub(crate) struct State {
     last_tick: i64,
     /// Stamp every change with the same second as the last one (`FakeGitHub::same_second`).
     pub frozen_clock: bool,
+    /// The App's private key was deleted on GitHub: its JWTs are refused (tokens already minted
+    /// keep working until they expire, as on GitHub).
+    pub app_key_revoked: bool,
 }
 
 impl State {
@@ -361,6 +364,7 @@ impl State {
             next_id: 1_000_000,
             last_tick: 0,
             frozen_clock: false,
+            app_key_revoked: false,
         }
     }
 

@@ -67,18 +67,36 @@ pub(super) async fn readyz(State(state): State<AppState>) -> Response {
     // Other clusters are reported, never a reason to be unready: webhooks, the API and the
     // previews elsewhere go on while one is away.
     let clusters = clusters(&state.agent.clusters);
+    // Likewise GitHub: refused credentials are said here (and in every answer that needed
+    // GitHub), but taking every replica out of its Service would also hide the dashboard and
+    // `/setup` that can fix them, and refuse the webhooks GitHub would not redeliver.
+    let github = github(&state);
     if problems.is_empty() {
         (
             StatusCode::OK,
-            Json(json!({"status": "ready", "clusters": clusters})),
+            Json(json!({"status": "ready", "github": github, "clusters": clusters})),
         )
             .into_response()
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "not ready", "problems": problems, "clusters": clusters})),
+            Json(
+                json!({"status": "not ready", "problems": problems, "github": github, "clusters": clusters}),
+            ),
         )
             .into_response()
+    }
+}
+
+/// What GitHub last said of the App's credentials.
+fn github(state: &AppState) -> serde_json::Value {
+    match state.github.credentials_rejected() {
+        None => json!({"credentialsRejected": false}),
+        Some(r) => json!({
+            "credentialsRejected": true,
+            "since": r.since.to_string(),
+            "error": format!("GitHub refused the App's credentials ({}): the App id or private key is wrong or was revoked; an administrator must fix them, retrying will not help", r.message),
+        }),
     }
 }
 

@@ -24,6 +24,7 @@ mod egress;
 mod failures;
 mod fidelity;
 mod github_calls;
+mod github_credentials;
 mod guardrails_lifecycle;
 mod harness;
 mod hygiene;

@@ -34,6 +34,13 @@ pub enum GitHubError {
     /// token that could not be minted.
     #[error("GitHub App authentication failed: {0}")]
     Auth(String),
+    /// GitHub answered 401 to the App's own credentials (its JWT, or the JWT minting an
+    /// installation token): a wrong App id or a private key GitHub no longer holds. Only an
+    /// administrator can fix it.
+    #[error(
+        "GitHub refused Sandcastle's App credentials ({0}): the App id or private key is wrong or was revoked; an administrator must fix them, retrying will not help"
+    )]
+    CredentialsRejected(String),
 }
 
 impl GitHubError {
@@ -42,7 +49,10 @@ impl GitHubError {
         match self {
             Self::Status { status, .. } => status.is_server_error(),
             Self::RateLimited { .. } | Self::Timeout | Self::Transport(_) => true,
-            Self::Decode { .. } | Self::AutoMerged | Self::Auth(_) => false,
+            Self::Decode { .. }
+            | Self::AutoMerged
+            | Self::Auth(_)
+            | Self::CredentialsRejected(_) => false,
         }
     }
 

@@ -5,6 +5,7 @@
 //! in `api`.
 
 mod api;
+mod credentials;
 mod error;
 mod etags;
 pub mod retry;
@@ -21,6 +22,7 @@ use octocrab::models::{AppId, InstallationId};
 use crate::domain::{RepoName, Secret};
 use crate::metrics::GitHubMetrics;
 
+pub use credentials::{Credentials, Rejected};
 pub use error::GitHubError;
 pub use types::{
     Actor, AppRef, CheckConclusion, CheckRun, CheckStatus, Comment, DESCRIPTION_MAX_CHARS,
@@ -73,6 +75,7 @@ pub struct GitHubApp {
     api_url: Arc<str>,
     installations: Arc<Mutex<HashMap<u64, Installation>>>,
     metrics: GitHubMetrics,
+    credentials: Credentials,
 }
 
 impl std::fmt::Debug for GitHubApp {
@@ -116,12 +119,14 @@ impl GitHubApp {
             .build()
             .map_err(|e| GitHubError::Transport(format!("could not build the HTTP client: {e}")))?;
         let metrics = GitHubMetrics::default();
+        let credentials = Credentials::default();
         let transport = Transport::new(
             crab.clone(),
             AuthMode::App,
             settings,
             &base_path,
             metrics.clone(),
+            credentials.clone(),
         );
         Ok(Self {
             app_id,
@@ -132,7 +137,13 @@ impl GitHubApp {
             api_url: base_url.trim_end_matches('/').into(),
             installations: Arc::default(),
             metrics,
+            credentials,
         })
+    }
+
+    /// Whether GitHub refused the App's credentials at its last App-authenticated answer.
+    pub fn credentials_rejected(&self) -> Option<Rejected> {
+        self.credentials.state()
     }
 
     /// GitHub's API address (`https://api.github.com`, or an Enterprise `…/api/v3`).
@@ -175,6 +186,7 @@ impl GitHubApp {
                         self.settings,
                         &self.base_path,
                         self.metrics.clone(),
+                        self.credentials.clone(),
                     ),
                 }
             })

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::ClientSettings;
+use super::credentials::Credentials;
 use super::error::GitHubError;
 use super::etags::Etags;
 use super::retry::{Decision, Outcome, RetryReason, decide};
@@ -85,6 +86,8 @@ pub(crate) struct Transport {
     remaining: Arc<AtomicI64>,
     metrics: GitHubMetrics,
     etags: Arc<Etags>,
+    /// Whether GitHub accepts the App's credentials (shared by the App and its installations).
+    credentials: Credentials,
 }
 
 impl std::fmt::Debug for Transport {
@@ -110,6 +113,7 @@ impl Transport {
         settings: ClientSettings,
         base_path: &str,
         metrics: GitHubMetrics,
+        credentials: Credentials,
     ) -> Self {
         Self {
             crab: Arc::new(crab),
@@ -119,6 +123,7 @@ impl Transport {
             remaining: Arc::new(AtomicI64::new(-1)),
             metrics,
             etags: Arc::default(),
+            credentials,
         }
     }
 
@@ -178,18 +183,19 @@ impl Transport {
                         message: message.as_deref(),
                     };
                     let decision = decide(&outcome, attempt, now, &self.settings, jitter);
+                    self.judge_credentials(&resp, from_token, message.as_deref());
                     let last = if resp.status.is_success() || resp.status.is_redirection() {
                         Ok(resp)
+                    } else if resp.status == StatusCode::UNAUTHORIZED
+                        && (from_token || self.mode == AuthMode::App)
+                    {
+                        Err(GitHubError::CredentialsRejected(
+                            message.as_deref().unwrap_or("401 Unauthorized").to_owned(),
+                        ))
                     } else if from_token && resp.status.is_client_error() {
                         Err(GitHubError::Auth(format!(
                             "installation token refused ({}): {}",
                             resp.status,
-                            message.as_deref().unwrap_or("no message")
-                        )))
-                    } else if self.mode == AuthMode::App && resp.status == StatusCode::UNAUTHORIZED
-                    {
-                        Err(GitHubError::Auth(format!(
-                            "App JWT refused: {}",
                             message.as_deref().unwrap_or("no message")
                         )))
                     } else {
@@ -215,6 +221,19 @@ impl Transport {
                     attempt += 1;
                 }
             }
+        }
+    }
+
+    /// Record what an answer says of the App's credentials: a 401 to the App's JWT (its own
+    /// calls, or minting an installation token) refuses them; any other answer to one accepts
+    /// them (an installation call's answer means its token was minted with them).
+    fn judge_credentials(&self, resp: &RawResponse, from_token: bool, message: Option<&str>) {
+        let app_credentials = from_token || self.mode == AuthMode::App;
+        if app_credentials && resp.status == StatusCode::UNAUTHORIZED {
+            self.credentials
+                .rejected(message.unwrap_or("401 Unauthorized"));
+        } else if !from_token && resp.status != StatusCode::UNAUTHORIZED {
+            self.credentials.accepted();
         }
     }
 
