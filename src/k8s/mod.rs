@@ -1,6 +1,7 @@
 //! Everything Sandcastle does through the Kubernetes API: custom resource types, labels,
 //! desired-state writes, reading blueprints, applying, readiness and diagnosis, namespaces, Events on previews,
-//! a stopped preview's route to the waking page, the access Sandcastle itself needs (RBAC), and the
+//! a stopped preview's route to the waking page, the access Sandcastle itself needs (RBAC) and the
+//! fence on preview tokens, and the
 //! clusters it works in (its own and those registered as Secrets).
 
 pub mod app_secret;
@@ -9,6 +10,7 @@ pub mod clusters;
 pub mod crd_install;
 pub mod diagnose;
 pub mod events;
+pub mod fence;
 pub mod namespace;
 pub mod previews;
 pub mod rbac;

@@ -34,6 +34,7 @@ mod mcp;
 mod metrics;
 mod nodes;
 mod paths;
+mod preview_token_fence;
 mod probe;
 mod schemathesis;
 mod serve;
