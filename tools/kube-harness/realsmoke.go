@@ -1,8 +1,9 @@
 // realsmoke.go proves the real tier end to end (`up --real --smoke`): the test app and Redis run
 // as a Deployment and a StatefulSet behind Services and an Ingress; Traefik serves the app's
-// commit for the preview host; its counter goes up (Redis found by its Service's DNS name);
-// a Service answers from the host; logs are served; a container over its memory limit ends
-// OOMKilled; a missing image is reported as such; deleting the namespace removes its containers.
+// commit for the preview host; its counter goes up (Redis found by its Service's DNS name); the
+// app swapped to another commit's image is served; a Service answers from the host; logs are
+// served; a container over its memory limit ends OOMKilled; a missing image is reported as such;
+// deleting the namespace removes its containers.
 package main
 
 import (
@@ -41,6 +42,7 @@ func realSmoke(ctx context.Context, cs *kubernetes.Clientset, n *realNode) error
 		{"create the app, Redis, Services and Ingress", func() error { return createSmokeApp(ctx, cs, ns) }},
 		{"app and Redis ready", func() error { return smokeWorkloadsReady(ctx, cs, ns) }},
 		{"commit and counter through Traefik", func() error { return smokeThroughIngress(ctx, n.webAddr) }},
+		{"the image swapped to another commit", func() error { return smokeImageSwap(ctx, cs, ns, n.webAddr) }},
 		{"a Service from the host", func() error { return smokeServiceFromHost(ctx, cs, ns) }},
 		{"logs", func() error { return smokeRealLogs(ctx, cs, ns) }},
 		{"OOMKilled", func() error { return smokeOOM(ctx, cs, ns) }},
@@ -176,8 +178,13 @@ type appInfo struct {
 	Counter *int64 `json:"counter"`
 }
 
-// getInfo asks the app for /api/info through Traefik, as a visitor of the preview host does.
+// getInfo asks the app for /api/info through Traefik, as a visitor of the preview host does,
+// and wants it to serve commit c1.
 func getInfo(ctx context.Context, webAddr string) (appInfo, error) {
+	return getInfoOf(ctx, webAddr, "c1")
+}
+
+func getInfoOf(ctx context.Context, webAddr, commit string) (appInfo, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+webAddr+"/api/info", nil)
 	if err != nil {
 		return appInfo{}, err
@@ -192,8 +199,8 @@ func getInfo(ctx context.Context, webAddr string) (appInfo, error) {
 	if resp.StatusCode != http.StatusOK {
 		return appInfo{}, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
 	}
-	if got := resp.Header.Get("X-Commit"); got != "c1" {
-		return appInfo{}, fmt.Errorf("X-Commit %q, want c1", got)
+	if got := resp.Header.Get("X-Commit"); got != commit {
+		return appInfo{}, fmt.Errorf("X-Commit %q, want %s", got, commit)
 	}
 	var info appInfo
 	if err := json.Unmarshal(body, &info); err != nil {
@@ -224,6 +231,23 @@ func smokeThroughIngress(ctx context.Context, webAddr string) error {
 	return nil
 }
 
+// smokeImageSwap runs the app's next commit (another image) and waits until Traefik serves it,
+// as a preview does when its pull request gets a new commit.
+func smokeImageSwap(ctx context.Context, cs *kubernetes.Clientset, ns, webAddr string) error {
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "sandcastle.test/app:c2"
+	if _, err := cs.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return waitFor(ctx, "commit c2 through Traefik", time.Minute, func() (bool, error) {
+		_, err := getInfoOf(ctx, webAddr, "c2")
+		return err == nil, err
+	})
+}
+
 func smokeServiceFromHost(ctx context.Context, cs *kubernetes.Clientset, ns string) error {
 	svc, err := cs.CoreV1().Services(ns).Get(ctx, "app", metav1.GetOptions{})
 	if err != nil {
@@ -241,11 +265,20 @@ func smokeRealLogs(ctx context.Context, cs *kubernetes.Clientset, ns string) err
 		if err != nil || len(pods.Items) == 0 {
 			return false, fmt.Errorf("pods of app: %v", err)
 		}
-		out, err := cs.CoreV1().Pods(ns).GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "app"}).DoRaw(ctx)
+		name := ""
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == "sandcastle.test/app:c2" {
+				name = p.Name
+			}
+		}
+		if name == "" {
+			return false, fmt.Errorf("no pod of app at commit c2")
+		}
+		out, err := cs.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: "app"}).DoRaw(ctx)
 		if err != nil {
 			return false, err
 		}
-		if !strings.Contains(string(out), "listening on :8080, commit c1") || !strings.Contains(string(out), "GET /api/info") {
+		if !strings.Contains(string(out), "listening on :8080, commit c2") || !strings.Contains(string(out), "GET /api/info") {
 			return false, fmt.Errorf("logs %q", out)
 		}
 		return true, nil

@@ -93,7 +93,7 @@ real_images() {
   (cd "$real_src" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly \
     go build -trimpath -ldflags "-s -w" -o "$out.tmp/bin/" ./testapp ./pause ./mkimage)
   local mk="$out.tmp/bin/mkimage" busybox_links=()
-  for a in $(/bin/busybox --list); do busybox_links+=(-symlink "/bin/$a=busybox"); done
+  for a in $(/bin/busybox --list); do [ "$a" = busybox ] || busybox_links+=(-symlink "/bin/$a=busybox"); done
   "$mk" -o "$out.tmp/pause.tar" -tag sandcastle.test/pause:1 -add "$out.tmp/bin/pause:/pause:0755" -entrypoint /pause
   "$mk" -o "$out.tmp/busybox.tar" -tag sandcastle.test/busybox:1 -add /bin/busybox:/bin/busybox:0755 \
     "${busybox_links[@]}" -dir /tmp:1777 -cmd sh

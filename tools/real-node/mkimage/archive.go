@@ -74,6 +74,13 @@ func (s spec) files() ([]entry, error) {
 		}
 		es = append(es, entry{path: path.Clean("/" + dst), mode: mode, isDir: true})
 	}
+	seen := map[string]bool{}
+	for _, e := range es {
+		if seen[e.path] {
+			return nil, fmt.Errorf("%s is given twice", e.path)
+		}
+		seen[e.path] = true
+	}
 	return withParents(es), nil
 }
 
