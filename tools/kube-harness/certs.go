@@ -33,6 +33,11 @@ type pki struct {
 	KubeletClientCert, KubeletClientKey string
 
 	caPEM, adminCertPEM, adminKeyPEM []byte
+	// The CA itself, to issue more certificates later (the real tier's node identities).
+	caCert     *x509.Certificate
+	caKey      crypto.Signer
+	validFrom  time.Time
+	validUntil time.Time
 }
 
 func writePEM(path, typ string, der []byte) ([]byte, error) {
@@ -99,28 +104,8 @@ func generatePKI(dir string) (*pki, error) {
 		return nil, err
 	}
 
-	issue := func(certPath, keyPath string, tmpl *x509.Certificate) ([]byte, []byte, error) {
-		key, err := newKey()
-		if err != nil {
-			return nil, nil, err
-		}
-		tmpl.SerialNumber = serial()
-		tmpl.NotBefore = now
-		tmpl.NotAfter = notAfter
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-		tmpl.BasicConstraintsValid = true
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, key.Public(), caKey)
-		if err != nil {
-			return nil, nil, fmt.Errorf("certificate %s: %w", tmpl.Subject.CommonName, err)
-		}
-		certPEM, err := writePEM(certPath, "CERTIFICATE", der)
-		if err != nil {
-			return nil, nil, err
-		}
-		keyPEM, err := writeKey(keyPath, key)
-		return certPEM, keyPEM, err
-	}
-
+	p.caCert, p.caKey, p.validFrom, p.validUntil = caCert, caKey, now, notAfter
+	issue := p.issue
 	if _, _, err := issue(p.ServingCert, p.ServingKey, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -171,4 +156,27 @@ func generatePKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// issue signs a certificate for tmpl with the CA and writes it and its new key (PKCS#8).
+func (p *pki) issue(certPath, keyPath string, tmpl *x509.Certificate) ([]byte, []byte, error) {
+	key, err := newKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore = p.validFrom
+	tmpl.NotAfter = p.validUntil
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	tmpl.BasicConstraintsValid = true
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, key.Public(), p.caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("certificate %s: %w", tmpl.Subject.CommonName, err)
+	}
+	certPEM, err := writePEM(certPath, "CERTIFICATE", der)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err := writeKey(keyPath, key)
+	return certPEM, keyPEM, err
 }

@@ -27,6 +27,7 @@ commands:
   kube-controller-manager  run kube-controller-manager (its flags)
   kube-scheduler           run kube-scheduler (its flags)
   kwok                     run kwok, the fake kubelet (its flags)
+  node-init                hold the real node's namespaces (started by up --real)
 `
 
 func main() {
@@ -50,6 +51,8 @@ func main() {
 		runKwok()
 	case "up":
 		os.Exit(runUp(os.Args[1:]))
+	case "node-init":
+		os.Exit(runNodeInit(os.Args[1:]))
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:

@@ -42,6 +42,9 @@ type upOptions struct {
 	smoke      bool
 	nodes      int
 	timeout    time.Duration
+	// real is the real tier's build (bin/, images/, gateway-crds/; scripts/kube-harness build
+	// --real): when set, a node that runs containers joins the cluster (real.go).
+	real string
 }
 
 type stringList []string
@@ -60,12 +63,19 @@ func runUp(args []string) int {
 	fs.BoolVar(&o.smoke, "smoke", false, "also prove the whole chain: a Deployment becomes Available, a Job completes, a namespace is deleted")
 	fs.IntVar(&o.nodes, "nodes", 1, "how many fake nodes to create: kwok-node-0..N-1, in zones local-1a, local-1b, local-1c in turn")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the cluster to become ready")
+	fs.StringVar(&o.real, "real", "", "directory of the real tier's build (bin/, images/, gateway-crds/): also run a node that runs containers, kube-proxy, CoreDNS and Traefik")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if o.nodes < 1 {
 		fmt.Fprintf(os.Stderr, "kube-harness up: --nodes must be at least 1, not %d\n", o.nodes)
 		return 2
+	}
+	if o.real != "" {
+		if err := realHostProblem(realHostFacts()); err != nil {
+			fmt.Fprintln(os.Stderr, "kube-harness up:", err)
+			return 1
+		}
 	}
 	if o.dir == "" {
 		d, err := os.MkdirTemp("", "kube-harness-")
@@ -118,6 +128,8 @@ type controlPlane struct {
 	children []*child
 	exited   chan *child
 	pki      *pki
+	// node is the real node, when there is one.
+	node *realNode
 	// The API's address and a client trusting its certificate, for waiting on /readyz.
 	server    string
 	tlsClient *http.Client
@@ -154,22 +166,38 @@ func (cp *controlPlane) spawn(name string, args ...string) error {
 	if err != nil {
 		return err
 	}
-	logPath := filepath.Join(cp.opts.dir, "logs", name+".log")
-	// Appended to: a restarted component keeps its earlier lines.
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
 	cmd := exec.Command(self, append([]string{name}, args...)...)
 	if cp.opts.assets != "" {
 		if p := filepath.Join(cp.opts.assets, name); isExecutable(p) {
 			cmd = exec.Command(p, args...)
 		}
 	}
+	return cp.run(name, args, cmd)
+}
+
+// spawnArgv starts argv as child name, with env added to this process's environment and attrs
+// (nil: the default, a process group of its own that dies with this supervisor).
+func (cp *controlPlane) spawnArgv(name string, argv, env []string, attrs *syscall.SysProcAttr) error {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = attrs
+	return cp.run(name, argv[1:], cmd)
+}
+
+// run starts cmd as child name, logging to <dir>/logs/<name>.log, and tracks it.
+func (cp *controlPlane) run(name string, args []string, cmd *exec.Cmd) error {
+	logPath := filepath.Join(cp.opts.dir, "logs", name+".log")
+	// Appended to: a restarted component keeps its earlier lines.
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
 	cmd.Stdout = f
 	cmd.Stderr = f
 	// If this supervisor dies without a chance to clean up, the kernel kills the children.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return fmt.Errorf("start %s: %w", name, err)
@@ -199,7 +227,7 @@ func (cp *controlPlane) spawn(name string, args ...string) error {
 
 func (cp *controlPlane) start(runCtx context.Context) error {
 	o := cp.opts
-	cp.exited = make(chan *child, 8)
+	cp.exited = make(chan *child, 32)
 	for _, sub := range []string{"logs", "pki", "etcd"} {
 		if err := os.MkdirAll(filepath.Join(o.dir, sub), 0o700); err != nil {
 			return err
@@ -356,7 +384,23 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		return err
 	}
 	logf("control plane ready after %s; fake nodes: %d", time.Since(started).Round(time.Millisecond), o.nodes)
-	if o.smoke {
+	if o.real != "" {
+		realStart := time.Now()
+		if err := cp.startReal(ctx, cs, server); err != nil {
+			return fmt.Errorf("real node: %w", err)
+		}
+		if err := cp.writeRealEnv(); err != nil {
+			return err
+		}
+		logf("real node ready after %s; preview hosts on http://%s", time.Since(realStart).Round(time.Millisecond), cp.node.webAddr)
+	}
+	if o.smoke && o.real != "" {
+		smokeStart := time.Now()
+		if err := realSmoke(ctx, cs, cp.node); err != nil {
+			return fmt.Errorf("real smoke test: %w", err)
+		}
+		logf("real smoke test passed in %s", time.Since(smokeStart).Round(time.Millisecond))
+	} else if o.smoke {
 		smokeStart := time.Now()
 		kwok, err := kwokClient(o.kubeconfig)
 		if err != nil {
@@ -521,6 +565,7 @@ func (cp *controlPlane) shutdown() {
 			<-c.done
 		}
 	}
+	cp.stopReal()
 }
 
 func (cp *controlPlane) dumpLogs() {

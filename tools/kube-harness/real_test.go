@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+func hostOK() hostFacts {
+	return hostFacts{
+		goos: "linux", euid: 0, filesystems: "nodev\tproc\nnodev\toverlay\n",
+		hasFile: func(string) bool { return true }, lookPath: func(string) bool { return true },
+	}
+}
+
+// Each missing piece is named in one sentence; a complete host passes.
+func TestRealHostProblem(t *testing.T) {
+	if err := realHostProblem(hostOK()); err != nil {
+		t.Fatalf("complete host: %v", err)
+	}
+	cases := map[string]func(*hostFacts){
+		"needs Linux":         func(h *hostFacts) { h.goos = "darwin" },
+		"needs root":          func(h *hostFacts) { h.euid = 1000 },
+		"needs overlayfs":     func(h *hostFacts) { h.filesystems = "nodev\tproc\n" },
+		"needs cgroups":       func(h *hostFacts) { h.hasFile = func(p string) bool { return !strings.HasPrefix(p, "/sys/fs/cgroup") } },
+		"namespaces":          func(h *hostFacts) { h.hasFile = func(p string) bool { return !strings.HasPrefix(p, "/proc/self/ns") } },
+		"nftables":            func(h *hostFacts) { h.lookPath = func(n string) bool { return n != "nft" } },
+		"CNI plugin":          func(h *hostFacts) { h.hasFile = func(p string) bool { return !strings.HasSuffix(p, "/bridge") } },
+		"Debian package runc": func(h *hostFacts) { h.lookPath = func(n string) bool { return n != "runc" } },
+	}
+	for want, change := range cases {
+		h := hostOK()
+		change(&h)
+		err := realHostProblem(h)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Count(err.Error(), ". ") > 0 {
+			t.Errorf("%s: got %v", want, err)
+		}
+	}
+}
+
+// The settings these hosts need are in the configuration files, and the files parse.
+func TestRealConfigs(t *testing.T) {
+	n := nodePaths{root: "/run-dir/node"}
+	var kubelet map[string]any
+	if err := yaml.Unmarshal([]byte(kubeletConfig(n, "c", "k", "ca")), &kubelet); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]any{
+		"failCgroupV1": false, "cgroupDriver": "cgroupfs", "failSwapOn": false,
+		"containerRuntimeEndpoint":    "unix:///run-dir/node/containerd/containerd.sock",
+		"imageGCHighThresholdPercent": float64(100),
+	} {
+		if kubelet[key] != want {
+			t.Errorf("kubelet %s = %v, want %v", key, kubelet[key], want)
+		}
+	}
+	if dns := kubelet["clusterDNS"].([]any); len(dns) != 1 || dns[0] != dnsServiceIP {
+		t.Errorf("clusterDNS %v", dns)
+	}
+	c := containerdConfig(n)
+	for _, want := range []string{"version = 3", "restrict_oom_score_adj = true", "SystemdCgroup = false",
+		`snapshotter = "overlayfs"`, `bin_dirs = ["/usr/lib/cni"]`, `sandbox = "sandcastle.test/pause:1"`,
+		`conf_dir = "/run-dir/node/cni/net.d"`} {
+		if !strings.Contains(c, want) {
+			t.Errorf("containerd config lacks %s", want)
+		}
+	}
+	cni, err := cniConfig(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		Plugins []struct {
+			Type   string `json:"type"`
+			IPMasq bool   `json:"ipMasq"`
+			IPAM   struct {
+				Ranges [][]map[string]string `json:"ranges"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal([]byte(cni), &conf); err != nil {
+		t.Fatal(err)
+	}
+	if p := conf.Plugins[0]; p.Type != "bridge" || p.IPMasq || p.IPAM.Ranges[0][0]["subnet"] != podCIDR {
+		t.Errorf("cni %+v", p)
+	}
+	var proxy map[string]any
+	if err := yaml.Unmarshal([]byte(kubeProxyConfig(n)), &proxy); err != nil {
+		t.Fatal(err)
+	}
+	if proxy["mode"] != "nftables" || proxy["clusterCIDR"] != podCIDR {
+		t.Errorf("kube-proxy %v", proxy)
+	}
+	var traefik map[string]any
+	if err := yaml.Unmarshal([]byte(traefikConfig("127.0.0.1:1", "127.0.0.1:2")), &traefik); err != nil {
+		t.Fatal(err)
+	}
+	providers := traefik["providers"].(map[string]any)
+	if providers["kubernetesIngress"].(map[string]any)["allowExternalNameServices"] != true || providers["kubernetesGateway"] == nil {
+		t.Errorf("traefik providers %v", providers)
+	}
+	if !strings.Contains(corefile("/k"), "kubernetes cluster.local") {
+		t.Error("Corefile does not serve cluster.local")
+	}
+}
+
+// The cgroup trees go deepest first; other folders stay.
+func TestRemoveCgroupTrees(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"memory/kubepods/burstable/pod1/c1", "cpu/kubepods/besteffort", "memory/other"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := removeCgroupTrees(root, "kubepods"); left != 0 {
+		t.Errorf("%d left", left)
+	}
+	for _, d := range []string{"memory/kubepods", "cpu/kubepods"} {
+		if _, err := os.Stat(filepath.Join(root, d)); !os.IsNotExist(err) {
+			t.Errorf("%s still there", d)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "memory/other")); err != nil {
+		t.Errorf("memory/other: %v", err)
+	}
+}

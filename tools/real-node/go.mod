@@ -1,0 +1,3 @@
+module sandcastle.dev/tools/real-node
+
+go 1.26.0
