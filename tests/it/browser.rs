@@ -5,7 +5,7 @@
 //! the diagnosis; a deploying preview's page updates itself without a reload; a visitor to a
 //! stopped preview's host is taken from the waking page into the woken app. Each page is saved
 //! as a screenshot under `target/screenshots/`. Needs `chromedriver` and `chromium`
-//! (`SANDCASTLE_CHROMEDRIVER`, `SANDCASTLE_CHROMIUM`, else on PATH; `.ci/run` installs them).
+//! (`SANDCASTLE_CHROMEDRIVER`, `SANDCASTLE_CHROMIUM`, else on PATH; `scripts/test` installs them).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -34,7 +34,7 @@ fn program(env: &str, names: &[&str]) -> PathBuf {
         }
     }
     panic!(
-        "{} not found: install Debian's chromium and chromium-driver (.ci/run does), or set {env}",
+        "{} not found: install Debian's chromium and chromium-driver (scripts/test does), or set {env}",
         names[0]
     )
 }

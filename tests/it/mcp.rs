@@ -72,11 +72,11 @@ async fn run_client(program: &str, client: &str, scenario: &str, case: &Value) -
         .unwrap_or_else(|e| panic!("{client} {scenario} printed no JSON summary ({e}):\n{stdout}"))
 }
 
-/// The Python with the `mcp` SDK (`SANDCASTLE_MCP_PYTHON`, set by `.ci/run` and `scripts/test`).
+/// The Python with the `mcp` SDK (`SANDCASTLE_MCP_PYTHON`, set by `scripts/test`).
 fn python() -> String {
     std::env::var("SANDCASTLE_MCP_PYTHON").unwrap_or_else(|_| {
         panic!(
-            "SANDCASTLE_MCP_PYTHON is not set: it names a Python with the `mcp` SDK (pip install -r tests/requirements.txt); scripts/test and .ci/run set it"
+            "SANDCASTLE_MCP_PYTHON is not set: it names a Python with the `mcp` SDK (pip install -r tests/requirements.txt); scripts/test sets it (scripts/test-clients)"
         )
     })
 }
@@ -87,7 +87,7 @@ fn node() -> String {
         clients_dir()
             .join("node_modules/@modelcontextprotocol/sdk")
             .exists(),
-        "the TypeScript MCP SDK is not installed: run `npm ci --prefix tests/mcp` (scripts/test and .ci/run do)"
+        "the TypeScript MCP SDK is not installed: run `npm ci --prefix tests/mcp` (scripts/test does)"
     );
     std::env::var("SANDCASTLE_MCP_NODE").unwrap_or_else(|_| "node".to_owned())
 }

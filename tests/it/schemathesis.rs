@@ -43,7 +43,7 @@ fn schemathesis() -> PathBuf {
     }
     found.unwrap_or_else(|| {
         panic!(
-            "schemathesis is not installed: `pip install schemathesis` (as .ci/run does), or set \
+            "schemathesis is not installed: `pip install schemathesis` (as scripts/test does), or set \
              SANDCASTLE_SCHEMATHESIS to its path"
         )
     })
