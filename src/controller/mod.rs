@@ -40,7 +40,7 @@ use kube::{Resource, ResourceExt};
 pub use context::{Context, Settings};
 pub use error::Error;
 
-use crate::crd::labels::{MANAGED_BY, MANAGER, PREVIEW};
+use crate::crd::labels::{LAST_ACTIVITY, MANAGED_BY, MANAGER, PREVIEW};
 use crate::crd::{Blueprint, PreviewCommand, PreviewEnvironment};
 
 /// Map an object Sandcastle created (labelled with its preview) back to the preview.
@@ -95,9 +95,16 @@ pub async fn run(
     let h2 = home.clone();
     let h3 = home.clone();
     let h4 = home.clone();
-    let controller = Controller::new(previews, watcher::Config::default())
+    // The controller's own cache of previews, and the changes worth a pass: an activity stamp
+    // alone (a read, a visit) is not one — deadlines are requeued, and read the stamp then.
+    let (store, preview_writer) = reflector::store();
+    let changes = watcher(previews, watcher::Config::default())
+        .default_backoff()
+        .reflect(preview_writer)
+        .applied_objects()
+        .predicate_filter(worth_a_pass, Default::default());
+    let controller = Controller::for_stream(changes, store.clone())
         .with_config(controller::Config::default().debounce(RECONCILE_DEBOUNCE));
-    let store = controller.store();
     let (pokes, poked) = futures::channel::mpsc::unbounded();
     ctx.pokes = Some(pokes);
     ctx.previews = Some(store.clone());
@@ -196,6 +203,32 @@ pub async fn run(
     }
 }
 
+/// What of a preview a change must touch to be worth a reconcile, as a hash: everything but the
+/// activity stamp that reads and visits write (at most once a minute per preview each; 500
+/// previews read in turn made 500 passes a minute, each with its reads and writes, slowing the
+/// reads themselves). The controller requeues a preview at its idle deadline and reads the stamp
+/// then. A stopped preview's stamp counts: a visit's stamp is what wakes it.
+fn worth_a_pass(pe: &PreviewEnvironment) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let meta = &pe.metadata;
+    meta.generation.hash(&mut h);
+    meta.deletion_timestamp
+        .as_ref()
+        .map(|t| t.0.as_nanosecond())
+        .hash(&mut h);
+    meta.finalizers.hash(&mut h);
+    meta.labels.hash(&mut h);
+    let stopped = pe.status.as_ref().and_then(|s| s.phase) == Some(crate::crd::Phase::Stopped);
+    for (k, v) in meta.annotations.iter().flatten() {
+        if stopped || k != LAST_ACTIVITY {
+            (k, v).hash(&mut h);
+        }
+    }
+    serde_json::to_string(&pe.status).ok()?.hash(&mut h);
+    Some(h.finish())
+}
+
 /// Changes to one preview within this long of each other bring one reconcile, not one each: a
 /// rollout's Deployments report their pods one status write at a time, and each pass's own
 /// status write comes back as a change.
@@ -207,4 +240,56 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Requeue soon while something is in progress.
 pub(crate) fn soon(ctx: &Context) -> Action {
     Action::requeue(ctx.settings.progress_interval)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::{Phase, PreviewStatus};
+
+    fn preview() -> PreviewEnvironment {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "sandcastle.dev/v1alpha1", "kind": "PreviewEnvironment",
+            "metadata": {"name": "p", "generation": 1, "annotations": {LAST_ACTIVITY: "t1"}},
+            "spec": {"blueprint": "b", "repository": "acme/shop", "ref": "main",
+                "sha": "0123456789012345678901234567890123456789",
+                "requestedBy": {"kind": "github-user", "name": "maria"}},
+            "status": {"phase": "Ready"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_activity_stamp_alone_is_not_worth_a_pass_unless_the_preview_is_stopped() {
+        let pe = preview();
+        let mut stamped = pe.clone();
+        stamped
+            .annotations_mut()
+            .insert(LAST_ACTIVITY.to_owned(), "t2".to_owned());
+        stamped.metadata.resource_version = Some("2".to_owned());
+        assert_eq!(worth_a_pass(&pe), worth_a_pass(&stamped));
+
+        let mut asked = pe.clone();
+        asked
+            .annotations_mut()
+            .insert("sandcastle.dev/redeploy".to_owned(), "x".to_owned());
+        assert_ne!(worth_a_pass(&pe), worth_a_pass(&asked));
+        let mut moved = pe.clone();
+        moved.metadata.generation = Some(2);
+        assert_ne!(worth_a_pass(&pe), worth_a_pass(&moved));
+        let mut reported = pe.clone();
+        reported.status = Some(PreviewStatus {
+            message: Some("new".to_owned()),
+            ..pe.status.clone().unwrap()
+        });
+        assert_ne!(worth_a_pass(&pe), worth_a_pass(&reported));
+
+        let mut stopped = pe.clone();
+        stopped.status.as_mut().unwrap().phase = Some(Phase::Stopped);
+        let mut visited = stopped.clone();
+        visited
+            .annotations_mut()
+            .insert(LAST_ACTIVITY.to_owned(), "t2".to_owned());
+        assert_ne!(worth_a_pass(&stopped), worth_a_pass(&visited));
+    }
 }
