@@ -284,7 +284,7 @@ mod tests {
         });
         assert_ne!(worth_a_pass(&pe), worth_a_pass(&reported));
 
-        let mut stopped = pe.clone();
+        let mut stopped = pe;
         stopped.status.as_mut().unwrap().phase = Some(Phase::Stopped);
         let mut visited = stopped.clone();
         visited
