@@ -172,6 +172,25 @@ impl Agent {
         pe
     }
 
+    /// Whether `caller` may also run `op` on `pe`, already read and authorized for another
+    /// operation.
+    async fn also_allowed(
+        &self,
+        caller: &Caller,
+        op: Operation,
+        pe: &PreviewEnvironment,
+    ) -> Result<(), AgentError> {
+        let name = pe.name_any();
+        if let Some(person) = &caller.github {
+            return person.allows(op, &name, &pe.spec.repository);
+        }
+        let namespace = view::namespace_of(pe, &self.addresses.namespace_prefix);
+        let cluster = view::cluster_of(pe);
+        self.authority
+            .authorize(caller, op, Some((&name, &namespace, cluster)))
+            .await
+    }
+
     fn view(&self, pe: &PreviewEnvironment) -> PreviewView {
         view::view(pe, &self.addresses)
     }

@@ -368,23 +368,51 @@ impl Agent {
     pub async fn events(&self, caller: &Caller, name: &str) -> Result<EventsView, AgentError> {
         let pe = self.authorized(caller, Operation::Events, name).await?;
         self.read_activity(&pe);
-        let ns = view::namespace_of(&pe, &self.addresses.namespace_prefix);
+        self.events_of(&pe).await
+    }
+
+    /// A preview's page: the preview and its Events, read once (a preview's page is what its
+    /// pull request's "details" link opens).
+    pub async fn preview_page(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<(PreviewView, Option<EventsView>), AgentError> {
+        let pe = self.authorized(caller, Operation::Get, name).await?;
+        self.read_activity(&pe);
+        let events = match self.also_allowed(caller, Operation::Events, &pe).await {
+            // The page shows what it can: Events that cannot be read now are left out.
+            Ok(()) => self.events_of(&pe).await.ok(),
+            Err(AgentError::Forbidden(_)) => None,
+            Err(e) => return Err(e),
+        };
+        Ok((self.view(&pe), events))
+    }
+
+    /// The Events of `pe` and of its namespace. Both lists are served from the API server's
+    /// cache (`resourceVersion=0`): the preview's own are picked out of every preview's Events
+    /// in Sandcastle's namespace, which read from etcd on every page cost the most of a page
+    /// with hundreds of previews.
+    async fn events_of(&self, pe: &PreviewEnvironment) -> Result<EventsView, AgentError> {
+        let name = pe.name_any();
+        let ns = view::namespace_of(pe, &self.addresses.namespace_prefix);
         let own: Api<Event> = Api::namespaced(self.client.clone(), &self.home);
         let fields = format!("regarding.name={name},regarding.kind=PreviewEnvironment");
         let mut preview: Vec<EventView> = own
-            .list(&ListParams::default().fields(&fields))
+            .list(&ListParams::default().fields(&fields).match_any())
             .await?
             .items
             .iter()
             .map(event_view)
             .collect();
-        let cluster = self.cluster_of(&pe)?;
+        let cluster = self.cluster_of(pe)?;
         let theirs: Api<Event> = Api::namespaced(cluster.client().clone(), &ns);
-        let mut namespace: Vec<EventView> = match theirs.list(&ListParams::default()).await {
-            Ok(l) => l.items.iter().map(event_view).collect(),
-            Err(kube::Error::Api(r)) if r.code == 404 => Vec::new(),
-            Err(e) => return Err(e.into()),
-        };
+        let mut namespace: Vec<EventView> =
+            match theirs.list(&ListParams::default().match_any()).await {
+                Ok(l) => l.items.iter().map(event_view).collect(),
+                Err(kube::Error::Api(r)) if r.code == 404 => Vec::new(),
+                Err(e) => return Err(e.into()),
+            };
         for list in [&mut preview, &mut namespace] {
             list.sort_by(|a, b| a.time.cmp(&b.time));
             let excess = list.len().saturating_sub(EVENTS_LIMIT);

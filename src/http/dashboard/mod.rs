@@ -348,17 +348,17 @@ pub(super) async fn preview(
         Err(r) => return r,
     };
     let found = match viewer.caller() {
-        Some(caller) => state.agent.get(caller, &name).await,
+        Some(caller) => state.agent.preview_page(caller, &name).await,
         None => state
             .agent
             .previews
             .state()
             .iter()
             .find(|p| p.metadata.name.as_deref() == Some(name.as_str()))
-            .map(|p| view::view(p, &state.agent.addresses))
+            .map(|p| (view::view(p, &state.agent.addresses), None))
             .ok_or_else(|| AgentError::NotFound(name.clone())),
     };
-    let preview = match found {
+    let (preview, events) = match found {
         Ok(p) => p,
         Err(AgentError::NotFound(_)) => {
             let text = format!("No preview named {name} that you may see.");
@@ -368,10 +368,6 @@ pub(super) async fn preview(
             );
         }
         Err(e) => return refused(d, &e),
-    };
-    let events = match viewer.caller() {
-        Some(caller) => state.agent.events(caller, &name).await.ok(),
-        None => None,
     };
     let actions = match &viewer {
         Viewer::Person {
