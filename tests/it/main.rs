@@ -30,6 +30,7 @@ mod lifecycle;
 mod logs;
 mod mcp;
 mod metrics;
+mod names;
 mod nodes;
 mod paths;
 mod probe;
