@@ -525,7 +525,8 @@ pub struct CreateArgs {
     pub branch: Option<String>,
     #[arg(long)]
     pub commit: Option<String>,
-    /// The preview's name; derived from the Blueprint and branch when unset.
+    /// The preview's name; when unset, the Blueprint and branch and a suffix of 8 hex digits
+    /// (from `--idempotency-key`, else random): the answer says which.
     #[arg(long)]
     pub name: Option<String>,
     /// How long it lives (at most the Blueprint's `maxTtl`), e.g. `4h`.
