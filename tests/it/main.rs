@@ -5,6 +5,7 @@ mod support;
 
 mod api;
 mod api_observe;
+mod attribution;
 
 mod bare_workloads;
 mod browser;

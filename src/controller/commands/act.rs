@@ -11,7 +11,7 @@ use super::{Conversation, GITHUB_TIMEOUT, Later, blueprints, refused};
 use crate::controller::context::Context;
 use crate::crd::labels::STICKY_REFRESH;
 use crate::crd::{
-    BlueprintSpec, CommandOutcome, CommandWrite, DEFAULT_MAX_TTL, PreviewCommand,
+    BlueprintSpec, CommandOutcome, CommandWrite, DEFAULT_MAX_TTL, Interface, PreviewCommand,
     PreviewEnvironment, Teardown, TeardownReason,
 };
 use crate::domain::authors::{self, Author};
@@ -264,6 +264,7 @@ fn apply_command(
             next.spec.teardown = Some(Teardown {
                 reason: TeardownReason::Destroyed,
                 actor: Some(author.to_owned()),
+                via: Some(Interface::Command),
                 at: Time(now),
             });
         }

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::crd::{ServiceStatus, TeardownReason};
+use crate::crd::ServiceStatus;
 use crate::domain::duration;
 
 use super::sticky::ordinal;
@@ -146,20 +146,6 @@ pub fn failure_description(failure: &Failure) -> String {
     fit_description(&failure.to_string())
 }
 
-/// `inactive` (shown by GitHub as destroyed): why the preview went away.
-pub fn inactive_description(reason: TeardownReason) -> String {
-    match reason {
-        TeardownReason::Merged => "Removed: pull request merged",
-        TeardownReason::Closed => "Removed: pull request closed",
-        TeardownReason::Expired => "Removed: preview expired",
-        TeardownReason::Destroyed => "Removed with /preview destroy",
-        TeardownReason::NoPreview => "Removed: labelled no-preview",
-        TeardownReason::Draft => "Removed: converted to draft",
-        TeardownReason::Adopted => "Taken over by a pull request's preview",
-    }
-    .to_owned()
-}
-
 fn count(n: usize, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
@@ -237,10 +223,6 @@ mod tests {
                 ),
             }),
             "not Ready after 10m: deployment/api 0/2: image ghcr.io/acme/api:abc1234 cannot be pulled (ImagePullBackOff)"
-        );
-        assert_eq!(
-            inactive_description(TeardownReason::Merged),
-            "Removed: pull request merged"
         );
     }
 
