@@ -1,7 +1,8 @@
 //! What people read about who did what, end to end: a preview deleted through the API says so on
 //! its pull request (the interface, and the ServiceAccount without an `@` that would make it a
 //! GitHub mention), in its status and in GitHub's `inactive` description; a sandbox taken over
-//! by a pull request names the pull request as it is.
+//! by a pull request names the pull request as it is; and a preview without an Ingress says why
+//! it has no URL.
 
 use std::time::Duration;
 
@@ -45,12 +46,23 @@ fn status_row(body: &str) -> &str {
 }
 
 #[tokio::test]
-async fn an_api_delete_is_told_as_one() {
+async fn an_api_delete_is_told_as_one_and_a_preview_without_ingress_says_why_it_has_no_url() {
     let world = World::new("attr", TINY_APP, json!({})).await;
     let ci = account(&world, "ci-agent", &[ALL]).await;
     let who = format!("system:serviceaccount:{}:ci-agent", world.home.name);
     world.open(5).await;
     world.wait_phase("attr-pr-5", Phase::Ready, T).await;
+
+    // No Ingress in the Blueprint: no URL, and the comment says why.
+    let ready = sticky(&world, pr(5), "attr-pr-5", |b| b.contains("✅ Ready")).await;
+    let url = ready
+        .lines()
+        .find(|l| l.starts_with("| **URL** |"))
+        .unwrap_or_else(|| panic!("no URL row:\n{ready}"));
+    assert!(
+        url.contains("none: nothing in Blueprint `attr` is an Ingress with a host"),
+        "{url}"
+    );
 
     // Deleted through the API by a ServiceAccount.
     let deleted = call(

@@ -202,8 +202,18 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
             rows.push(("Details", look.join(" · ")));
         }
     }
-    if let (Some(url), false) = (&view.url, removed) {
-        rows.push(("URL", plain(url)));
+    match (&view.url, state) {
+        (Some(url), _) if !removed => rows.push(("URL", plain(url))),
+        // Rolled out and still no URL: the Blueprint gives none, and the reader should know.
+        (None, StickyState::Ready | StickyState::Stopped) => rows.push((
+            "URL",
+            format!(
+                "none: nothing in Blueprint {} is an Ingress with a host, so the preview has no \
+                 address outside the cluster",
+                code(&view.blueprint)
+            ),
+        )),
+        _ => {}
     }
     if let Some(sha) = &view.sha {
         let mut commit = code(sha.short());
@@ -654,6 +664,39 @@ mod tests {
     #[test]
     fn sticky_ready() {
         insta::assert_snapshot!(sticky_comment(&ready_view(), now()));
+    }
+
+    #[test]
+    fn a_preview_without_a_url_says_why() {
+        for state in [StickyState::Ready, StickyState::Stopped] {
+            let view = StickyView {
+                url: None,
+                ..with(state)
+            };
+            let body = sticky_comment(&view, now());
+            assert!(
+                body.contains(
+                    "| **URL** | none: nothing in Blueprint `shop` is an Ingress with a host, so \
+                     the preview has no address outside the cluster |"
+                ),
+                "{body}"
+            );
+        }
+        let deploying = StickyView {
+            url: None,
+            ..with(StickyState::Deploying {
+                step: "applying: config".into(),
+                stuck_on: None,
+            })
+        };
+        assert!(
+            !sticky_comment(&deploying, now()).contains("**URL**"),
+            "not known yet while it deploys"
+        );
+        assert!(
+            sticky_comment(&ready_view(), now())
+                .contains("| **URL** | https://42-shop.preview.example.com |")
+        );
     }
 
     #[test]
