@@ -585,9 +585,22 @@ pub struct RedeployArgs {
 #[derive(Debug, Args)]
 pub struct ExtendArgs {
     pub name: String,
-    /// How much longer, e.g. `2h`.
-    #[arg(long = "by")]
-    pub by: String,
+    /// How much longer, e.g. `2h` (or `--by 2h`).
+    #[arg(value_name = "DURATION", required_unless_present = "by")]
+    pub duration: Option<String>,
+    /// The same as DURATION.
+    #[arg(long = "by", value_name = "DURATION", conflicts_with = "duration")]
+    pub by: Option<String>,
+}
+
+impl ExtendArgs {
+    /// How much longer, as given (one of the two is required).
+    pub fn duration(&self) -> &str {
+        self.duration
+            .as_deref()
+            .or(self.by.as_deref())
+            .unwrap_or_default()
+    }
 }
 
 /// Settings for talking to Kubernetes.
