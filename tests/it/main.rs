@@ -20,6 +20,7 @@ mod cost;
 mod crds;
 mod dashboard;
 mod diagnosis;
+mod docs;
 mod egress;
 mod failures;
 mod fidelity;

@@ -1,7 +1,6 @@
-//! Names as they enter and as the docs show them: a branch whose name hides its text (Unicode
-//! bidirectional controls) is refused wherever a branch comes in — a webhook delivery, the API's
-//! create, the catch-up resync's reading of GitHub — and a pull request number must be a JSON
-//! integer; the sandbox name docs/api.md shows is the one a real create gives.
+//! Names as they enter: a branch whose name hides its text (Unicode bidirectional controls) is
+//! refused wherever a branch comes in — a webhook delivery, the API's create, the catch-up
+//! resync's reading of GitHub — and a pull request number must be a JSON integer.
 
 use std::time::Duration;
 
@@ -11,7 +10,7 @@ use sandcastle::fake_github::{Delivery, PrSpec};
 use sandcastle::serve::Parts;
 use serde_json::{Value, json};
 
-use crate::support::api::{ALL, account, call, call_with};
+use crate::support::api::{ALL, account, call};
 use crate::support::fixtures::TINY_APP;
 use crate::support::world::{World, pr, sha};
 
@@ -123,45 +122,4 @@ async fn branches_that_hide_their_text_and_numbers_as_strings_are_refused() {
         .wait_phase("names-pr-1", sandcastle::crd::Phase::Ready, T)
         .await;
     assert_eq!(preview_names(&world).await, ["names-pr-1", "names-pr-3"]);
-}
-
-/// The create example of docs/api.md: its `Idempotency-Key`, its body and the name it shows.
-fn documented_create() -> (String, Value, String) {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md"))
-        .expect("docs/api.md");
-    let start = doc.find("### Sandboxes").expect("a Sandboxes section");
-    let section = &doc[start..];
-    let after = |prefix: &str, end: char| {
-        let at = section
-            .find(prefix)
-            .unwrap_or_else(|| panic!("{prefix} in docs/api.md"));
-        let rest = &section[at + prefix.len()..];
-        rest[..rest.find(end).unwrap()].to_owned()
-    };
-    let key = after("-H 'Idempotency-Key: ", '\'');
-    let body = serde_json::from_str(&after("-d '", '\'')).expect("the example body is JSON");
-    let name = after("{\"name\": \"", '"');
-    (key, body, name)
-}
-
-#[tokio::test]
-async fn the_sandbox_name_the_docs_show_is_the_one_a_create_gives() {
-    let (key, body, name) = documented_create();
-    assert_eq!(body["blueprint"], "shop", "{body}");
-    let world = World::new("shop", TINY_APP, json!({})).await;
-    assert_eq!(body["repository"], world.repo.as_str(), "{body}");
-    let branch = body["branch"].as_str().unwrap();
-    world.gh.set_branch(&world.repo, branch, &sha());
-    let admin = account(&world, "admin", &[ALL]).await;
-    let created = call_with(
-        &world,
-        "POST",
-        "/api/v1/previews",
-        Some(&admin),
-        Some(body.clone()),
-        &[("idempotency-key", key.as_str())],
-    )
-    .await;
-    assert_eq!(created.status, 201, "{:?}", created.body);
-    assert_eq!(created.body["name"], name.as_str(), "{:?}", created.body);
 }
