@@ -188,6 +188,7 @@ async fn deploy(
         login: &pull.author,
         is_bot: pull.author_is_bot,
         association: pull.author_association,
+        same_repository: !pull.is_from_fork(),
     };
     let chosen: Vec<_> = admitting
         .iter()
