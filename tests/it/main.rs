@@ -19,6 +19,7 @@ mod conversation;
 mod cost;
 mod crds;
 mod dashboard;
+mod demo;
 mod diagnosis;
 mod docs;
 mod egress;
