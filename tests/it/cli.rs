@@ -205,6 +205,12 @@ async fn a_sandbox_from_the_shell() {
     );
     let stopped = run(&["wait", "shell-feat", "--for", "stopped", "--timeout", "60s"]).await;
     assert_eq!(stopped.code, 0, "{stopped:?}");
+    // A sandbox has no pull request to comment on: it says how it is woken instead.
+    let got = run(&["get", "shell-feat", "-o", "json"]).await;
+    assert_eq!(
+        json_of(&got)["reason"],
+        "Stopped on request: run `sandcastle previews wake shell-feat` to start it again"
+    );
     let timed_out = run(&["wait", "shell-feat", "--timeout", "2s"]).await;
     assert_eq!(timed_out.code, 2, "{timed_out:?}");
     assert!(timed_out.stdout.contains("timeout"), "{timed_out:?}");

@@ -146,6 +146,20 @@ pub fn failure_description(failure: &Failure) -> String {
     fit_description(&failure.to_string())
 }
 
+/// Why a preview is stopped and how to start it again (its status and GitHub's description):
+/// `Stopped on request: comment /preview wake or push to start it again`. `open_it`: a visit to
+/// its host wakes it. A sandbox (`sandbox`: its name) has no pull request to comment on or push
+/// to: it is woken through the API.
+pub fn stopped_message(why: &str, open_it: bool, sandbox: Option<&str>) -> String {
+    let visit = if open_it { "open it, " } else { "" };
+    match sandbox {
+        Some(name) => {
+            format!("{why}: {visit}run `sandcastle previews wake {name}` to start it again")
+        }
+        None => format!("{why}: {visit}comment /preview wake or push to start it again"),
+    }
+}
+
 fn count(n: usize, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
@@ -223,6 +237,28 @@ mod tests {
                 ),
             }),
             "not Ready after 10m: deployment/api 0/2: image ghcr.io/acme/api:abc1234 cannot be pulled (ImagePullBackOff)"
+        );
+    }
+
+    #[test]
+    fn a_stopped_sandbox_is_woken_through_the_api() {
+        assert_eq!(
+            stopped_message("Stopped on request", false, None),
+            "Stopped on request: comment /preview wake or push to start it again"
+        );
+        assert_eq!(
+            stopped_message("Stopped after 1h without activity", true, None),
+            "Stopped after 1h without activity: open it, comment /preview wake or push to start \
+             it again"
+        );
+        assert_eq!(
+            stopped_message(
+                "Stopped on request",
+                false,
+                Some("shop-agent-fix-cart-c3e466ee")
+            ),
+            "Stopped on request: run `sandcastle previews wake shop-agent-fix-cart-c3e466ee` to \
+             start it again"
         );
     }
 
