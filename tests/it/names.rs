@@ -1,16 +1,19 @@
 //! Names as they enter: a branch whose name hides its text (Unicode bidirectional controls) is
-//! refused wherever a branch comes in — a webhook delivery, the API's create, the catch-up
-//! resync's reading of GitHub — and a pull request number must be a JSON integer.
+//! refused wherever a branch comes in — a webhook delivery, a `/preview` command, the API's
+//! create, the catch-up resync's reading of GitHub — and a pull request number must be a JSON
+//! integer.
 
 use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::api::ListParams;
-use sandcastle::fake_github::{Delivery, PrSpec};
+use sandcastle::fake_github::{Delivery, PrSpec, Role};
 use sandcastle::serve::Parts;
 use serde_json::{Value, json};
 
+use crate::conversation::{MAINTAINER, comment, replies};
 use crate::support::api::{ALL, account, call};
+use crate::support::eventually;
 use crate::support::fixtures::TINY_APP;
 use crate::support::world::{World, pr, sha};
 
@@ -69,6 +72,27 @@ async fn branches_that_hide_their_text_and_numbers_as_strings_are_refused() {
     assert!(
         !message.contains('\u{202e}'),
         "the control is quoted, not echoed: {message:?}"
+    );
+    // A maintainer's `/preview` on it (the command reads the branch from GitHub) is refused too.
+    world.gh.set_role(&world.repo, MAINTAINER, Role::Write);
+    let (status, outcome, _) = comment(&world, 2, MAINTAINER, "/preview").await;
+    assert_eq!(
+        (status, outcome["status"].as_str()),
+        (200, Some("refused")),
+        "{outcome}"
+    );
+    let said = eventually("the reply", T, || {
+        let said = replies(&world, 2);
+        async move {
+            said.last()
+                .cloned()
+                .ok_or_else(|| "no reply yet".to_owned())
+        }
+    })
+    .await;
+    assert!(
+        said.starts_with("Sandcastle does not deploy branch \"fix/\\u{202e}gnp.exe\": "),
+        "{said}"
     );
 
     // A number sent as a string: refused naming the field.

@@ -159,6 +159,12 @@ async fn deploy(
     if pull.labels.iter().any(|l| l == intent::NO_PREVIEW_LABEL) {
         return Ok(Done::refuse(Reply::LabelledNoPreview));
     }
+    // As a delivery naming it is refused (`github::event`).
+    if !crate::domain::naming::is_branch_name(&pull.head.ref_) {
+        return Ok(Done::refuse(Reply::BranchRefused {
+            branch: pull.head.ref_.clone(),
+        }));
+    }
     let admitting: Vec<(&str, &BlueprintSpec)> = all
         .iter()
         .filter_map(|b| b.metadata.name.as_deref().map(|n| (n, &b.spec)))
