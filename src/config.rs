@@ -525,7 +525,8 @@ pub struct CreateArgs {
     pub branch: Option<String>,
     #[arg(long)]
     pub commit: Option<String>,
-    /// The preview's name; derived from the Blueprint and branch when unset.
+    /// The preview's name; when unset, the Blueprint and branch and a suffix of 8 hex digits
+    /// (from `--idempotency-key`, else random): the answer says which.
     #[arg(long)]
     pub name: Option<String>,
     /// How long it lives (at most the Blueprint's `maxTtl`), e.g. `4h`.
@@ -584,9 +585,22 @@ pub struct RedeployArgs {
 #[derive(Debug, Args)]
 pub struct ExtendArgs {
     pub name: String,
-    /// How much longer, e.g. `2h`.
-    #[arg(long = "by")]
-    pub by: String,
+    /// How much longer, e.g. `2h` (or `--by 2h`).
+    #[arg(value_name = "DURATION", required_unless_present = "by")]
+    pub duration: Option<String>,
+    /// The same as DURATION.
+    #[arg(long = "by", value_name = "DURATION", conflicts_with = "duration")]
+    pub by: Option<String>,
+}
+
+impl ExtendArgs {
+    /// How much longer, as given (one of the two is required).
+    pub fn duration(&self) -> &str {
+        self.duration
+            .as_deref()
+            .or(self.by.as_deref())
+            .unwrap_or_default()
+    }
 }
 
 /// Settings for talking to Kubernetes.

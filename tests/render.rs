@@ -549,3 +549,40 @@ fn egress_rules_that_cannot_be_enforced_are_refused_by_field() {
         assert!(stderr.contains(field), "{field} not named in:\n{stderr}");
     }
 }
+
+#[test]
+fn a_kustomization_is_named_as_one_with_what_to_run_instead() {
+    let dir = scratch("kustomize");
+    std::fs::write(
+        dir.join("deployment.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx}]\n",
+    )
+    .unwrap();
+    for kustomization in [
+        // The common shape: no apiVersion or kind at all.
+        "resources:\n- deployment.yaml\nimages:\n- name: nginx\n  newTag: \"1.27\"\n",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [deployment.yaml]\n",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches: []\n",
+    ] {
+        std::fs::write(dir.join("kustomization.yaml"), kustomization).unwrap();
+        let out = render(&[
+            "--blueprint",
+            dir.to_str().unwrap(),
+            "--repo",
+            "acme/shop",
+            "--pr",
+            "1",
+            "--sha",
+            SHA,
+        ]);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("kustomization.yaml: document 1: a Kustomize file")
+                && stderr.contains("Sandcastle takes rendered manifests")
+                && stderr.contains("`kustomize build DIR > manifests.yaml`"),
+            "{kustomization}:\n{stderr}"
+        );
+        assert!(!stderr.contains("is missing"), "{stderr}");
+    }
+}

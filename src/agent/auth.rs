@@ -114,6 +114,15 @@ pub enum Via {
 }
 
 impl Via {
+    /// The interface as a preview's record names it.
+    pub fn interface(self) -> crate::crd::Interface {
+        match self {
+            Self::Api => crate::crd::Interface::Api,
+            Self::Mcp => crate::crd::Interface::Mcp,
+            Self::Dashboard => crate::crd::Interface::Dashboard,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Api => "api",

@@ -236,6 +236,7 @@ impl Agent {
             pe.spec.teardown = Some(Teardown {
                 reason: TeardownReason::Destroyed,
                 actor: Some(actor.clone()),
+                via: Some(caller.via.interface()),
                 at: Time(now),
             });
             Ok(())

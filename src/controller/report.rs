@@ -17,7 +17,8 @@ use super::term::Shown;
 use crate::crd::{PreviewEnvironment, PreviewStatus, Reported};
 use crate::domain::RepoName;
 use crate::github::client::{DeploymentState, GitHubError, Installation, NewDeployment, NewStatus};
-use crate::github::text::statuses::{fit_description, inactive_description};
+use crate::github::text::statuses::fit_description;
+use crate::github::text::teardown::inactive_description;
 
 /// What GitHub should show for the preview's current commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,7 +175,7 @@ async fn inactivate(
         let mut inactive = NewStatus::new(DeploymentState::Inactive);
         inactive.description = Some(pe.spec.teardown.as_ref().map_or_else(
             || "Replaced: the preview came back and is deployed again".to_owned(),
-            |t| inactive_description(t.reason),
+            |t| inactive_description(t.into()),
         ));
         shown.post(gh, repo, id, &inactive).await?;
         st.github_reported = Some(Reported::Inactive);

@@ -12,9 +12,11 @@ use super::duration::GoDuration;
 )]
 #[serde(rename_all = "camelCase")]
 pub enum AuthorClass {
-    /// The repository's owner, an organization member or a collaborator.
+    /// Someone with write access: the pull request's head branch lives in the repository
+    /// itself, or its author is the repository's owner, an organization member or a
+    /// collaborator.
     Member,
-    /// Anyone else with a GitHub account.
+    /// Anyone else with a GitHub account: a pull request from a fork.
     OutsideContributor,
     /// Dependabot, Renovate, or a login listed in `botLogins`.
     DependencyBot,

@@ -146,10 +146,35 @@ pub enum RequesterKind {
 #[serde(rename_all = "camelCase")]
 pub struct Teardown {
     pub reason: TeardownReason,
-    /// Who caused it (a GitHub login or a service account), when someone did.
+    /// Who caused it, when someone did: a GitHub login (through the pull request or a command,
+    /// `github:<login>` from the dashboard), a Kubernetes user or ServiceAccount (through the
+    /// API, MCP or the dashboard), or the pull request that took a sandbox over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+    /// Through what it was asked for (absent on teardowns recorded before this was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Interface>,
     pub at: Time,
+}
+
+/// The interface a change to a preview came through: what its actor is, and how people are
+/// told about it.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum Interface {
+    /// The pull request on GitHub: an event (closed, merged, labelled, converted to draft), or
+    /// its state as the catch-up resync read it. The actor is a GitHub login.
+    PullRequest,
+    /// A `/preview` command on the pull request; the actor is its author's GitHub login.
+    Command,
+    /// The REST API; the actor is the Kubernetes user or ServiceAccount.
+    Api,
+    /// The MCP server; the actor is the Kubernetes user or ServiceAccount.
+    Mcp,
+    /// The dashboard; the actor is `github:<login>` or a Kubernetes user.
+    Dashboard,
+    /// Sandcastle itself: expiry, a pull request's preview taking a sandbox over.
+    Sandcastle,
 }
 
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]

@@ -34,6 +34,9 @@ pub struct Author<'a> {
     /// GitHub's `user.type` is `Bot`.
     pub is_bot: bool,
     pub association: Association,
+    /// The pull request's head branch lives in the base repository itself (not a fork): its
+    /// author could push there, so has write access, whatever `author_association` says.
+    pub same_repository: bool,
 }
 
 /// The dependency bots GitHub users meet everywhere.
@@ -48,8 +51,9 @@ fn named(names: &[String], login: &str) -> bool {
 }
 
 /// The class of a pull request by `author` carrying `labels`: a coding agent first (listed, or
-/// labelled), then a dependency bot, then a member by association, else an outside
-/// contributor.
+/// labelled), then a dependency bot, then a member — whose head branch lives in the repository
+/// itself (only someone with write access can push it there), or by association — else an
+/// outside contributor.
 pub fn classify(policy: &AuthorPolicy, author: &Author<'_>, labels: &[String]) -> AuthorClass {
     let login = author.login.to_ascii_lowercase();
     if named(&policy.agent_logins, &login) || labels.contains(&policy.agent_label) {
@@ -59,6 +63,9 @@ pub fn classify(policy: &AuthorPolicy, author: &Author<'_>, labels: &[String]) -
         || named(&policy.bot_logins, &login)
     {
         return AuthorClass::DependencyBot;
+    }
+    if author.same_repository {
+        return AuthorClass::Member;
     }
     match author.association {
         Association::Owner | Association::Member | Association::Collaborator => AuthorClass::Member,
@@ -168,7 +175,41 @@ mod tests {
             login,
             is_bot,
             association: Association::parse(association),
+            same_repository: false,
         }
+    }
+
+    #[test]
+    fn a_same_repository_pull_requests_author_is_a_member() {
+        let p = policy(serde_json::json!({"agentLogins": ["copilot"]}));
+        let here = |a: Author<'static>| Author {
+            same_repository: true,
+            ..a
+        };
+        use AuthorClass::*;
+        // GitHub says CONTRIBUTOR (or NONE) of people whose write access comes through a team,
+        // or who were never made collaborators by name: the branch they pushed says more.
+        for association in ["CONTRIBUTOR", "NONE", "FIRST_TIME_CONTRIBUTOR"] {
+            assert_eq!(
+                classify(&p, &here(author("maria", false, association)), &[]),
+                Member,
+                "{association}"
+            );
+            assert_eq!(
+                classify(&p, &author("eve", false, association), &[]),
+                OutsideContributor,
+                "a fork's author is judged by association"
+            );
+        }
+        // Bots and agents stay what they are, wherever their branch lives.
+        assert_eq!(
+            classify(&p, &here(author("dependabot[bot]", true, "NONE")), &[]),
+            DependencyBot
+        );
+        assert_eq!(
+            classify(&p, &here(author("copilot", true, "NONE")), &[]),
+            Agent
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Identifier newtypes that validate on construction: `RepoName`, `PrNumber`, `Sha`,
-//! `NamespaceName`. Past the edges of the program only these travel, never raw strings.
+//! `BranchName`, `NamespaceName`. Past the edges of the program only these travel, never raw strings.
 
 use std::fmt;
 use std::str::FromStr;
@@ -15,6 +15,11 @@ pub enum IdError {
     Pr(String),
     #[error("commit {0:?} is not a 40-character hexadecimal SHA")]
     Sha(String),
+    #[error(
+        "branch {0:?} is not a branch name Git accepts (no spaces, control or bidirectional-text \
+         characters, `~^:?*[\\`, `..` or `@{{`)"
+    )]
+    Branch(String),
     #[error(
         "{0:?} is not a valid namespace name (DNS-1123 label: a-z, 0-9 and '-', at most 63 characters)"
     )]
@@ -185,6 +190,44 @@ impl TryFrom<String> for Sha {
 impl From<Sha> for String {
     fn from(s: Sha) -> Self {
         s.0
+    }
+}
+
+/// A branch name as Git accepts it (see [`super::naming::is_branch_name`]), kept as written.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct BranchName(String);
+
+impl BranchName {
+    pub fn new(s: &str) -> Result<Self, IdError> {
+        if super::naming::is_branch_name(s) {
+            Ok(Self(s.to_owned()))
+        } else {
+            Err(IdError::Branch(s.to_owned()))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for BranchName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for BranchName {
+    type Error = IdError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Self::new(&s)
+    }
+}
+
+impl From<BranchName> for String {
+    fn from(b: BranchName) -> Self {
+        b.0
     }
 }
 

@@ -22,5 +22,5 @@ pub mod template;
 pub mod transitions;
 pub mod wake;
 
-pub use ids::{IdError, NamespaceName, PrNumber, RepoName, Sha};
+pub use ids::{BranchName, IdError, NamespaceName, PrNumber, RepoName, Sha};
 pub use secret::Secret;

@@ -124,9 +124,11 @@ pub fn is_object_name(s: &str) -> bool {
 
 /// Whether `s` is a branch name Git accepts (`git check-ref-format --branch`'s rules) within
 /// GitHub's 255 bytes: no empty, `.`-led or `.lock`-ended component, no `..`, `@{`, `//`,
-/// control characters, spaces or any of `~^:?*[\`, not `@`, not ending in `/` or `.`.
+/// control characters, spaces or any of `~^:?*[\`, not `@`, not ending in `/` or `.`. Git
+/// refuses ASCII control characters; Sandcastle refuses their Unicode kin too, the invisible
+/// characters that reorder or break the text around them (see [`is_invisible_control`]).
 pub fn is_branch_name(s: &str) -> bool {
-    let bad_char = |c: char| c.is_control() || " ~^:?*[\\".contains(c);
+    let bad_char = |c: char| c.is_control() || is_invisible_control(c) || " ~^:?*[\\".contains(c);
     !s.is_empty()
         && s.len() <= 255
         && s != "@"
@@ -136,6 +138,22 @@ pub fn is_branch_name(s: &str) -> bool {
         && !s.chars().any(bad_char)
         && s.split('/')
             .all(|part| !part.is_empty() && !part.starts_with('.') && !part.ends_with(".lock"))
+}
+
+/// Unicode's bidirectional controls (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069) and
+/// its line and paragraph separators: invisible, they make a name read as another
+/// (`fix/<U+202E>gnp.exe` shows as `fix/exe.png`) wherever it is shown.
+pub fn is_invisible_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{2028}'
+            | '\u{2029}'
+    )
 }
 
 #[cfg(test)]
@@ -177,6 +195,20 @@ mod tests {
             "a[b",
             "a\\b",
             "a\tb",
+            "a\u{7f}b",
+            "fix/\u{202e}gnp.exe",
+            "a\u{202a}b",
+            "a\u{202b}b",
+            "a\u{202c}b",
+            "a\u{202d}b",
+            "a\u{2066}b\u{2069}",
+            "a\u{2067}b",
+            "a\u{2068}b",
+            "a\u{200e}b",
+            "a\u{200f}b",
+            "a\u{061c}b",
+            "a\u{2028}b",
+            "a\u{2029}b",
             &long,
         ] {
             assert!(!is_branch_name(bad), "{bad:?}");

@@ -13,7 +13,8 @@ use super::intent::{Change, Intent};
 use super::lifecycle;
 use crate::crd::labels::{LAST_ACTIVITY, MANAGED_BY, MANAGER, PR, PREVIEW, REDEPLOY, REPO};
 use crate::crd::{
-    PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind, Teardown, TeardownReason,
+    Interface, PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind, Teardown,
+    TeardownReason,
 };
 
 /// What applying an intent did.
@@ -102,6 +103,7 @@ pub fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
             Some(Teardown {
                 reason: *reason,
                 actor: actor.clone(),
+                via: Some(Interface::PullRequest),
                 at: Time(intent.event_time),
             }),
         ),
@@ -237,6 +239,7 @@ pub fn change(
             next.spec.teardown = Some(Teardown {
                 reason: *reason,
                 actor: actor.clone(),
+                via: Some(Interface::PullRequest),
                 at: Time(intent.event_time),
             });
         }
@@ -351,6 +354,7 @@ mod tests {
         Teardown {
             reason: TeardownReason::Closed,
             actor: Some("octocat".into()),
+            via: Some(Interface::PullRequest),
             at: Time(at(at_time)),
         }
     }
@@ -542,6 +546,7 @@ mod tests {
         pe.spec.teardown = Some(Teardown {
             reason: TeardownReason::Destroyed,
             actor: Some("octocat".into()),
+            via: Some(Interface::Command),
             at: Time(now),
         });
         pe.spec.stopped = true;

@@ -2,7 +2,8 @@
 //! at most one command, and the help text, which is built from an exhaustive match so that a new
 //! command cannot compile without its help line.
 //!
-//! Rules: a command is `/preview` at the start of a line (up to three leading spaces, as
+//! Rules: a command is `/preview` (or `/qovery preview`, `/sandcastle preview`: the same
+//! commands under another bot's name) at the start of a line (up to three leading spaces, as
 //! Markdown sees it: four or a tab after a blank line make an indented code block), followed by
 //! an optional sub-command and its argument, separated by any spaces or tabs; the keyword and
 //! sub-command are case-insensitive. Lines inside fenced code (```` ``` ```` or `~~~`), indented
@@ -101,16 +102,38 @@ pub fn command_line(body: &str, max: usize) -> Option<String> {
     Some(line[..end].to_owned())
 }
 
-fn parse_line(line: &str) -> Option<Result<Command, CommandError>> {
-    let line = line.trim_start();
-    let keyword = line.get(..KEYWORD.len())?;
-    if !keyword.eq_ignore_ascii_case(KEYWORD) {
-        return None;
-    }
-    let rest = &line[KEYWORD.len()..];
+/// The bot names that may stand before `preview` (`/qovery preview stop`): the same commands,
+/// for people used to Qovery's or who name Sandcastle.
+pub const ALIASES: [&str; 2] = ["/qovery", "/sandcastle"];
+
+/// `s` without a leading `word` (any case), or `None` when it does not start with it.
+fn strip_word<'a>(s: &'a str, word: &str) -> Option<&'a str> {
+    let head = s.get(..word.len())?;
+    head.eq_ignore_ascii_case(word).then(|| &s[word.len()..])
+}
+
+/// What follows the keyword (`/preview`, or an alias, spaces or tabs, and `preview`) at the
+/// start of `line`; `None` when the line does not start with one as a whole word.
+fn after_keyword(line: &str) -> Option<&str> {
+    let rest = match strip_word(line, KEYWORD) {
+        Some(rest) => rest,
+        None => {
+            let rest = ALIASES.iter().find_map(|a| strip_word(line, a))?;
+            let gap = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+            if gap == 0 {
+                return None; // `/qoverypreview`
+            }
+            strip_word(&rest[gap..], "preview")?
+        }
+    };
     if rest.chars().next().is_some_and(|c| !c.is_whitespace()) {
-        return None; // `/previewing`, `/preview:`
+        return None; // `/previewing`, `/preview:`, `/qovery previewer`
     }
+    Some(rest)
+}
+
+fn parse_line(line: &str) -> Option<Result<Command, CommandError>> {
+    let rest = after_keyword(line.trim_start())?;
     let mut words = rest.split_whitespace();
     let Some(sub) = words.next() else {
         return Some(Ok(Command::Deploy));
@@ -360,6 +383,10 @@ pub fn help_text(limits: &HelpLimits) -> String {
     }
     out.push_str(&limits_line);
     out.push_str(".\nOnly people with write access to the repository can run these commands.\n");
+    out.push_str(
+        "`/qovery preview …` and `/sandcastle preview …` work as `/preview …`, with the same \
+         sub-commands.\n",
+    );
     out
 }
 
@@ -482,6 +509,63 @@ mod tests {
         for (body, want) in cases {
             assert_eq!(&parse(body), want, "{body:?}");
         }
+    }
+
+    #[test]
+    fn qovery_and_sandcastle_prefixes_are_aliases_of_preview() {
+        use Command::*;
+        let cases: &[(&str, Option<Result<Command, CommandError>>)] = &[
+            ("/qovery preview", ok(Deploy)),
+            ("/qovery preview stop", ok(Stop)),
+            ("/qovery preview wake", ok(Wake)),
+            ("/qovery preview destroy", ok(Destroy)),
+            ("/qovery preview status", ok(Status)),
+            ("/qovery preview help", ok(Help)),
+            ("/qovery preview extend 2d", extend(2 * D)),
+            ("/sandcastle preview", ok(Deploy)),
+            ("/sandcastle preview stop", ok(Stop)),
+            ("/sandcastle preview extend 4h", extend(4 * H)),
+            ("  /QOVERY   Preview\tSTOP", ok(Stop)),
+            ("/Sandcastle\tpreview wake", ok(Wake)),
+            ("LGTM\n/qovery preview stop for the weekend", ok(Stop)),
+            (
+                "/qovery preview nope",
+                err(CommandError::Unknown("nope".into())),
+            ),
+            ("/qovery preview extend", err(CommandError::MissingDuration)),
+            // Not commands: other words, no space, or the alias alone.
+            ("/qovery previewer", None),
+            ("/qovery previewer stop", None),
+            ("/sandcastle previews", None),
+            ("/qoverypreview", None),
+            ("/qovery", None),
+            ("/qovery deploy", None),
+            ("/qovery\npreview", None),
+            ("/sandcastle", None),
+            ("/sandcastle help", None),
+            ("please /qovery preview", None),
+            ("> /qovery preview", None),
+            ("```\n/sandcastle preview stop\n```", None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(&parse(body), want, "{body:?}");
+        }
+        // The line a record keeps parses the same.
+        let line = command_line("thanks\n/qovery preview extend 1d", 500).unwrap();
+        assert_eq!(line, "/qovery preview extend 1d");
+        assert_eq!(
+            parse(&line),
+            Some(Ok(Command::Extend(Duration::from_secs(D))))
+        );
+    }
+
+    #[test]
+    fn help_names_the_aliases() {
+        let text = help_text(&HelpLimits::of(None));
+        assert!(
+            text.contains("`/qovery preview …` and `/sandcastle preview …`"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -621,10 +705,10 @@ mod hostile {
                 prop_assert_eq!(parsed.is_some(), line.is_some());
                 if let Some(line) = &line {
                     prop_assert_eq!(&parse(line), &parsed, "kept line {:?}", line);
-                    prop_assert!(line.to_ascii_lowercase().starts_with(KEYWORD));
+                    prop_assert!(after_keyword(line).is_some(), "kept line {:?}", line);
                 }
-                // Look-alikes of the keyword never make a command: only ASCII `/preview` does.
-                if !body.to_ascii_lowercase().contains(KEYWORD) {
+                // Look-alikes of the keyword never make a command: only ASCII `preview` does.
+                if !body.to_ascii_lowercase().contains("preview") {
                     prop_assert_eq!(&parsed, &None);
                 }
                 match parsed {
@@ -694,6 +778,29 @@ mod hostile {
                     body.push_str(&suffix);
                 }
                 prop_assert_eq!(parse(&body), Some(Ok(command)), "{:?}", body);
+                Ok(())
+            },
+        );
+    }
+
+    #[test]
+    fn proptest_aliases_parse_as_preview() {
+        let strategy = (
+            commands(),
+            prop_oneof![Just("/qovery"), Just("/sandcastle")],
+            proptest::collection::vec(any::<bool>(), 1..16),
+            "[ \t]{1,4}",
+        );
+        hostile::check(
+            "command: `/qovery preview …` and `/sandcastle preview …` parse as `/preview …`",
+            strategy,
+            |(command, alias, mask, gap)| {
+                let typed = command.to_string().replacen(
+                    KEYWORD,
+                    &recase(&format!("{alias}{gap}preview"), &mask),
+                    1,
+                );
+                prop_assert_eq!(parse(&typed), Some(Ok(command)), "{:?}", typed);
                 Ok(())
             },
         );
@@ -817,6 +924,13 @@ mod hostile {
             ("text\r/preview stop", None),
             // U+2028 is whitespace to Rust, not a line break to the scanner: an indent.
             ("\u{2028}/preview", Some(Ok(Command::Deploy))),
+            // An alias's gap is spaces or tabs; its `preview` is ASCII.
+            ("/qovery\u{a0}preview", None),
+            ("/qovery \u{200b}preview stop", None),
+            ("/qovery pr\u{0435}view", None),
+            ("/\u{ff51}overy preview", None),
+            ("/sandcastle\u{202e} preview", None),
+            ("/qovery preview\u{a0}stop", Some(Ok(Command::Stop))),
         ];
         hostile::corpus(
             "command: look-alikes and control characters",

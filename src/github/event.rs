@@ -242,7 +242,7 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Event, ParseError> {
     Ok(match event {
         "pull_request" => match pr_action(act) {
             Some(a) => Event::PullRequest(Box::new(
-                from_slice::<wire::PullRequestPayload>(body)?.into_event(a),
+                from_slice::<wire::PullRequestPayload>(body)?.into_event(a)?,
             )),
             None => ignored(),
         },
@@ -933,6 +933,63 @@ mod tests {
         assert_eq!(err.code(), "invalid_json");
         let err = parse("ping", b"").unwrap_err();
         assert_eq!(err.code(), "invalid_json");
+    }
+
+    #[test]
+    fn a_pull_request_number_is_an_integer_in_both_places_and_agrees() {
+        for (place, number) in [
+            ("pull_request", json!("2")),
+            ("pull_request", json!(2.0)),
+            ("pull_request", json!(-2)),
+            ("pull_request", Value::Null),
+            ("top", json!("2")),
+        ] {
+            let mut v = value("pull_request.opened.json");
+            let (field, path) = match place {
+                "top" => (&mut v["number"], "number"),
+                _ => (&mut v["pull_request"]["number"], "pull_request.number"),
+            };
+            *field = number.clone();
+            let err = parse_value("pull_request", &v).unwrap_err();
+            assert_eq!(err.code(), "invalid_payload", "{number}");
+            assert!(
+                err.to_string().starts_with(&format!("{path}: ")),
+                "{number}: {err}"
+            );
+        }
+        let mut v = value("pull_request.opened.json");
+        v["pull_request"]["number"] = json!(316);
+        let err = parse_value("pull_request", &v).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "pull_request.number: 316 is not the delivery's number 315"
+        );
+        let mut v = value("pull_request.opened.json");
+        v["pull_request"].as_object_mut().unwrap().remove("number");
+        let err = parse_value("pull_request", &v).unwrap_err();
+        assert_eq!(err.to_string(), "pull_request: missing field `number`");
+    }
+
+    #[test]
+    fn branch_names_with_bidi_or_control_characters_are_refused() {
+        for (side, name) in [
+            ("head", "fix/\u{202e}gnp.exe"),
+            ("head", "a\u{2066}b\u{2069}"),
+            ("head", "a\u{200f}"),
+            ("head", "a\u{7f}"),
+            ("base", "main\u{202d}"),
+            ("base", "ma in"),
+        ] {
+            let mut v = value("pull_request.opened.json");
+            v["pull_request"][side]["ref"] = json!(name);
+            let err = parse_value("pull_request", &v).unwrap_err();
+            assert_eq!(err.code(), "invalid_payload", "{name:?}");
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("pull_request.{side}.ref: ")),
+                "{name:?}: {err}"
+            );
+        }
     }
 
     #[test]

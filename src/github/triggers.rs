@@ -176,6 +176,7 @@ pub fn class_of(ev: &PullRequestEvent, spec: &BlueprintSpec) -> AuthorClass {
         login: &ev.author,
         is_bot: ev.author_is_bot,
         association: ev.author_association,
+        same_repository: !ev.is_fork(),
     };
     authors::classify(&spec.authors, &author, &ev.labels)
 }
@@ -381,13 +382,17 @@ mod tests {
             "agentLogins": ["devin-ai-integration"],
         }))
         .unwrap();
-        let by = |login: &str, association| {
+        let from = |login: &str, association, fork: bool| {
             let mut ev = event(PrAction::Opened);
             ev.author = login.into();
             ev.author_is_bot = login.ends_with("[bot]");
             ev.author_association = association;
+            if fork {
+                ev.head.repo = Some(RepoName::new("eve/shop").unwrap());
+            }
             from_pull_request(&ev, &[("shop", &shop)], &none())
         };
+        let by = |login: &str, association| from(login, association, false);
         use crate::domain::authors::Association::{Member, Other};
         let (intents, skipped) = by("dependabot[bot]", Other);
         assert!(intents.is_empty());
@@ -395,9 +400,29 @@ mod tests {
             skipped[0].reason,
             "pull requests by dependency bots get no preview (authors.dependencyBots.trigger: off)"
         );
-        let (intents, skipped) = by("eve", Other);
-        assert!(intents.is_empty());
-        assert_eq!(skipped[0].reason, "deploys on /preview only");
+        // An outside contributor's pull request comes from a fork: it waits for a maintainer,
+        // and with `comment` not even the waiting comment is made on its own.
+        let (intents, _) = from("eve", Other, true);
+        assert!(matches!(
+            intents[0].change,
+            Change::AwaitApproval { create: false, .. }
+        ));
+        let (intents, _) = from("sam", Member, true);
+        assert!(matches!(
+            intents[0].change,
+            Change::AwaitApproval { create: true, .. }
+        ));
+        // Whoever pushed a branch to the repository itself has write access: a member, even
+        // when GitHub's association says CONTRIBUTOR.
+        let (intents, _) = by("carol", Other);
+        assert!(matches!(
+            intents[0].change,
+            Change::Deploy {
+                create: true,
+                class: Some(AuthorClass::Member),
+                ..
+            }
+        ));
         let (intents, _) = by("maria", Member);
         assert!(matches!(
             intents[0].change,

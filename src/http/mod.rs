@@ -98,7 +98,7 @@ pub fn app(state: AppState, more: Router) -> Router {
         .route("/login", get(dashboard::login))
         .route("/oauth/callback", get(dashboard::callback))
         .route("/logout", post(dashboard::logout))
-        .route("/setup", get(dashboard::configured))
+        .route("/setup", get(dashboard::setup::configured))
         .merge(api::router())
         .with_state(state)
         .merge(more)

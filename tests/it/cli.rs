@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::support::api::{ALL, account};
 use crate::support::eventually;
-use crate::support::logs::pod_logs;
+use crate::support::logs::{ContainerLogs, set_pod_logs};
 use crate::support::world::{World, sha};
 
 const T: Duration = Duration::from_secs(90);
@@ -164,7 +164,13 @@ async fn a_sandbox_from_the_shell() {
 
     // Logs and Events.
     let ns = json_of(&got)["namespace"].as_str().unwrap().to_owned();
-    pod_logs(&world.client, &ns, &["booting", "listening on :8080"]).await;
+    // Written an hour ago, so that `--since 10m` finds none.
+    let hour_old = ContainerLogs {
+        lines: &["booting", "listening on :8080"],
+        age: Duration::from_secs(3600),
+        ..Default::default()
+    };
+    set_pod_logs(&world.client, &ns, &[hour_old]).await;
     let logs = eventually("the CLI prints the pod's last line", T, || async {
         let l = run(&["logs", "shell-feat", "--tail", "1"]).await;
         if l.code == 0 && l.stdout == "listening on :8080\n" {
@@ -175,6 +181,12 @@ async fn a_sandbox_from_the_shell() {
     })
     .await;
     assert!(logs.stderr.is_empty(), "{logs:?}");
+    let none = run(&["logs", "shell-feat", "--since", "10m"]).await;
+    assert_eq!((none.code, none.stdout.as_str()), (0, ""), "{none:?}");
+    assert_eq!(
+        none.stderr,
+        "note: no log lines: 1 container logged nothing (within --tail and --since)\n"
+    );
     let events = run(&["events", "shell-feat"]).await;
     assert!(
         events.stdout.lines().next().unwrap().starts_with("WHEN"),
@@ -182,10 +194,23 @@ async fn a_sandbox_from_the_shell() {
     );
     assert!(events.stdout.contains("ApiCreate"), "{events:?}");
 
-    // Stop; waiting for Ready now times out (2), waiting for Stopped succeeds (0).
-    assert_eq!(run(&["stop", "shell-feat"]).await.code, 0);
+    // Stop: the answer is the preview before the stop, so it says what was asked. Waiting for
+    // Ready now times out (2), waiting for Stopped succeeds (0).
+    let stop = run(&["stop", "shell-feat"]).await;
+    assert_eq!(stop.code, 0, "{stop:?}");
+    assert_eq!(
+        stop.stdout,
+        "Asked to stop shell-feat: under way (it is Ready now).\n\
+         Wait for it: sandcastle previews wait shell-feat --for stopped\n"
+    );
     let stopped = run(&["wait", "shell-feat", "--for", "stopped", "--timeout", "60s"]).await;
     assert_eq!(stopped.code, 0, "{stopped:?}");
+    // A sandbox has no pull request to comment on: it says how it is woken instead.
+    let got = run(&["get", "shell-feat", "-o", "json"]).await;
+    assert_eq!(
+        json_of(&got)["reason"],
+        "Stopped on request: run `sandcastle previews wake shell-feat` to start it again"
+    );
     let timed_out = run(&["wait", "shell-feat", "--timeout", "2s"]).await;
     assert_eq!(timed_out.code, 2, "{timed_out:?}");
     assert!(timed_out.stdout.contains("timeout"), "{timed_out:?}");
@@ -215,6 +240,12 @@ async fn a_sandbox_from_the_shell() {
         missing.stderr,
         "error: preview_not_found: preview nope does not exist\n"
     );
+    let extended = run(&["extend", "shell-feat", "1h", "-o", "json"]).await;
+    assert_eq!(
+        extended.code, 0,
+        "the duration as a plain word: {extended:?}"
+    );
+    assert_eq!(json_of(&extended)["name"], "shell-feat");
     let bad = run(&["extend", "shell-feat", "--by", "forever"]).await;
     assert_eq!(bad.code, 1);
     assert!(
@@ -224,6 +255,15 @@ async fn a_sandbox_from_the_shell() {
     let nobody = previews(&server, None, &["list"]).await;
     assert_eq!(nobody.code, 1);
     assert!(nobody.stderr.contains("no token"), "{nobody:?}");
+    let empty = previews(&server, Some(""), &["list"]).await;
+    assert_eq!(empty.code, 1);
+    assert!(
+        empty
+            .stderr
+            .starts_with("error: the token is empty (--token or SANDCASTLE_TOKEN): ")
+            && empty.stderr.contains("kubectl -n sandcastle create token"),
+        "{empty:?}"
+    );
     let forged = previews(&server, Some("not-a-token"), &["list"]).await;
     assert_eq!(forged.code, 1);
     assert!(
@@ -243,10 +283,27 @@ async fn a_sandbox_from_the_shell() {
         "the token is never printed"
     );
 
-    // Delete; the preview is waited out.
-    assert_eq!(run(&["delete", "shell-feat"]).await.code, 0);
+    // Delete; the preview is waited out, and shows no expiry once removed.
+    let delete = run(&["delete", "shell-feat"]).await;
+    assert_eq!(delete.code, 0, "{delete:?}");
+    assert!(
+        delete
+            .stdout
+            .starts_with("Asked to delete shell-feat: under way (it is "),
+        "{delete:?}"
+    );
     let gone = run(&["wait", "shell-feat", "--for", "removed", "--timeout", "60s"]).await;
     assert_eq!(gone.code, 0, "{gone:?}");
+    let removed = run(&["get", "shell-feat"]).await;
+    assert!(
+        removed.stdout.contains("\nExpires:      -\n"),
+        "{removed:?}"
+    );
+    let history = removed.stdout.split("History:").nth(1).unwrap_or_default();
+    assert!(
+        history.lines().all(|l| !l.trim_start().starts_with("in ")),
+        "nothing happened in the future: {removed:?}"
+    );
 }
 
 #[tokio::test]

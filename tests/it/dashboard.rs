@@ -354,3 +354,20 @@ async fn public_pages_and_bearer_tokens() {
     assert_eq!(resp.status(), 200);
     assert!(resp.text().await.unwrap().contains("Token of"));
 }
+
+#[tokio::test]
+async fn setup_on_a_configured_sandcastle_shows_the_command_to_replace_it_as_code() {
+    let world = World::new("setup", TINY_APP, json!({})).await;
+    let (status, content_type, html) = world.get_text("/setup", vec![]).await;
+    assert_eq!(status, 409, "{html}");
+    assert!(content_type.starts_with("text/html"), "{content_type}");
+    assert!(html.contains("Already set up"), "{html}");
+    assert!(
+        html.contains("<code>sandcastle setup --force</code>"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("`sandcastle") && !html.contains("  "),
+        "no Markdown backticks nor runs of spaces printed raw: {html}"
+    );
+}

@@ -4,21 +4,16 @@
 //! real webhook endpoint and narrates what happens, then tears everything down.
 
 pub mod stage;
+pub mod story;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use k8s_openapi::api::core::v1::Namespace;
-use kube::ResourceExt;
-use kube::api::{Api, ListParams};
 use tokio::io::AsyncBufReadExt;
 
 use crate::config::{DemoArgs, KubeArgs};
-use crate::crd::{Phase, PreviewEnvironment};
-use crate::domain::{PrNumber, Sha};
-use crate::fake_github::{FakeGitHub, PrSpec};
 use crate::serve;
 
 const HOME: &str = "sandcastle";
@@ -74,66 +69,6 @@ impl Drop for ControlPlane {
     }
 }
 
-/// Follow a preview until it reaches `want` (at commit `sha`, when given), narrating each change.
-async fn follow(
-    api: &Api<PreviewEnvironment>,
-    name: &str,
-    want: Phase,
-    sha: Option<&Sha>,
-    started: Instant,
-) -> anyhow::Result<PreviewEnvironment> {
-    let mut last = (None, None);
-    let deadline = started + Duration::from_secs(180);
-    loop {
-        if let Some(pe) = api.get_opt(name).await? {
-            let st = pe.status.clone().unwrap_or_default();
-            let now = (st.phase, st.message.clone());
-            if now != last {
-                if let Some(p) = st.phase {
-                    say(format!(
-                        "  {:>6.1}s  {:<11} {}",
-                        started.elapsed().as_secs_f64(),
-                        p.as_str(),
-                        st.message.clone().unwrap_or_default()
-                    ));
-                }
-                last = now;
-            }
-            let at_sha = sha.is_none_or(|s| st.deployed_sha.as_deref() == Some(s.as_str()));
-            if st.phase == Some(want) && at_sha {
-                return Ok(pe);
-            }
-            if st.phase == Some(Phase::Failed) && want != Phase::Failed {
-                bail!("preview {name} failed: {}", st.message.unwrap_or_default());
-            }
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "preview {name} did not become {} within 3 minutes",
-                want.as_str()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn github_calls(gh: &FakeGitHub, since: usize) -> usize {
-    let calls = gh.calls();
-    for c in calls.iter().skip(since) {
-        let body = c
-            .body
-            .as_ref()
-            .and_then(|b| b.get("state").or_else(|| b.get("environment")))
-            .map(|v| format!(" {v}"))
-            .unwrap_or_default();
-        say(format!(
-            "    GitHub ← {} {} → {}{body}",
-            c.method, c.path, c.status
-        ));
-    }
-    calls.len()
-}
-
 async fn wait_for_user() {
     say("");
     say(
@@ -176,96 +111,17 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "GitHub: a local stand-in of GitHub's REST API at {} (nothing leaves this machine).",
         stage.gh.url()
     ));
-    let (gh, repo, addr) = (stage.gh.clone(), stage.repo.clone(), stage.running.addr);
+    let addr = stage.running.addr;
     say(format!(
         "Sandcastle is listening on http://{addr} (webhook: POST /github/webhook)."
     ));
-    let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), HOME);
-    let number = PrNumber::new(42)?;
-    let name = "guestbook-pr-42";
-
-    say("");
-    let first = Sha::new(&hex::encode(rand::random::<[u8; 20]>()))?;
-    say(format!(
-        "1. Pull request #42 opened at commit {}. Sending the signed delivery…",
-        first.short()
-    ));
-    let (status, body) = stage
-        .deliver(&gh.open_pull_request(&repo, PrSpec::new(number, first.clone(), "feature/login")))
-        .await?;
-    say(format!("   webhook answered {status} {body}"));
-    let t = Instant::now();
-    let pe = follow(&previews, name, Phase::Ready, Some(&first), t).await?;
-    let st = pe.status.clone().unwrap_or_default();
-    let ns = st.namespace.clone().unwrap_or_default();
-    let objects = st.rollout.as_ref().map_or(0, |r| r.objects);
-    say(format!(
-        "   Preview {name} is Ready: {objects} objects in namespace {ns}, URL {}",
-        st.url.clone().unwrap_or_default()
-    ));
-    for s in &st.services {
-        say(format!(
-            "     {} {}: {}/{} ready",
-            s.kind, s.name, s.ready, s.desired
-        ));
-    }
-    let seen = github_calls(&gh, 0);
-    if let Some(sticky) = gh
-        .comments(&repo, number)
-        .into_iter()
-        .find(|c| crate::github::text::parse_marker(&c.body).is_some())
-    {
-        say("   The pull request's Sandcastle comment now reads:");
-        for line in sticky.body.lines().filter(|l| !l.starts_with("<!--")) {
-            say(format!("   │ {line}"));
+    let mut out = |line: String| say(line);
+    let pause = async {
+        if !args.no_wait {
+            wait_for_user().await;
         }
-    }
-
-    say("");
-    let second = Sha::new(&hex::encode(rand::random::<[u8; 20]>()))?;
-    say(format!(
-        "2. New commit {} pushed (synchronize). Sending the delivery…",
-        second.short()
-    ));
-    let (status, body) = stage.deliver(&gh.push(&repo, number, &second)).await?;
-    say(format!("   webhook answered {status} {body}"));
-    follow(&previews, name, Phase::Ready, Some(&second), Instant::now()).await?;
-    let d: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), &ns);
-    let frontend = d.get("frontend").await?;
-    let image = frontend
-        .spec
-        .and_then(|s| s.template.spec)
-        .map(|s| s.containers[0].image.clone().unwrap_or_default())
-        .unwrap_or_default();
-    say(format!(
-        "   Ready at {}: the frontend now runs {image}",
-        second.short()
-    ));
-    let seen = github_calls(&gh, seen);
-
-    if !args.no_wait {
-        wait_for_user().await;
-    }
-    say("");
-    say("3. Pull request #42 merged. Sending the delivery…");
-    let (status, body) = stage.deliver(&gh.close(&repo, number, true)).await?;
-    say(format!("   webhook answered {status} {body}"));
-    follow(&previews, name, Phase::Removed, None, Instant::now()).await?;
-    let gone = Api::<Namespace>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .all(|n| n.name_any() != ns);
-    say(format!(
-        "   Namespace {ns} {}; the GitHub deployments are marked inactive.",
-        if gone {
-            "is gone"
-        } else {
-            "is still being deleted"
-        }
-    ));
-    github_calls(&gh, seen);
+    };
+    story::play(&mut out, &client, &stage, HOME, pause).await?;
     stage.running.shutdown().await;
     drop(cp);
     say("Done.");

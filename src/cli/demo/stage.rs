@@ -110,6 +110,19 @@ impl Stage {
         port: u16,
         controller: bool,
     ) -> anyhow::Result<Self> {
+        Self::prepare_with_prefix(client, home, staging, port, controller, "").await
+    }
+
+    /// [`Stage::prepare`] with preview namespaces named `<prefix>-<preview>` (tests keep theirs
+    /// apart so).
+    pub async fn prepare_with_prefix(
+        client: Client,
+        home: &str,
+        staging: &str,
+        port: u16,
+        controller: bool,
+        namespace_prefix: &str,
+    ) -> anyhow::Result<Self> {
         crate::k8s::crd_install::install(&client, Duration::from_secs(30)).await?;
         ensure_namespace(&client, home).await?;
         ensure_namespace(&client, staging).await?;
@@ -146,6 +159,7 @@ impl Stage {
         )?;
         let mut settings = Settings::for_namespace(home);
         settings.progress_interval = Duration::from_millis(500);
+        namespace_prefix.clone_into(&mut settings.namespace_prefix);
         let running = serve::start(Parts {
             client,
             github,

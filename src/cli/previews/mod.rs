@@ -18,12 +18,18 @@ use crate::agent::{
     RedeployBody, TokenRequestBody, WaitOutcome, WaitResult,
 };
 use crate::config::{Output, PreviewsAction, PreviewsArgs};
+use crate::domain::Secret;
+use show::Asked;
 
 /// A wait longer than this is the server's to refuse; the client only bounds its own call.
 const LONGEST_WAIT: Duration = Duration::from_secs(3600);
 
 /// Run one `sandcastle previews` subcommand.
 pub async fn run(args: PreviewsArgs) -> anyhow::Result<ExitCode> {
+    if let Some(why) = empty_token(&args.token) {
+        eprintln!("error: {why}");
+        return Ok(ExitCode::FAILURE);
+    }
     let server =
         Server::new(&args.server, args.token.clone()).context("setting up the HTTP client")?;
     match act(&server, &args).await {
@@ -33,6 +39,17 @@ pub async fn run(args: PreviewsArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// Why `token` cannot be sent, when it is empty (no token at all is the server's to refuse).
+fn empty_token(token: &Option<Secret>) -> Option<String> {
+    let empty = token.as_ref()?.expose().trim().is_empty();
+    empty.then(|| {
+        "the token is empty (--token or SANDCASTLE_TOKEN): set it to a Kubernetes bearer \
+         token allowed on previewenvironments, e.g. \
+         export SANDCASTLE_TOKEN=$(kubectl -n sandcastle create token ci-agent --duration 1h)"
+            .to_owned()
+    })
 }
 
 /// What the subcommand printed it ended with.
@@ -130,19 +147,43 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
             let body = RedeployBody {
                 commit: r.commit.clone(),
             };
-            one(server, out, Request::Redeploy(r.name.clone(), body)).await
+            let request = Request::Redeploy(r.name.clone(), body);
+            later(server, out, request, Asked::Redeploy).await
         }
         PreviewsAction::Extend(e) => {
             let body = ExtendBody {
-                duration: e.by.clone(),
+                duration: e.duration().to_owned(),
             };
             one(server, out, Request::Extend(e.name.clone(), body)).await
         }
-        PreviewsAction::Stop(n) => one(server, out, Request::Stop(n.name.clone())).await,
-        PreviewsAction::Wake(n) => one(server, out, Request::Wake(n.name.clone())).await,
-        PreviewsAction::Reset(n) => one(server, out, Request::Reset(n.name.clone())).await,
-        PreviewsAction::Delete(n) => one(server, out, Request::Delete(n.name.clone())).await,
+        PreviewsAction::Stop(n) => {
+            later(server, out, Request::Stop(n.name.clone()), Asked::Stop).await
+        }
+        PreviewsAction::Wake(n) => {
+            later(server, out, Request::Wake(n.name.clone()), Asked::Wake).await
+        }
+        PreviewsAction::Reset(n) => {
+            later(server, out, Request::Reset(n.name.clone()), Asked::Reset).await
+        }
+        PreviewsAction::Delete(n) => {
+            later(server, out, Request::Delete(n.name.clone()), Asked::Delete).await
+        }
     }
+}
+
+/// A write the controller carries out after the answer (202): the table says what was asked
+/// and how to wait for it, since the preview answered is the one from before.
+async fn later(
+    server: &Server,
+    out: Output,
+    request: Request,
+    what: Asked,
+) -> Result<ExitCode, CallError> {
+    let v = server.call(request.call()).await?;
+    print(out, &v, |v| {
+        typed::<PreviewView>(v).map(|p| show::asked(what, &p))
+    });
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Every page of the list.
@@ -165,7 +206,6 @@ async fn list_all(server: &Server, query: Vec<(String, String)>) -> Result<Vec<V
     }
 }
 
-/// A POST without a body that answers the preview.
 /// A call that answers one preview.
 async fn one(server: &Server, out: Output, request: Request) -> Result<ExitCode, CallError> {
     let v = server.call(request.call()).await?;
@@ -242,5 +282,51 @@ mod tests {
             );
         }
         assert_eq!(previews.get_subcommands().count(), Operation::ALL.len());
+    }
+
+    #[test]
+    fn extend_takes_the_duration_as_a_word_or_with_by() {
+        use clap::Parser as _;
+        let by = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).map_err(|e| e.kind())?;
+            let crate::config::Command::Previews(p) = cli.command else {
+                panic!("not previews");
+            };
+            let PreviewsAction::Extend(e) = p.action else {
+                panic!("not extend");
+            };
+            Ok::<_, clap::error::ErrorKind>(e.duration().to_owned())
+        };
+        assert_eq!(
+            by(&["sandcastle", "previews", "extend", "x", "1h"]),
+            Ok("1h".to_owned())
+        );
+        assert_eq!(
+            by(&["sandcastle", "previews", "extend", "x", "--by", "2h"]),
+            Ok("2h".to_owned())
+        );
+        assert!(by(&["sandcastle", "previews", "extend", "x"]).is_err());
+        assert!(by(&["sandcastle", "previews", "extend", "x", "1h", "--by", "2h"]).is_err());
+    }
+
+    #[test]
+    fn an_empty_token_is_named_with_how_to_get_one() {
+        assert_eq!(empty_token(&Some(Secret::new("eyJ"))), None);
+        assert_eq!(
+            empty_token(&None),
+            None,
+            "no token is the server's to refuse"
+        );
+        for blank in ["", "  \n"] {
+            let message = empty_token(&Some(Secret::new(blank))).unwrap();
+            assert!(
+                message.starts_with("the token is empty (--token or SANDCASTLE_TOKEN)"),
+                "{message}"
+            );
+            assert!(
+                message.contains("kubectl -n sandcastle create token"),
+                "{message}"
+            );
+        }
     }
 }

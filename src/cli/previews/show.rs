@@ -39,18 +39,35 @@ fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// `3h 12m` from now, `5m ago`, or `-` for no time.
+/// `in 3h 12m`, `5m ago`, `now` (within the second), or `-` for no time.
 fn relative(at: Option<&str>, now: Timestamp) -> String {
     let Some(at) = at.and_then(|a| a.parse::<Timestamp>().ok()) else {
         return "-".to_owned();
     };
     let secs = at.as_second() - now.as_second();
     let span = std::time::Duration::from_secs(secs.unsigned_abs());
-    if secs >= 0 {
-        format!("in {}", duration::human(span))
-    } else {
-        format!("{} ago", duration::human(span))
+    match secs {
+        0 => "now".to_owned(),
+        1.. => format!("in {}", duration::human(span)),
+        _ => format!("{} ago", duration::human(span)),
     }
+}
+
+/// When something happened: `5m ago`, or `just now` for this second — and for a time a little
+/// ahead of this machine's clock, since what happened cannot be in the future.
+fn past(at: &str, now: Timestamp) -> String {
+    match at.parse::<Timestamp>() {
+        Ok(t) if t.as_second() >= now.as_second() => "just now".to_owned(),
+        _ => relative(Some(at), now),
+    }
+}
+
+/// When the preview expires: `-` once it is removed.
+fn expires(p: &PreviewView, now: Timestamp) -> String {
+    if p.phase == Phase::Removed {
+        return "-".to_owned();
+    }
+    relative(p.expires_at.as_deref(), now)
 }
 
 fn short(sha: &str) -> &str {
@@ -77,7 +94,7 @@ pub fn previews(items: &[PreviewView], now: Timestamp) -> String {
                     .map_or_else(|| format!("sandbox:{}", p.branch), |n| format!("#{n}")),
                 short(&p.commit.desired).to_owned(),
                 or_dash(p.url.as_deref()),
-                relative(p.expires_at.as_deref(), now),
+                expires(p, now),
             ]
         })
         .collect();
@@ -130,7 +147,7 @@ pub fn preview(p: &PreviewView, now: Timestamp) -> String {
         "Cluster",
         p.cluster.clone().unwrap_or_else(|| "not placed yet".into()),
     );
-    field("Expires", relative(p.expires_at.as_deref(), now));
+    field("Expires", expires(p, now));
     if let Some(hours) = environment_hours(p, now) {
         field("Env-hours", hours);
     }
@@ -164,7 +181,7 @@ pub fn preview(p: &PreviewView, now: Timestamp) -> String {
             .iter()
             .map(|h| {
                 vec![
-                    format!("  {}", relative(Some(&h.time), now)),
+                    format!("  {}", past(&h.time, now)),
                     h.actor.clone(),
                     h.action.clone(),
                     or_dash(h.result.as_deref()),
@@ -195,7 +212,9 @@ pub fn events(e: &EventsView, now: Timestamp) -> String {
         .chain(&e.namespace)
         .map(|e| {
             vec![
-                relative(e.time.as_deref(), now),
+                e.time
+                    .as_deref()
+                    .map_or_else(|| "-".to_owned(), |t| past(t, now)),
                 or_dash(e.type_.as_deref()),
                 or_dash(e.reason.as_deref()),
                 e.object.clone(),
@@ -239,7 +258,67 @@ pub fn logs_note(l: &LogLines) -> Option<String> {
             notes.push(format!("no logs from {}/{}: {why}", e.pod, e.container));
         }
     }
+    let read = l.entries.iter().filter(|e| e.unavailable.is_none()).count();
+    if l.entries.iter().all(|e| e.lines.is_empty()) {
+        notes.insert(
+            0,
+            match (l.entries.len(), read) {
+                (0, _) => {
+                    "no log lines: no pod of the preview (or of --workload) to read from".to_owned()
+                }
+                (_, 0) => "no log lines".to_owned(),
+                (_, 1) => "no log lines: 1 container logged nothing (within --tail and --since)"
+                    .to_owned(),
+                (_, n) => format!(
+                    "no log lines: {n} containers logged nothing (within --tail and --since)"
+                ),
+            },
+        );
+    }
     (!notes.is_empty()).then(|| notes.join("; "))
+}
+
+/// A write the controller carries out after the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    Redeploy,
+    Stop,
+    Wake,
+    Reset,
+    Delete,
+}
+
+impl Asked {
+    /// The verb, and what `sandcastle previews wait --for` waits for once it is done.
+    fn words(self) -> (&'static str, &'static str, Phase) {
+        match self {
+            Self::Redeploy => ("redeploy", "ready", Phase::Ready),
+            Self::Stop => ("stop", "stopped", Phase::Stopped),
+            Self::Wake => ("wake", "ready", Phase::Ready),
+            Self::Reset => ("reset", "ready", Phase::Ready),
+            Self::Delete => ("delete", "removed", Phase::Removed),
+        }
+    }
+}
+
+/// What a write the controller carries out later prints: the answer holds the preview as it
+/// was before, so say what was asked, that it is under way, and how to wait for it.
+pub fn asked(what: Asked, p: &PreviewView) -> String {
+    let (verb, wait_for, done) = what.words();
+    let at = match what {
+        Asked::Redeploy => format!(" at {}", short(&p.commit.desired)),
+        _ => String::new(),
+    };
+    let phase = p.phase.as_str();
+    // Stopping or deleting is done once there; a redeploy, a wake and a reset start anew.
+    if p.phase == done && matches!(what, Asked::Stop | Asked::Delete) {
+        return format!("Asked to {verb} {}: it is {phase} already.\n", p.name);
+    }
+    format!(
+        "Asked to {verb} {name}{at}: under way (it is {phase} now).\n\
+         Wait for it: sandcastle previews wait {name} --for {wait_for}\n",
+        name = p.name
+    )
 }
 
 /// How a wait ended, in one line.
@@ -478,5 +557,88 @@ mod tests {
         assert_eq!(relative(Some("2026-12-02T13:00:00Z"), now()), "in 1d 1h");
         assert_eq!(relative(None, now()), "-");
         assert_eq!(relative(Some("soon"), now()), "-");
+        assert_eq!(relative(Some("2026-12-01T12:00:00Z"), now()), "now");
+        assert_eq!(relative(Some("2026-12-01T12:00:00.400Z"), now()), "now");
+    }
+
+    #[test]
+    fn what_happened_is_never_in_the_future() {
+        let mut p = view("shop-agent", None);
+        // Written this very second, and by a server whose clock is a little ahead.
+        for time in [
+            "2026-12-01T12:00:00Z",
+            "2026-12-01T12:00:00.300Z",
+            "2026-12-01T12:00:02Z",
+        ] {
+            p.history[0].time = time.into();
+            let page = preview(&p, now());
+            assert!(page.contains("  just now   @maria"), "{time}: {page}");
+            assert!(!page.contains("in 0s") && !page.contains("in 2s"), "{page}");
+        }
+    }
+
+    #[test]
+    fn a_removed_preview_shows_no_expiry() {
+        let mut p = view("shop-agent", None);
+        p.phase = Phase::Removed;
+        let page = preview(&p, now());
+        assert!(page.contains("\nExpires:      -\n"), "{page}");
+        let list = previews(&[p], now());
+        assert!(list.lines().nth(1).unwrap().ends_with("   -"), "{list}");
+        assert!(!list.contains("in 3h"), "{list}");
+    }
+
+    #[test]
+    fn a_write_carried_out_later_says_it_is_under_way() {
+        let p = view("shop-agent", None);
+        assert_eq!(
+            asked(Asked::Stop, &p),
+            "Asked to stop shop-agent: under way (it is Ready now).\n\
+             Wait for it: sandcastle previews wait shop-agent --for stopped\n"
+        );
+        assert_eq!(
+            asked(Asked::Delete, &p),
+            "Asked to delete shop-agent: under way (it is Ready now).\n\
+             Wait for it: sandcastle previews wait shop-agent --for removed\n"
+        );
+        assert!(asked(Asked::Wake, &p).ends_with("wait shop-agent --for ready\n"));
+        assert!(
+            asked(Asked::Redeploy, &p).starts_with("Asked to redeploy shop-agent at 0123456: ")
+        );
+        assert!(asked(Asked::Reset, &p).ends_with("wait shop-agent --for ready\n"));
+        let mut gone = p;
+        gone.phase = Phase::Removed;
+        assert_eq!(
+            asked(Asked::Delete, &gone),
+            "Asked to delete shop-agent: it is Removed already.\n"
+        );
+    }
+
+    #[test]
+    fn no_log_lines_is_said() {
+        let empty = LogLines {
+            entries: vec![LogEntry {
+                pod: "web-1".into(),
+                container: "web".into(),
+                lines: vec![],
+                unavailable: None,
+            }],
+            truncated: false,
+            redacted: 0,
+        };
+        assert_eq!(logs(&empty), "");
+        assert_eq!(
+            logs_note(&empty).unwrap(),
+            "no log lines: 1 container logged nothing (within --tail and --since)"
+        );
+        let none = LogLines {
+            entries: vec![],
+            truncated: false,
+            redacted: 0,
+        };
+        assert_eq!(
+            logs_note(&none).unwrap(),
+            "no log lines: no pod of the preview (or of --workload) to read from"
+        );
     }
 }

@@ -11,7 +11,7 @@ use super::{Conversation, GITHUB_TIMEOUT, Later, blueprints, refused};
 use crate::controller::context::Context;
 use crate::crd::labels::STICKY_REFRESH;
 use crate::crd::{
-    BlueprintSpec, CommandOutcome, CommandWrite, DEFAULT_MAX_TTL, PreviewCommand,
+    BlueprintSpec, CommandOutcome, CommandWrite, DEFAULT_MAX_TTL, Interface, PreviewCommand,
     PreviewEnvironment, Teardown, TeardownReason,
 };
 use crate::domain::authors::{self, Author};
@@ -159,6 +159,12 @@ async fn deploy(
     if pull.labels.iter().any(|l| l == intent::NO_PREVIEW_LABEL) {
         return Ok(Done::refuse(Reply::LabelledNoPreview));
     }
+    // As a delivery naming it is refused (`github::event`).
+    if !crate::domain::naming::is_branch_name(&pull.head.ref_) {
+        return Ok(Done::refuse(Reply::BranchRefused {
+            branch: pull.head.ref_.clone(),
+        }));
+    }
     let admitting: Vec<(&str, &BlueprintSpec)> = all
         .iter()
         .filter_map(|b| b.metadata.name.as_deref().map(|n| (n, &b.spec)))
@@ -188,6 +194,7 @@ async fn deploy(
         login: &pull.author,
         is_bot: pull.author_is_bot,
         association: pull.author_association,
+        same_repository: !pull.is_from_fork(),
     };
     let chosen: Vec<_> = admitting
         .iter()
@@ -265,6 +272,7 @@ fn apply_command(
             next.spec.teardown = Some(Teardown {
                 reason: TeardownReason::Destroyed,
                 actor: Some(author.to_owned()),
+                via: Some(Interface::Command),
                 at: Time(now),
             });
         }

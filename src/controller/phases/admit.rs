@@ -210,12 +210,12 @@ pub(crate) async fn guard(
                 st.wake_page = true;
             }
         }
-        let visit = if st.wake_page && !pe.spec.stopped {
-            "open it, "
-        } else {
-            ""
-        };
-        let message = format!("{why}: {visit}comment /preview wake or push to start it again");
+        let sandbox = pe.spec.pull_request.is_none().then(|| pe.name_any());
+        let message = crate::github::text::statuses::stopped_message(
+            &why,
+            st.wake_page && !pe.spec.stopped,
+            sandbox.as_deref(),
+        );
         if st.phase != Some(Phase::Stopped) {
             tracing::info!(target: "audit", actor = "sandcastle", action = "stop", preview = %pe.name_any(), sha = %sha, result = %why, "preview stopped");
         }

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::controller::context::Context;
 use crate::controller::error::Error;
-use crate::crd::{Adoption, PreviewEnvironment, Teardown, TeardownReason};
+use crate::crd::{Adoption, Interface, PreviewEnvironment, Teardown, TeardownReason};
 
 /// Mark the sandbox `a` names as taken over by `pe`, unless it already is (or is gone).
 pub(crate) async fn hand_over(
@@ -32,6 +32,7 @@ pub(crate) async fn hand_over(
     let teardown = Teardown {
         reason: TeardownReason::Adopted,
         actor: Some(by),
+        via: Some(Interface::Sandcastle),
         at: Time(ctx.clock.now()),
     };
     let patch = json!({

@@ -19,6 +19,7 @@ use crate::controller::report::Report;
 use crate::controller::verdict::{Next, Verdict, record, set_phase};
 use crate::crd::{Phase, PreviewEnvironment, PreviewStatus, Reported, TeardownReason};
 use crate::domain::{NamespaceName, naming};
+use crate::github::text::teardown::{Style, what_happened};
 use crate::k8s::clusters::Cluster;
 use crate::k8s::namespace;
 use std::sync::Arc;
@@ -117,19 +118,14 @@ fn removal_message(pe: &PreviewEnvironment) -> String {
     let Some(t) = &pe.spec.teardown else {
         return "removed: the PreviewEnvironment was deleted".into();
     };
-    let by = t
-        .actor
-        .as_deref()
-        .map(|a| format!(" by @{a}"))
-        .unwrap_or_default();
+    let what = what_happened(t.into(), Style::Plain);
     match t.reason {
-        TeardownReason::Merged => format!("removed: pull request merged{by}"),
-        TeardownReason::Closed => format!("removed: pull request closed{by}"),
+        TeardownReason::Merged | TeardownReason::Closed => format!("removed: pull request {what}"),
         TeardownReason::Expired => "removed: the preview expired".into(),
-        TeardownReason::Destroyed => format!("removed: destroyed{by}"),
-        TeardownReason::NoPreview => format!("removed: labelled no-preview{by}"),
-        TeardownReason::Draft => format!("removed: converted to draft{by}"),
-        TeardownReason::Adopted => format!("taken over{by}: its namespace lives on there"),
+        TeardownReason::Adopted => format!("{what}: its namespace lives on there"),
+        TeardownReason::Destroyed | TeardownReason::NoPreview | TeardownReason::Draft => {
+            format!("removed: {what}")
+        }
     }
 }
 

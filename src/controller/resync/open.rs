@@ -8,7 +8,7 @@ use super::{ResyncError, Round, Step, step};
 use crate::controller::context::Context;
 use crate::crd::{BlueprintSpec, DEFAULT_TTL, PreviewEnvironment};
 use crate::domain::intent::{self, Change, Intent};
-use crate::domain::{RepoName, lifecycle};
+use crate::domain::{RepoName, lifecycle, naming};
 use crate::github::client::{Installation, InstallationInfo, PullRequest, PullState};
 use crate::github::event::{BaseInfo, HeadInfo, PrAction, PrState, PullRequestEvent};
 use crate::github::repo_config::{self, RepoConfig};
@@ -118,6 +118,12 @@ async fn follow_repo(
     let mut configs: HashMap<String, RepoConfig> = HashMap::new();
     for pr in pulls.iter().filter(|p| p.state == PullState::Open) {
         r.open.insert((repo.clone(), pr.number.get()));
+        // As the webhook refuses such a delivery, a branch whose name Git would not take (or
+        // that hides its text) gets no preview from the resync either.
+        if !(naming::is_branch_name(&pr.head.ref_) && naming::is_branch_name(&pr.base.ref_)) {
+            tracing::warn!(%repo, pr = %pr.number, "resync: a branch name Sandcastle refuses (control or bidirectional-text characters, …): no preview");
+            continue;
+        }
         if !configs.contains_key(&pr.base.ref_) {
             let admitting: Vec<(&str, &BlueprintSpec)> = specs
                 .iter()

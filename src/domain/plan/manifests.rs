@@ -177,12 +177,71 @@ pub(super) fn describe(v: &Value) -> &'static str {
     }
 }
 
+/// The top-level fields of a `kustomization.yaml` (Kustomize's `Kustomization` and
+/// `Component`), which is often written without `apiVersion` and `kind`.
+const KUSTOMIZE_FIELDS: [&str; 24] = [
+    "resources",
+    "bases",
+    "components",
+    "patches",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "configMapGenerator",
+    "secretGenerator",
+    "generatorOptions",
+    "images",
+    "namePrefix",
+    "nameSuffix",
+    "commonLabels",
+    "labels",
+    "commonAnnotations",
+    "replicas",
+    "helmCharts",
+    "generators",
+    "transformers",
+    "crds",
+    "vars",
+    "replacements",
+    "buildMetadata",
+    "sortOptions",
+];
+
+/// Whether `v` is a Kustomize file rather than an object: `kustomize.config.k8s.io`'s
+/// `Kustomization` or `Component`, or, with neither `apiVersion` nor `kind`, a mapping of
+/// Kustomize's fields.
+fn is_kustomization(v: &Value) -> bool {
+    let kustomize_api = v["apiVersion"]
+        .as_str()
+        .is_some_and(|a| a.starts_with("kustomize.config.k8s.io/"));
+    let kind = v["kind"].as_str();
+    if kustomize_api && matches!(kind, Some("Kustomization" | "Component")) {
+        return true;
+    }
+    let Value::Object(fields) = v else {
+        return false;
+    };
+    v["apiVersion"].is_null()
+        && kind.is_none()
+        && fields
+            .keys()
+            .any(|k| KUSTOMIZE_FIELDS.contains(&k.as_str()))
+}
+
+/// What to say of a Kustomize file met among manifests.
+pub(super) const KUSTOMIZE: &str = "a Kustomize file (kustomization.yaml), not a Kubernetes \
+     object: Sandcastle takes rendered manifests (reading Kustomize input itself is future work); \
+     render them first, e.g. `kustomize build DIR > manifests.yaml` or \
+     `kubectl kustomize DIR > manifests.yaml`, and give Sandcastle that file";
+
 fn check_object(v: &Value) -> Result<(), String> {
     if !v.is_object() {
         return Err(format!(
             "expected a Kubernetes object (a mapping), found {}",
             describe(v)
         ));
+    }
+    if is_kustomization(v) {
+        return Err(KUSTOMIZE.to_owned());
     }
     for field in ["apiVersion", "kind"] {
         match &v[field] {
@@ -311,6 +370,36 @@ mod tests {
         ];
         for (yaml, want) in table {
             assert_eq!(parse_manifests(&yaml).unwrap_err().to_string(), want);
+        }
+    }
+
+    #[test]
+    fn kustomize_files_are_named_as_such() {
+        for yaml in [
+            "resources:\n- deployment.yaml\n",
+            "namePrefix: dev-\nimages: [{name: web, newTag: v2}]\n",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n",
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
+        ] {
+            assert_eq!(
+                parse_manifests(yaml).unwrap_err().to_string(),
+                format!("document 1: {KUSTOMIZE}"),
+                "{yaml}"
+            );
+        }
+        // Objects that merely share a field name are objects, judged as such.
+        for (yaml, want) in [
+            (
+                "kind: ConfigMap\nresources: []\nmetadata: {name: a}\n",
+                "document 1: apiVersion is missing",
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nimages: []\n",
+                "document 1: metadata.name is missing",
+            ),
+            ("metadata: {name: a}\n", "document 1: apiVersion is missing"),
+        ] {
+            assert_eq!(parse_manifests(yaml).unwrap_err().to_string(), want);
         }
     }
 

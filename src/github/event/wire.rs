@@ -1,13 +1,13 @@
 //! The subset of GitHub's payloads that Sandcastle reads. Field types validate on the way in
-//! (`RepoName`, `Sha`, `PrNumber`), so a bad value is reported with its path.
+//! (`RepoName`, `Sha`, `PrNumber`, `BranchName`), so a bad value is reported with its path.
 
 use crate::domain::authors::Association;
 use jiff::Timestamp;
 use serde::Deserialize;
 
-use super::{BaseInfo, HeadInfo, PullRequestEvent};
+use super::{BaseInfo, HeadInfo, ParseError, PullRequestEvent};
 use super::{CheckRunAction, CheckRunEvent, CommentAction, CommentEvent, PrAction, PrState};
-use crate::domain::{PrNumber, RepoName, Sha};
+use crate::domain::{BranchName, PrNumber, RepoName, Sha};
 
 #[derive(Deserialize)]
 pub(super) struct RepoRef {
@@ -56,6 +56,8 @@ struct Changes {
 
 #[derive(Deserialize)]
 struct PullRequest {
+    /// The same number as the delivery's `number`, checked to agree.
+    number: PrNumber,
     html_url: String,
     state: PrState,
     #[serde(default)]
@@ -80,38 +82,44 @@ struct PullRequest {
 struct Head {
     sha: Sha,
     #[serde(rename = "ref")]
-    ref_: String,
+    ref_: BranchName,
     repo: Option<RepoRef>,
 }
 
 #[derive(Deserialize)]
 struct Base {
     #[serde(rename = "ref")]
-    ref_: String,
+    ref_: BranchName,
     repo: RepoRef,
 }
 
 impl PullRequestPayload {
-    pub(super) fn into_event(self, action: PrAction) -> PullRequestEvent {
+    pub(super) fn into_event(self, action: PrAction) -> Result<PullRequestEvent, ParseError> {
         let pr = self.pull_request;
+        if pr.number != self.number {
+            return Err(ParseError::Field {
+                path: "pull_request.number".to_owned(),
+                message: format!("{} is not the delivery's number {}", pr.number, self.number),
+            });
+        }
         let action = match action {
             PrAction::Edited { .. } => PrAction::Edited {
                 base_changed: self.changes.is_some_and(|c| c.base.is_some()),
             },
             other => other,
         };
-        PullRequestEvent {
+        Ok(PullRequestEvent {
             action,
             repo: self.repository.full_name,
             number: self.number,
             installation_id: self.installation.map(|i| i.id),
             head: HeadInfo {
                 sha: pr.head.sha,
-                ref_: pr.head.ref_,
+                ref_: pr.head.ref_.into(),
                 repo: pr.head.repo.map(|r| r.full_name),
             },
             base: BaseInfo {
-                ref_: pr.base.ref_,
+                ref_: pr.base.ref_.into(),
                 repo: pr.base.repo.full_name,
             },
             draft: pr.draft,
@@ -128,7 +136,7 @@ impl PullRequestPayload {
             sender: self.sender.login,
             updated_at: pr.updated_at,
             html_url: pr.html_url,
-        }
+        })
     }
 }
 

@@ -55,6 +55,8 @@ pub enum Reply {
     PullRequestClosed,
     /// `/preview` on a pull request labelled `no-preview`.
     LabelledNoPreview,
+    /// `/preview` on a pull request whose branch name Sandcastle refuses (as written).
+    BranchRefused { branch: String },
     /// `stop`, `wake`, `extend`, `destroy` or `status` with no preview to act on.
     NoPreview,
     /// No blueprint allows the repository.
@@ -174,6 +176,12 @@ pub fn reply_text(reply: &Reply, limits: &HelpLimits) -> String {
         Reply::PullRequestClosed => {
             "This pull request is closed; reopen it to get a preview.".to_owned()
         }
+        Reply::BranchRefused { branch } => format!(
+            "Sandcastle does not deploy branch {}: its name has characters Git refuses, or \
+             Unicode controls that make it read as another name. Push the change to a branch \
+             with a plain name.",
+            plain(&format!("{:?}", clip(branch)))
+        ),
         Reply::LabelledNoPreview => {
             "This pull request is labelled `no-preview`; remove the label and its preview is \
              deployed."
@@ -244,6 +252,14 @@ mod tests {
         let repo = RepoName::new("acme/shop").unwrap();
         let sha = Sha::new(&"abc1234".repeat(6)[..40]).unwrap();
         let cases = [
+            (
+                Reply::BranchRefused {
+                    branch: "fix/\u{202e}gnp.exe".into(),
+                },
+                "Sandcastle does not deploy branch \"fix/\\u{202e}gnp.exe\": its name has characters \
+                 Git refuses, or Unicode controls that make it read as another name. Push the \
+                 change to a branch with a plain name.",
+            ),
             (
                 Reply::PermissionDenied {
                     repo: repo.clone(),

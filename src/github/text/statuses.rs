@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::crd::{ServiceStatus, TeardownReason};
+use crate::crd::ServiceStatus;
 use crate::domain::duration;
 
 use super::sticky::ordinal;
@@ -146,18 +146,18 @@ pub fn failure_description(failure: &Failure) -> String {
     fit_description(&failure.to_string())
 }
 
-/// `inactive` (shown by GitHub as destroyed): why the preview went away.
-pub fn inactive_description(reason: TeardownReason) -> String {
-    match reason {
-        TeardownReason::Merged => "Removed: pull request merged",
-        TeardownReason::Closed => "Removed: pull request closed",
-        TeardownReason::Expired => "Removed: preview expired",
-        TeardownReason::Destroyed => "Removed with /preview destroy",
-        TeardownReason::NoPreview => "Removed: labelled no-preview",
-        TeardownReason::Draft => "Removed: converted to draft",
-        TeardownReason::Adopted => "Taken over by a pull request's preview",
+/// Why a preview is stopped and how to start it again (its status and GitHub's description):
+/// `Stopped on request: comment /preview wake or push to start it again`. `open_it`: a visit to
+/// its host wakes it. A sandbox (`sandbox`: its name) has no pull request to comment on or push
+/// to: it is woken through the API.
+pub fn stopped_message(why: &str, open_it: bool, sandbox: Option<&str>) -> String {
+    let visit = if open_it { "open it, " } else { "" };
+    match sandbox {
+        Some(name) => {
+            format!("{why}: {visit}run `sandcastle previews wake {name}` to start it again")
+        }
+        None => format!("{why}: {visit}comment /preview wake or push to start it again"),
     }
-    .to_owned()
 }
 
 fn count(n: usize, noun: &str) -> String {
@@ -238,9 +238,27 @@ mod tests {
             }),
             "not Ready after 10m: deployment/api 0/2: image ghcr.io/acme/api:abc1234 cannot be pulled (ImagePullBackOff)"
         );
+    }
+
+    #[test]
+    fn a_stopped_sandbox_is_woken_through_the_api() {
         assert_eq!(
-            inactive_description(TeardownReason::Merged),
-            "Removed: pull request merged"
+            stopped_message("Stopped on request", false, None),
+            "Stopped on request: comment /preview wake or push to start it again"
+        );
+        assert_eq!(
+            stopped_message("Stopped after 1h without activity", true, None),
+            "Stopped after 1h without activity: open it, comment /preview wake or push to start \
+             it again"
+        );
+        assert_eq!(
+            stopped_message(
+                "Stopped on request",
+                false,
+                Some("shop-agent-fix-cart-c3e466ee")
+            ),
+            "Stopped on request: run `sandcastle previews wake shop-agent-fix-cart-c3e466ee` to \
+             start it again"
         );
     }
 

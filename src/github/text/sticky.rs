@@ -10,9 +10,10 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
-use crate::crd::{Phase, RunningTime, ServiceStatus, TeardownReason};
+use crate::crd::{Interface, Phase, RunningTime, ServiceStatus, TeardownReason};
 use crate::domain::Sha;
 use crate::github::command_parser::Command;
+use crate::github::text::teardown::{Removal, Style, what_happened};
 
 /// Every sticky comment carries one line `<!-- sandcastle {json} -->`; this is how it starts.
 pub const MARKER_PREFIX: &str = "<!-- sandcastle ";
@@ -94,6 +95,8 @@ pub enum StickyState {
     Removed {
         reason: TeardownReason,
         actor: Option<String>,
+        /// Through what it was asked for.
+        via: Option<Interface>,
     },
     /// Sandcastle will not deploy this pull request (no blueprint allows the repo, …).
     Rejected {
@@ -199,8 +202,18 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
             rows.push(("Details", look.join(" · ")));
         }
     }
-    if let (Some(url), false) = (&view.url, removed) {
-        rows.push(("URL", plain(url)));
+    match (&view.url, state) {
+        (Some(url), _) if !removed => rows.push(("URL", plain(url))),
+        // Rolled out and still no URL: the Blueprint gives none, and the reader should know.
+        (None, StickyState::Ready | StickyState::Stopped) => rows.push((
+            "URL",
+            format!(
+                "none: nothing in Blueprint {} is an Ingress with a host, so the preview has no \
+                 address outside the cluster",
+                code(&view.blueprint)
+            ),
+        )),
+        _ => {}
     }
     if let Some(sha) = &view.sha {
         let mut commit = code(sha.short());
@@ -362,23 +375,16 @@ pub(super) fn status_line(view: &StickyView) -> Option<String> {
             format!("waiting for {} to pass", names.join(", "))
         }
         StickyState::Failed { reason } | StickyState::Rejected { reason } => plain(reason),
-        StickyState::Removed { reason, actor } => {
-            let by = actor
-                .as_ref()
-                .map(|a| format!(" by @{}", plain(a)))
-                .unwrap_or_default();
-            let what = match reason {
-                TeardownReason::Merged => format!("merged{by}"),
-                TeardownReason::Closed => format!("closed{by}"),
-                TeardownReason::Expired => "expired".to_owned(),
-                TeardownReason::Destroyed => format!("destroyed{by} with `/preview destroy`"),
-                TeardownReason::NoPreview => format!("labelled `no-preview`{by}"),
-                TeardownReason::Draft => {
-                    format!("converted to draft{by}; marking it ready for review deploys it again")
-                }
-                // A sandbox has no pull request of its own to show this on.
-                TeardownReason::Adopted => format!("taken over{by}"),
+        StickyState::Removed { reason, actor, via } => {
+            let removal = Removal {
+                reason: *reason,
+                actor: actor.as_deref(),
+                via: *via,
             };
+            let mut what = what_happened(removal, Style::Markdown);
+            if *reason == TeardownReason::Draft {
+                what.push_str("; marking it ready for review deploys it again");
+            }
             format!("{what}; namespace deleted")
         }
     })
@@ -634,6 +640,7 @@ mod tests {
             ..with(StickyState::Removed {
                 reason: TeardownReason::Merged,
                 actor: Some("octocat".into()),
+                via: Some(Interface::PullRequest),
             })
         };
         let md = sticky_comment(&removed, now);
@@ -657,6 +664,39 @@ mod tests {
     #[test]
     fn sticky_ready() {
         insta::assert_snapshot!(sticky_comment(&ready_view(), now()));
+    }
+
+    #[test]
+    fn a_preview_without_a_url_says_why() {
+        for state in [StickyState::Ready, StickyState::Stopped] {
+            let view = StickyView {
+                url: None,
+                ..with(state)
+            };
+            let body = sticky_comment(&view, now());
+            assert!(
+                body.contains(
+                    "| **URL** | none: nothing in Blueprint `shop` is an Ingress with a host, so \
+                     the preview has no address outside the cluster |"
+                ),
+                "{body}"
+            );
+        }
+        let deploying = StickyView {
+            url: None,
+            ..with(StickyState::Deploying {
+                step: "applying: config".into(),
+                stuck_on: None,
+            })
+        };
+        assert!(
+            !sticky_comment(&deploying, now()).contains("**URL**"),
+            "not known yet while it deploys"
+        );
+        assert!(
+            sticky_comment(&ready_view(), now())
+                .contains("| **URL** | https://42-shop.preview.example.com |")
+        );
     }
 
     #[test]
@@ -756,12 +796,14 @@ mod tests {
         let view = with(StickyState::Removed {
             reason: TeardownReason::Merged,
             actor: Some("octocat".to_owned()),
+            via: Some(Interface::PullRequest),
         });
         insta::assert_snapshot!(sticky_comment(&view, now()));
         let expired = sticky_comment(
             &with(StickyState::Removed {
                 reason: TeardownReason::Expired,
                 actor: None,
+                via: None,
             }),
             now(),
         );

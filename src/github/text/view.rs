@@ -28,6 +28,7 @@ pub fn sticky_view(
         StickyState::Removed {
             reason: t.reason,
             actor: t.actor.clone(),
+            via: t.via,
         }
     } else if spec.awaiting_approval {
         StickyState::WaitingForApproval {
@@ -144,8 +145,13 @@ pub fn shown_key(view: &StickyView) -> String {
         StickyState::Failed { reason } | StickyState::Rejected { reason } => reason.clone(),
         StickyState::WaitingForChecks { checks } => checks.join(","),
         StickyState::WaitingForApproval { sha } => sha.to_string(),
-        StickyState::Removed { reason, actor } => {
-            format!("{reason:?}:{}", actor.as_deref().unwrap_or_default())
+        StickyState::Removed { reason, actor, via } => {
+            let mut detail = format!("{reason:?}:{}", actor.as_deref().unwrap_or_default());
+            // Only when recorded, so that comments removed before keep their key.
+            if let Some(via) = via {
+                detail.push_str(&format!(":{via:?}"));
+            }
+            detail
         }
         StickyState::Queued { reason } => reason.clone(),
         // Progress alone is not worth an edit; what the rollout is stuck on is.
@@ -345,6 +351,7 @@ mod tests {
         gone.spec.teardown = Some(Teardown {
             reason: TeardownReason::Merged,
             actor: Some("hubot".into()),
+            via: Some(crate::crd::Interface::PullRequest),
             at: Time("2026-11-29T12:00:00Z".parse().unwrap()),
         });
         assert_eq!(view(&gone), None, "said once it is gone");
@@ -353,7 +360,8 @@ mod tests {
             view(&gone),
             Some(StickyState::Removed {
                 reason: TeardownReason::Merged,
-                actor: Some("hubot".into())
+                actor: Some("hubot".into()),
+                via: Some(crate::crd::Interface::PullRequest),
             })
         );
     }

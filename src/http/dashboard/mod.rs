@@ -592,24 +592,6 @@ pub(super) async fn logout(
     ([(header::SET_COOKIE, clear)], Redirect::to("/")).into_response()
 }
 
-/// `/setup` on a Sandcastle that has its App: refused.
-pub(super) async fn configured(State(state): State<AppState>) -> Response {
-    let text = format!(
-        "Sandcastle is GitHub App {} already. To replace it, an administrator runs          `sandcastle setup --force` (or deletes Secret {} and restarts the setup).",
-        state.github.app_id(),
-        crate::k8s::app_secret::NAME
-    );
-    page(
-        StatusCode::CONFLICT,
-        render::message(
-            "Already set up",
-            &Who::Public { can_sign_in: false },
-            &text,
-            None,
-        ),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! 503): choose the account or organization, post the manifest filled with this Sandcastle's
 //! public URL to GitHub, and come back with a code that is converted into the App's credentials
 //! and stored in a Secret, which `sandcastle serve` then starts using. A `state` cookie guards
-//! the way back; a configured Sandcastle refuses a second setup.
+//! the way back; a configured Sandcastle refuses a second setup, saying how to replace its App.
 
 use std::time::Duration;
 
@@ -74,6 +74,31 @@ pub fn router(state: SetupState) -> Router {
         )
         .route("/github/webhook", post(not_configured))
         .with_state(state)
+}
+
+/// How to replace the App of a Sandcastle that has one (its id, when known): the command shown
+/// as code.
+fn already_set_up(app_id: Option<u64>) -> maud::Markup {
+    html! {
+        p {
+            @if let Some(id) = app_id {
+                "Sandcastle is GitHub App " (id) " already. "
+            } @else {
+                "An App is configured already (Secret " code { (app_secret::NAME) } "). "
+            }
+            "To replace it, an administrator runs " code { "sandcastle setup --force" }
+            " (or deletes Secret " code { (app_secret::NAME) } " and restarts the setup)."
+        }
+    }
+}
+
+/// `/setup` on a Sandcastle that has its App: refused, saying how to replace it.
+pub(crate) async fn configured(State(state): State<crate::http::AppState>) -> Response {
+    page(
+        StatusCode::CONFLICT,
+        "Already set up",
+        already_set_up(Some(state.github.app_id())),
+    )
 }
 
 async fn not_configured() -> Response {
@@ -177,12 +202,8 @@ async fn callback(
     let made = make_app(&state.client, &state.home, &state.api_url, &q.code, false).await;
     let (app, install) = match made {
         Ok(made) => made,
-        Err(e @ AdoptError::Store(StoreError::Exists)) => {
-            return page(
-                StatusCode::CONFLICT,
-                "Already set up",
-                html! { p { (e.to_string()) } },
-            );
+        Err(AdoptError::Store(StoreError::Exists)) => {
+            return page(StatusCode::CONFLICT, "Already set up", already_set_up(None));
         }
         Err(AdoptError::Store(StoreError::Api(e))) => {
             let text = format!(
@@ -248,4 +269,25 @@ pub async fn make_app(
         Ok((creds, install))
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_that_replaces_the_app_is_code() {
+        for html in [already_set_up(Some(42)), already_set_up(None)].map(|m| m.into_string()) {
+            assert!(
+                html.contains("<code>sandcastle setup --force</code>"),
+                "{html}"
+            );
+            assert!(!html.contains('`'), "{html}");
+        }
+        assert!(
+            already_set_up(Some(42))
+                .into_string()
+                .contains("GitHub App 42 already")
+        );
+    }
 }
