@@ -390,7 +390,7 @@ impl Authority {
         let target = q
             .name
             .as_deref()
-            .map(|n| format!(" {n}"))
+            .map(|n| format!(" {}", crate::domain::quote::short(n)))
             .unwrap_or_default();
         Ok(Err(format!(
             "{} may not {} {what}{target} in namespace {} (Kubernetes RBAC)",

@@ -22,6 +22,7 @@ use crate::crd::labels::{
 };
 use crate::crd::{Blueprint, PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind};
 use crate::domain::naming::repo_label_value;
+use crate::domain::quote::short;
 use crate::domain::{NamespaceName, RepoName, Sha, duration, intent, naming};
 use crate::k8s::events::note_request;
 
@@ -121,7 +122,10 @@ impl Agent {
             .map_err(|e| AgentError::invalid("invalid_repository", "repository", e.to_string()))?;
         let unavailable = |e: String| AgentError::Unavailable {
             code: "github_unavailable",
-            message: format!("GitHub did not say where {branch} of {repo} points: {e}"),
+            message: format!(
+                "GitHub did not say where {} of {repo} points: {e}",
+                short(branch)
+            ),
         };
         let installation = self
             .github
@@ -145,7 +149,7 @@ impl Agent {
             Ok(None) => Err(AgentError::invalid(
                 "unknown_branch",
                 "branch",
-                format!("{repo} has no branch {branch}"),
+                format!("{repo} has no branch {}", short(branch)),
             )),
             Err(e) => Err(unavailable(e.to_string())),
         }
@@ -238,7 +242,11 @@ impl Agent {
             return Err(AgentError::invalid(
                 "unknown_blueprint",
                 "blueprint",
-                format!("there is no Blueprint {} in {}", req.blueprint, self.home),
+                format!(
+                    "there is no Blueprint {} in {}",
+                    short(&req.blueprint),
+                    self.home
+                ),
             ));
         };
         if !intent::covers_repo(&blueprint.spec, &repo) {
@@ -255,7 +263,7 @@ impl Agent {
             return Err(AgentError::invalid(
                 "invalid_branch",
                 "branch",
-                format!("{branch:?} is not a branch name Git accepts"),
+                format!("{:?} is not a branch name Git accepts", short(branch)),
             ));
         }
         let (sha, installation) = match (&req.commit, &req.branch) {

@@ -4,6 +4,8 @@
 
 use http::StatusCode;
 
+use crate::domain::quote::short;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AgentError {
     /// No bearer token, or one Kubernetes does not accept (invalid, expired, revoked).
@@ -12,10 +14,10 @@ pub enum AgentError {
     /// Kubernetes RBAC (or a preview token's scope) does not allow it.
     #[error("{0}")]
     Forbidden(String),
-    #[error("preview {0} does not exist")]
+    #[error("preview {} does not exist", short(.0))]
     NotFound(String),
     /// A field of the request cannot be used; `code` says which rule it broke.
-    #[error("{field}: {message}")]
+    #[error("{}: {message}", short(.field))]
     Invalid {
         code: &'static str,
         field: String,

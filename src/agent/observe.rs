@@ -16,6 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{Agent, AgentError, Caller, Operation, PreviewView, view};
 use crate::crd::{Phase, PreviewEnvironment};
+use crate::domain::quote::short;
 use crate::domain::{duration, naming, redact::Redactor};
 
 /// What to wait for.
@@ -170,7 +171,7 @@ fn log_window(since: &str) -> Result<i64, AgentError> {
         return Err(AgentError::invalid(
             "invalid_duration",
             "since",
-            format!("{since} is no time at all; give at least 1s"),
+            format!("{} is no time at all; give at least 1s", short(since)),
         ));
     }
     Ok(i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
@@ -180,7 +181,10 @@ fn unknown_workload(w: &str) -> AgentError {
     AgentError::invalid(
         "unknown_workload",
         "workload",
-        format!("the preview has no Deployment, StatefulSet, ReplicaSet or Job {w}"),
+        format!(
+            "the preview has no Deployment, StatefulSet, ReplicaSet or Job {}",
+            short(w)
+        ),
     )
 }
 

@@ -13,6 +13,7 @@ use super::{
 };
 
 use crate::domain::Secret;
+use crate::domain::quote::clip;
 
 /// How long a call may take beyond what it asks the server to wait.
 const SLACK: Duration = Duration::from_secs(30);
@@ -229,10 +230,11 @@ fn answer(status: u16, body: Option<Value>) -> Result<Value, CallError> {
     }
     let error = &body["error"];
     match (error["code"].as_str(), error["message"].as_str()) {
+        // Shown as the server sent them, but never more than a short message's worth.
         (Some(code), Some(message)) => Err(CallError::Api {
             status,
-            code: code.to_owned(),
-            message: message.to_owned(),
+            code: clip(code).into_owned(),
+            message: clip(message).into_owned(),
         }),
         _ => Err(foreign()),
     }
@@ -271,6 +273,13 @@ mod tests {
             answer(500, Some(json!({"oops": true}))),
             Err(CallError::Foreign { .. })
         ));
+        let long = "x".repeat(100_000);
+        let e = answer(
+            422,
+            Some(json!({"error": {"code": "invalid_name", "message": format!("name: {long}")}})),
+        )
+        .unwrap_err();
+        assert!(e.to_string().len() < 600, "a server's long message is cut");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use utoipa::ToSchema;
 
 use crate::agent::auth::bearer;
 use crate::agent::{AgentError, Caller};
+use crate::domain::quote::{clip, short};
 use crate::http::AppState;
 
 /// The one error shape.
@@ -29,7 +30,7 @@ pub struct ErrorDetail {
     /// Stable, machine-readable: `unauthenticated`, `forbidden`, `preview_not_found`,
     /// `invalid_duration`, `ttl_too_long`, `unknown_blueprint`, `idempotency_key_reused`, …
     pub code: String,
-    /// For people.
+    /// For people; a value quoted in it is cut to a short prefix.
     pub message: String,
     /// The field at fault, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,7 +54,7 @@ impl IntoResponse for Failed {
             error: ErrorDetail {
                 code: e.code().to_owned(),
                 message: e.to_string(),
-                field: e.field().map(str::to_owned),
+                field: e.field().map(|f| short(f).into_owned()),
             },
         };
         let mut response = (e.status(), Json(body)).into_response();
@@ -135,8 +136,13 @@ impl<T: DeserializeOwned, S: Send + Sync> OptionalFromRequest<S> for Body<T> {
 
 /// A JSON object read into `T`; what is wrong names the field (`ttl`, `body`).
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AgentError> {
-    let value: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|e| AgentError::invalid("invalid_body", "body", format!("not JSON: {e}")))?;
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        AgentError::invalid(
+            "invalid_body",
+            "body",
+            format!("not JSON: {}", clip(&e.to_string())),
+        )
+    })?;
     if !value.is_object() {
         return Err(AgentError::invalid(
             "invalid_field",
@@ -147,7 +153,7 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AgentError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { "body".to_owned() } else { path };
-        AgentError::invalid("invalid_field", &field, e.into_inner().to_string())
+        AgentError::invalid("invalid_field", &field, clip(&e.into_inner().to_string()))
     })
 }
 
