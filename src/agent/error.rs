@@ -57,6 +57,7 @@ impl AgentError {
             Self::Invalid { code, .. } => match *code {
                 "invalid_body" => StatusCode::BAD_REQUEST,
                 "unsupported_media_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "body_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
                 _ => StatusCode::UNPROCESSABLE_ENTITY,
             },
             Self::Conflict { .. } => StatusCode::CONFLICT,

@@ -226,6 +226,7 @@ impl Agent {
         wanted: WaitFor,
         timeout: Option<&str>,
     ) -> Result<WaitResult, AgentError> {
+        let pe = self.authorized(caller, Operation::Wait, name).await?;
         let timeout = match timeout {
             Some(t) => duration::parse(t, false)
                 .map_err(|e| AgentError::invalid("invalid_duration", "timeout", e.to_string()))?,
@@ -238,7 +239,6 @@ impl Agent {
                 format!("wait at most {}", duration::human(self.limits.wait)),
             ));
         }
-        let pe = self.authorized(caller, Operation::Wait, name).await?;
         self.read_activity(&pe);
         let done = move |p: Option<&PreviewEnvironment>| outcome(p, wanted).is_some();
         let waited = tokio::time::timeout(timeout, await_condition(self.api(), name, done)).await;

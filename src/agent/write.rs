@@ -60,6 +60,17 @@ pub(super) fn through(caller: &Caller) -> &'static str {
     }
 }
 
+/// Refused for a preview torn down: nothing but its deletion applies to it any more.
+fn not_torn_down(pe: &PreviewEnvironment) -> Result<(), AgentError> {
+    match pe.spec.teardown {
+        Some(_) => Err(AgentError::Conflict {
+            code: "preview_removed",
+            message: format!("preview {} is torn down; create a new one", pe.name_any()),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A token for one request's annotation (a redeploy or a reset asked again).
 fn token(now: Timestamp) -> String {
     format!("{}-{:08x}", now.as_nanosecond(), rand::random::<u32>())
@@ -73,14 +84,25 @@ impl Agent {
         op: Operation,
         name: &str,
         note: String,
-        mut change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
+        change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
     ) -> Result<PreviewView, AgentError> {
         let pe = self.authorized(caller, op, name).await?;
-        if pe.spec.teardown.is_some() && op != Operation::Delete {
-            return Err(AgentError::Conflict {
-                code: "preview_removed",
-                message: format!("preview {name} is torn down; create a new one"),
-            });
+        self.write(caller, op, &pe, note, change).await
+    }
+
+    /// Write `change` to `pe`, which `caller` was authorized to run `op` on, audited.
+    async fn write(
+        &self,
+        caller: &Caller,
+        op: Operation,
+        pe: &PreviewEnvironment,
+        note: String,
+        mut change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
+    ) -> Result<PreviewView, AgentError> {
+        let name = pe.name_any();
+        let name = name.as_str();
+        if op != Operation::Delete {
+            not_torn_down(pe)?;
         }
         let now = self.clock.now();
         let request = self.request(caller, op, note);
@@ -113,6 +135,7 @@ impl Agent {
         name: &str,
         commit: Option<&str>,
     ) -> Result<PreviewView, AgentError> {
+        let current = self.authorized(caller, Operation::Redeploy, name).await?;
         let commit = match commit {
             Some(c) => Some(
                 Sha::new(c)
@@ -120,7 +143,6 @@ impl Agent {
             ),
             None => None,
         };
-        let current = self.fetch(name).await?;
         let commit = match commit {
             Some(c) => Some(c),
             None if current.spec.pull_request.is_none() => self
@@ -135,7 +157,7 @@ impl Agent {
             Some(sha) => format!("redeploy at commit {} {}", sha.short(), through(caller)),
             None => format!("redeploy {}", through(caller)),
         };
-        self.change(caller, Operation::Redeploy, name, note, |pe| {
+        self.write(caller, Operation::Redeploy, &current, note, |pe| {
             if let Some(sha) = &commit {
                 pe.spec.sha = sha.to_string();
             }
@@ -172,6 +194,8 @@ impl Agent {
         name: &str,
         by: &str,
     ) -> Result<PreviewView, AgentError> {
+        let current = self.authorized(caller, Operation::Extend, name).await?;
+        not_torn_down(&current)?;
         let by = duration::parse(by, true)
             .map_err(|e| AgentError::invalid("invalid_duration", "duration", e.to_string()))?;
         if by.is_zero() {
@@ -181,7 +205,6 @@ impl Agent {
                 "must be longer than zero",
             ));
         }
-        let current = self.fetch(name).await?;
         let max_ttl = self.max_ttl(&current.spec.blueprint).await?;
         let now = self.clock.now();
         let created = current.creation_timestamp().map_or(now, |t| t.0);
@@ -202,7 +225,7 @@ impl Agent {
             ));
         }
         let note = format!("extend by {} {}", duration::human(by), through(caller));
-        self.change(caller, Operation::Extend, name, note, |pe| {
+        self.write(caller, Operation::Extend, &current, note, |pe| {
             let current = pe.spec.expires_at.as_ref().map(|t| t.0);
             let ext = lifecycle::extend(created, current, now, by, max_ttl);
             pe.spec.expires_at = Some(Time(ext.expires_at));

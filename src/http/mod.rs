@@ -1,7 +1,9 @@
 //! The HTTP surface, built by one function ([`app`]): the GitHub webhook (pull request events,
 //! `/preview` commands, check runs), health probes, Prometheus metrics, the REST API and the
 //! dashboard people sign in to (whose preview pages GitHub's `log_url` points at); and, on a
-//! listener of its own, the page a visitor to a stopped preview's host sees ([`wake`]).
+//! listener of its own, the page a visitor to a stopped preview's host sees ([`wake`]). Every
+//! body is bounded by its route: the webhook reads its own under its limit, the API under its
+//! own after the caller was allowed the operation, the dashboard's forms under [`FORM_LIMIT`].
 
 mod answer;
 pub mod api;
@@ -85,24 +87,35 @@ impl std::fmt::Debug for Shared {
     }
 }
 
+/// The most bytes a dashboard form may hold (its largest, an action's, is a few hundred).
+pub const FORM_LIMIT: usize = 16 * 1024;
+
 /// The whole HTTP surface.
 pub fn app(state: AppState, more: Router) -> Router {
     Router::new()
-        .route("/github/webhook", post(webhook::receive))
+        // The webhook reads its body itself, under its own limit with a JSON error.
+        .route(
+            "/github/webhook",
+            post(webhook::receive).layer(DefaultBodyLimit::disable()),
+        )
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         .route("/", get(dashboard::index))
         .route("/previews/{name}", get(dashboard::preview))
-        .route("/previews/{name}/{action}", post(dashboard::act))
+        .route(
+            "/previews/{name}/{action}",
+            post(dashboard::act).layer(DefaultBodyLimit::max(FORM_LIMIT)),
+        )
         .route("/login", get(dashboard::login))
         .route("/oauth/callback", get(dashboard::callback))
-        .route("/logout", post(dashboard::logout))
+        .route(
+            "/logout",
+            post(dashboard::logout).layer(DefaultBodyLimit::max(FORM_LIMIT)),
+        )
         .route("/setup", get(dashboard::configured))
         .merge(api::router())
         .with_state(state)
         .merge(more)
-        // The webhook reads its body itself, under its own limit with a JSON error.
-        .layer(DefaultBodyLimit::disable())
         .layer(TraceLayer::new_for_http())
 }

@@ -4,6 +4,7 @@
 mod support;
 
 mod api;
+mod api_guard;
 mod api_observe;
 
 mod bare_workloads;
