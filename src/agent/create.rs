@@ -209,17 +209,28 @@ impl Agent {
         Ok(list.items.into_iter().next())
     }
 
+    /// The preview a retry with the same key answers: the one the key made, with the same body,
+    /// while it lives.
     fn same_body(&self, pe: PreviewEnvironment, body: &str) -> Result<PreviewView, AgentError> {
-        if pe.annotations().get(IDEMPOTENCY_BODY).map(String::as_str) == Some(body) {
-            return Ok(self.view(&pe));
+        if pe.annotations().get(IDEMPOTENCY_BODY).map(String::as_str) != Some(body) {
+            return Err(AgentError::Conflict {
+                code: "idempotency_key_reused",
+                message: format!(
+                    "the Idempotency-Key was used for preview {} with another request body",
+                    pe.name_any()
+                ),
+            });
         }
-        Err(AgentError::Conflict {
-            code: "idempotency_key_reused",
-            message: format!(
-                "the Idempotency-Key was used for preview {} with another request body",
-                pe.name_any()
-            ),
-        })
+        if pe.spec.teardown.is_some() {
+            return Err(AgentError::Conflict {
+                code: "idempotency_key_spent",
+                message: format!(
+                    "the preview this Idempotency-Key made, {}, was torn down; send a new Idempotency-Key to create another",
+                    pe.name_any()
+                ),
+            });
+        }
+        Ok(self.view(&pe))
     }
 
     /// The PreviewEnvironment a valid request asks for.

@@ -35,7 +35,7 @@ pub use operation::Operation;
 pub use token::{TokenRequestBody, TokenView};
 pub use view::{Addresses, ListFilter, PreviewList, PreviewView};
 pub use visit::Visited;
-pub use write::{ExtendBody, RedeployBody};
+pub use write::{ExtendBody, ExtendView, RedeployBody};
 
 use crate::crd::PreviewEnvironment;
 use crate::crd::labels::LAST_ACTIVITY;
@@ -220,14 +220,15 @@ impl Agent {
         tracing::info!(target: "audit", actor = %caller.user, action = op.name(), preview, sha, result, via = caller.via.name(), "preview operation");
     }
 
-    /// Previews `caller` may see that pass `filter`, a page at a time, from the watch cache.
+    /// Previews `caller` may see that pass `filter`, a page at a time, from the watch cache;
+    /// without their history (one preview's view has it).
     pub async fn list(
         &self,
         caller: &Caller,
         filter: &ListFilter,
     ) -> Result<PreviewList, AgentError> {
         self.permit(caller, Operation::List, None).await?;
-        let limit = filter.limit.unwrap_or(50).clamp(1, 500) as usize;
+        let limit = view::page_size(filter)?;
         let own = caller.preview_namespace();
         // The cache's own objects, shared: only the page is turned into views.
         let state = self.previews.state();
@@ -259,7 +260,10 @@ impl Agent {
         let next = (all.len() > limit).then(|| all[limit - 1].name_any());
         all.truncate(limit);
         Ok(PreviewList {
-            items: all.iter().map(|p| self.view(p)).collect(),
+            items: all
+                .iter()
+                .map(|p| view::list_view(p, &self.addresses))
+                .collect(),
             next,
         })
     }

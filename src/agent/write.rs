@@ -2,6 +2,7 @@
 //! stop, wake, extend, reset (throw the data away and seed again) and delete. Each goes through
 //! the preview write loop with the request it leaves for the history and Events, and is audited.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -27,6 +28,19 @@ pub struct RedeployBody {
     #[schema(pattern = r"^[0-9a-fA-F]{40}$")]
     #[schemars(regex(pattern = r"^[0-9a-fA-F]{40}$"))]
     pub commit: Option<String>,
+}
+
+/// What `extend` answers: the preview, whether the extension was cut at `maxTtl`, and what
+/// was done in a sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+pub struct ExtendView {
+    #[serde(flatten)]
+    pub preview: PreviewView,
+    /// The extension asked for went past the Blueprint's `maxTtl` from creation and was cut
+    /// there.
+    pub capped: bool,
+    /// The new expiry, and the cap when there was one.
+    pub message: String,
 }
 
 /// `POST /previews/{name}/extend`.
@@ -187,13 +201,13 @@ impl Agent {
     }
 
     /// Push the expiry back by `by` (`4h`, `2d`), never past the Blueprint's `maxTtl` from
-    /// creation.
+    /// creation (the answer says when it was cut there).
     pub async fn extend(
         &self,
         caller: &Caller,
         name: &str,
         by: &str,
-    ) -> Result<PreviewView, AgentError> {
+    ) -> Result<ExtendView, AgentError> {
         let current = self.authorized(caller, Operation::Extend, name).await?;
         not_torn_down(&current)?;
         let by = duration::parse(by, true)
@@ -225,13 +239,32 @@ impl Agent {
             ));
         }
         let note = format!("extend by {} {}", duration::human(by), through(caller));
-        self.write(caller, Operation::Extend, &current, note, |pe| {
-            let current = pe.spec.expires_at.as_ref().map(|t| t.0);
-            let ext = lifecycle::extend(created, current, now, by, max_ttl);
-            pe.spec.expires_at = Some(Time(ext.expires_at));
-            Ok(())
+        let capped = AtomicBool::new(false);
+        let preview = self
+            .write(caller, Operation::Extend, &current, note, |pe| {
+                let current = pe.spec.expires_at.as_ref().map(|t| t.0);
+                let ext = lifecycle::extend(created, current, now, by, max_ttl);
+                pe.spec.expires_at = Some(Time(ext.expires_at));
+                capped.store(ext.capped, Ordering::Relaxed);
+                Ok(())
+            })
+            .await?;
+        let capped = capped.load(Ordering::Relaxed);
+        let until = preview.expires_at.clone().unwrap_or_default();
+        let message = if capped {
+            format!(
+                "extended to {until}, not by all of {}: capped at the Blueprint's maxTtl, {} after creation",
+                duration::human(by),
+                duration::go_style(max_ttl)
+            )
+        } else {
+            format!("extended by {} to {until}", duration::human(by))
+        };
+        Ok(ExtendView {
+            preview,
+            capped,
+            message,
         })
-        .await
     }
 
     /// Throw the preview's data away (its claims, StatefulSets and seed Jobs) and roll it out

@@ -202,7 +202,7 @@ impl Tool {
     fn description(self) -> &'static str {
         match self {
             Self::ListPreviews => {
-                "List preview environments you may see, filtered by repository, pull request, branch, Blueprint or phase."
+                "List preview environments you may see, filtered by repository, pull request, branch, Blueprint or phase; Removed ones only with `removed: true`. Items leave out the history (get_preview has it)."
             }
             Self::GetPreview => {
                 "One preview: phase and reason, URL, desired and deployed commit, services ready, expiry, history, links."

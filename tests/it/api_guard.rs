@@ -163,6 +163,7 @@ async fn bad_values_are_quoted_back_cut_to_a_short_prefix() {
         // (A URL holds less than a body: 8,000 characters of the value.)
         get(format!("/api/v1/previews?phase={url_long}")),
         get(format!("/api/v1/previews?repo={url_long}&limit={url_long}")),
+        get(format!("/api/v1/previews?continue={url_long}")),
         get(format!("/api/v1/previews/{url_long}")),
         get(format!("/api/v1/previews/quoted-a/wait?timeout={url_long}")),
         get(format!("/api/v1/previews/quoted-a/logs?since={url_long}")),

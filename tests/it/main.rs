@@ -4,6 +4,7 @@
 mod support;
 
 mod api;
+mod api_answers;
 mod api_guard;
 mod api_observe;
 

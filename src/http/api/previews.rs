@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use super::allowed::{Allowed, op};
 use super::extract::{Body, ErrorBody, Failed, Params};
 use crate::agent::{
-    CreatePreview, EventsView, ExtendBody, ListFilter, LogLines, LogQuery, PreviewList,
+    CreatePreview, EventsView, ExtendBody, ExtendView, ListFilter, LogLines, LogQuery, PreviewList,
     PreviewView, RedeployBody, TokenRequestBody, TokenView, WaitQuery, WaitResult,
 };
 use crate::http::AppState;
@@ -22,7 +22,8 @@ const NAME: &str = "the preview's name";
     responses((status = 200, body = PreviewList), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody),
         (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
-/// List previews (those a preview token belongs to, for such a token).
+/// List previews (those a preview token belongs to, for such a token); Removed ones only when
+/// asked (`removed=true`, or `phase=Removed`). Items carry no history: get one preview for it.
 pub(super) async fn list(
     State(state): State<AppState>,
     Allowed(caller, _): Allowed<op::List>,
@@ -197,7 +198,7 @@ pub(super) async fn wake(
 #[utoipa::path(post, path = "/api/v1/previews/{name}/extend", tag = "previews",
     params(("name" = String, Path, description = NAME)), request_body = ExtendBody,
     security(("bearer" = [])),
-    responses((status = 200, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+    responses((status = 200, body = ExtendView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
         (status = 503, body = ErrorBody, description = "Kubernetes did not answer"), (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`"),
         (status = 413, body = ErrorBody, description = "The body is larger than the API reads (64 KiB)")))]
@@ -208,7 +209,7 @@ pub(super) async fn extend(
     Allowed(caller, _): Allowed<op::Extend>,
     Path(name): Path<String>,
     Body(body): Body<ExtendBody>,
-) -> Answer<Json<PreviewView>> {
+) -> Answer<Json<ExtendView>> {
     Ok(Json(
         state.agent.extend(&caller, &name, &body.duration).await?,
     ))
