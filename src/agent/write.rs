@@ -281,22 +281,29 @@ impl Agent {
     }
 
     /// Tear the preview down now (it stays as a tombstone for a while, like a closed PR's).
+    /// Its tokens stop working at once (they would otherwise until the namespace is gone).
     pub async fn delete(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
+        let pe = self.authorized(caller, Operation::Delete, name).await?;
         let now = self.clock.now();
         let actor = caller.user.clone();
         let note = format!("delete {}", through(caller));
-        self.change(caller, Operation::Delete, name, note, |pe| {
-            if pe.spec.teardown.is_some() {
-                return Err(Outcome::Unchanged);
-            }
-            pe.spec.teardown = Some(Teardown {
-                reason: TeardownReason::Destroyed,
-                actor: Some(actor.clone()),
-                at: Time(now),
-            });
-            Ok(())
-        })
-        .await
+        let view = self
+            .write(caller, Operation::Delete, &pe, note, |pe| {
+                if pe.spec.teardown.is_some() {
+                    return Err(Outcome::Unchanged);
+                }
+                pe.spec.teardown = Some(Teardown {
+                    reason: TeardownReason::Destroyed,
+                    actor: Some(actor.clone()),
+                    at: Time(now),
+                });
+                Ok(())
+            })
+            .await?;
+        let (namespace, cluster) = self.place_of(&pe);
+        self.authority
+            .revoke(pe.uid().as_deref(), &namespace, &cluster);
+        Ok(view)
     }
 
     /// The Blueprint's `maxTtl` (the default when the Blueprint is gone).
