@@ -43,6 +43,10 @@ pub fn bearer(header: Option<&str>) -> Result<&str, AgentError> {
         })
 }
 
+/// The header a client relaying for another interface names it with (`mcp`: the stdio MCP
+/// server calling the API), so writes are attributed to that interface.
+pub const VIA_HEADER: &str = "sandcastle-via";
+
 /// How long a review's answer is reused.
 pub const CACHE_FOR: Duration = Duration::from_secs(30);
 /// How long a deleted preview's tokens are refused by its uid, before the watch cache has

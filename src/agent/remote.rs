@@ -8,8 +8,9 @@ use reqwest::Method;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::auth::VIA_HEADER;
 use super::{
-    CreatePreview, ExtendBody, ListFilter, LogQuery, RedeployBody, TokenRequestBody, WaitQuery,
+    CreatePreview, ExtendBody, ListFilter, LogQuery, RedeployBody, TokenRequestBody, Via, WaitQuery,
 };
 
 use crate::domain::Secret;
@@ -45,6 +46,8 @@ pub struct Server {
     base: String,
     token: Option<Secret>,
     http: reqwest::Client,
+    /// The interface calls are made for, when it is not the API itself (the stdio MCP server).
+    via: Option<Via>,
 }
 
 /// One request: method, path under `/api/v1`, query pairs, JSON body, extra headers.
@@ -182,7 +185,16 @@ impl Server {
             base: base.trim_end_matches('/').to_owned(),
             token,
             http,
+            via: None,
         })
+    }
+
+    /// Calls made for interface `via` (the stdio MCP server: `Via::Mcp`) say so, and the server
+    /// attributes their writes to it.
+    #[must_use]
+    pub fn relaying(mut self, via: Via) -> Self {
+        self.via = Some(via);
+        self
     }
 
     /// Make `call`; the JSON answer of a 2xx, or why there is none.
@@ -197,6 +209,9 @@ impl Server {
             .query(&call.query);
         for (k, v) in &call.headers {
             req = req.header(*k, v);
+        }
+        if let Some(via) = self.via {
+            req = req.header(VIA_HEADER, via.name());
         }
         if let Some(body) = &call.body {
             req = req.json(body);

@@ -120,7 +120,7 @@ impl Agent {
         }
         let now = self.clock.now();
         let request = self.request(caller, op, note);
-        let delivery = format!("api-{}", token(now));
+        let delivery = format!("{}-{}", caller.via.name(), token(now));
         let outcome = previews::modify(&self.api(), name, &delivery, &request, |next| {
             change(next)?;
             previews::touch(next, now);

@@ -15,8 +15,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use crate::agent::auth::bearer;
-use crate::agent::{AgentError, Caller};
+use crate::agent::auth::{VIA_HEADER, bearer};
+use crate::agent::{AgentError, Caller, Via};
 use crate::domain::quote::{clip, short};
 use crate::http::AppState;
 
@@ -73,7 +73,9 @@ impl IntoResponse for Failed {
     }
 }
 
-/// The caller, authenticated from `Authorization: Bearer <token>` (TokenReview).
+/// The caller, authenticated from `Authorization: Bearer <token>` (TokenReview). A client
+/// relaying for another interface says which with `Sandcastle-Via` (the stdio MCP server:
+/// `mcp`), and its writes are attributed to it; who the caller is comes from the token alone.
 #[derive(Debug, Clone)]
 pub struct Authenticated(pub Caller);
 
@@ -86,7 +88,14 @@ impl FromRequestParts<AppState> for Authenticated {
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         let token = bearer(header)?;
-        let caller = state.agent.authority.authenticate(token).await?;
+        let mut caller = state.agent.authority.authenticate(token).await?;
+        if parts
+            .headers
+            .get(VIA_HEADER)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"mcp"))
+        {
+            caller.via = Via::Mcp;
+        }
         Ok(Self(caller))
     }
 }
