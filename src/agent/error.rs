@@ -30,6 +30,9 @@ pub enum AgentError {
     /// Kubernetes (or GitHub, where the operation needs it) did not answer.
     #[error("{message}")]
     Unavailable { code: &'static str, message: String },
+    /// The caller holds as much as one may (MCP sessions); the message says how to free some.
+    #[error("{message}")]
+    TooMany { code: &'static str, message: String },
 }
 
 impl AgentError {
@@ -62,6 +65,7 @@ impl AgentError {
             },
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -73,7 +77,8 @@ impl AgentError {
             Self::NotFound(_) => "preview_not_found",
             Self::Invalid { code, .. }
             | Self::Conflict { code, .. }
-            | Self::Unavailable { code, .. } => code,
+            | Self::Unavailable { code, .. }
+            | Self::TooMany { code, .. } => code,
         }
     }
 

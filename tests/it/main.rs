@@ -31,6 +31,7 @@ mod hygiene;
 mod lifecycle;
 mod logs;
 mod mcp;
+mod mcp_guard;
 mod metrics;
 mod nodes;
 mod paths;

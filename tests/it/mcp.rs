@@ -49,7 +49,7 @@ fn clients_dir() -> PathBuf {
 }
 
 /// Run `program client scenario` with `case`; the client's JSON summary.
-async fn run_client(program: &str, client: &str, scenario: &str, case: &Value) -> Value {
+pub(crate) async fn run_client(program: &str, client: &str, scenario: &str, case: &Value) -> Value {
     let out = tokio::time::timeout(
         Duration::from_secs(300),
         tokio::process::Command::new(program)
@@ -75,7 +75,7 @@ async fn run_client(program: &str, client: &str, scenario: &str, case: &Value) -
 }
 
 /// The Python with the `mcp` SDK (`SANDCASTLE_MCP_PYTHON`, set by `.ci/run` and `scripts/test`).
-fn python() -> String {
+pub(crate) fn python() -> String {
     std::env::var("SANDCASTLE_MCP_PYTHON").unwrap_or_else(|_| {
         panic!(
             "SANDCASTLE_MCP_PYTHON is not set: it names a Python with the `mcp` SDK (pip install -r tests/requirements.txt); scripts/test and .ci/run set it"
