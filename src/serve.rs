@@ -228,6 +228,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         clock: parts.clock.clone(),
         github: github.clone(),
         public_url: parts.settings.public_url.clone(),
+        authorization_server: parts.settings.authorization_server.clone(),
         metrics: metrics.clone(),
         agent,
         dashboard: dashboard(&parts),

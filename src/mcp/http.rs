@@ -177,6 +177,7 @@ fn refuse(e: &AgentError) -> Response {
     let body = json!({"error": {"code": e.code(), "message": e.to_string()}});
     let mut response = (e.status(), axum::Json(body)).into_response();
     if e.status() == StatusCode::UNAUTHORIZED {
+        // `http::discovery` adds where the resource's metadata is.
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -64,7 +64,12 @@ async fn tokens_are_checked_and_rbac_decides() {
     let none = call(&world, "GET", "/api/v1/previews", None, None).await;
     assert_eq!(none.status, 401, "{:?}", none.body);
     assert_eq!(none.body["error"]["code"], "unauthenticated");
-    assert_eq!(none.headers["www-authenticate"], "Bearer");
+    let challenge = none.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.starts_with("Bearer resource_metadata=\"")
+            && challenge.ends_with("/.well-known/oauth-protected-resource\""),
+        "{challenge}"
+    );
 
     let invalid = call(&world, "GET", "/api/v1/previews", Some("not-a-token"), None).await;
     assert_eq!(

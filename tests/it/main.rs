@@ -21,6 +21,7 @@ mod cost;
 mod crds;
 mod dashboard;
 mod diagnosis;
+mod discovery;
 mod egress;
 mod failures;
 mod fidelity;

@@ -65,6 +65,7 @@ impl IntoResponse for Failed {
         };
         let mut response = (e.status(), Json(body)).into_response();
         if e.status() == StatusCode::UNAUTHORIZED {
+            // `http::discovery` adds where the resource's metadata is.
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
