@@ -23,6 +23,19 @@ fn webhook_secret_arg(s: &str) -> Result<Secret, String> {
     Ok(Secret::new(s))
 }
 
+/// An authorization server's issuer: an `https://` (or, for a local one, `http://`) URL with no
+/// query or fragment (RFC 8414).
+fn issuer_arg(s: &str) -> Result<String, String> {
+    let rest = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+        .ok_or("an issuer is an https:// URL")?;
+    if rest.is_empty() || rest.contains(['?', '#']) || s.chars().any(char::is_whitespace) {
+        return Err("an issuer is an https:// URL without a query or fragment".to_owned());
+    }
+    Ok(s.trim_end_matches('/').to_owned())
+}
+
 fn parse_duration(s: &str) -> Result<Duration, String> {
     crate::domain::duration::parse(s, true).map_err(|e| e.to_string())
 }
@@ -264,6 +277,13 @@ pub struct PreviewArgs {
     /// callers still need the RBAC for each.
     #[arg(long, env = "SANDCASTLE_MCP_WRITE")]
     pub mcp_write: bool,
+
+    /// An OAuth authorization server (its issuer URL) whose access tokens the cluster's API
+    /// server accepts as bearer tokens (e.g. the OIDC issuer its authentication trusts): named
+    /// in `/.well-known/oauth-protected-resource`, so MCP clients can sign in there. Unset: none
+    /// is named, and clients send a Kubernetes token they already have.
+    #[arg(long, env = "SANDCASTLE_AUTHORIZATION_SERVER", value_parser = issuer_arg)]
+    pub authorization_server: Option<String>,
 
     /// How Blueprints' HTTP readiness probes reach a preview: `url` (its URL, by DNS),
     /// `connect-to:HOST:PORT` (its URL through this address, e.g. the ingress controller's
@@ -665,6 +685,24 @@ mod tests {
         assert!(refused.contains("at least 16 characters"), "{refused}");
         assert!(serve("").is_err());
         assert!(serve("0123456789abcdef").is_ok());
+    }
+
+    #[test]
+    fn an_authorization_server_is_an_issuer_url() {
+        assert_eq!(
+            issuer_arg("https://login.example.com/realms/dev/").as_deref(),
+            Ok("https://login.example.com/realms/dev")
+        );
+        assert!(issuer_arg("http://127.0.0.1:5556").is_ok());
+        for bad in [
+            "login.example.com",
+            "https://",
+            "https://x?y=1",
+            "https://x#f",
+            "ftp://x",
+        ] {
+            assert!(issuer_arg(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -102,6 +102,7 @@ fn settings_of(args: &ServeArgs) -> Settings {
     settings.token_lifetime = args.previews.token_max_lifetime;
     settings.api_max_wait = args.previews.api_max_wait;
     settings.mcp_write = args.previews.mcp_write;
+    settings.authorization_server = args.previews.authorization_server.clone();
     settings.probe_via = args.previews.probe_via.clone();
     settings.delete_github_environments = args.previews.delete_github_environments;
     settings.public_pages = args.previews.public_pages;

@@ -228,6 +228,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         clock: parts.clock.clone(),
         github: github.clone(),
         public_url: parts.settings.public_url.clone(),
+        authorization_server: parts.settings.authorization_server.clone(),
         metrics: metrics.clone(),
         agent,
         dashboard: dashboard(&parts),
@@ -255,7 +256,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
             .first()
             .map_or(&b""[..], |s| s.expose().as_bytes());
         let confirmations = Arc::new(Confirmations::from_secret(secret));
-        let authority = agent.authority.clone();
+        let guard = agent.clone();
         mcp::router(
             move || Mcp {
                 backend: Backend::Local(Box::new(agent.clone())),
@@ -263,7 +264,8 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
                 confirmations: confirmations.clone(),
                 clock: clock.clone(),
             },
-            authority,
+            guard,
+            mcp::SessionLimits::default(),
         )
     };
     let wake_addr = match parts.wake_listen {

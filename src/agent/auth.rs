@@ -43,8 +43,15 @@ pub fn bearer(header: Option<&str>) -> Result<&str, AgentError> {
         })
 }
 
+/// The header a client relaying for another interface names it with (`mcp`: the stdio MCP
+/// server calling the API), so writes are attributed to that interface.
+pub const VIA_HEADER: &str = "sandcastle-via";
+
 /// How long a review's answer is reused.
 pub const CACHE_FOR: Duration = Duration::from_secs(30);
+/// How long a deleted preview's tokens are refused by its uid, before the watch cache has
+/// certainly seen the deletion (from then on it refuses them itself).
+const REVOKED_FOR: Duration = Duration::from_secs(600);
 /// Entries kept at most in each cache before it is emptied.
 const CACHE_LIMIT: usize = 10_000;
 
@@ -178,6 +185,21 @@ pub struct TokenClusters {
 }
 
 impl TokenClusters {
+    /// Whether a preview that is not torn down (nor deleted through the API, by `revoked` uid)
+    /// lives in `namespace` of `cluster`: only then do its tokens work. (A sandbox taken over
+    /// by a pull request is torn down, and its namespace lives on as the pull request's.)
+    fn live_in(&self, namespace: &str, cluster: &str, revoked: &HashMap<String, Instant>) -> bool {
+        self.previews.state().iter().any(|p| {
+            p.spec.teardown.is_none()
+                && super::view::namespace_of(p, &self.namespace_prefix) == namespace
+                && super::view::cluster_of(p) == cluster
+                && p.metadata
+                    .uid
+                    .as_ref()
+                    .is_none_or(|uid| !revoked.contains_key(uid))
+        })
+    }
+
     /// The cluster other than Sandcastle's own that the preview living in `namespace` is in.
     fn of(&self, namespace: &str) -> Option<Arc<crate::k8s::clusters::Cluster>> {
         let pe = self
@@ -191,6 +213,10 @@ impl TokenClusters {
             .and_then(crate::domain::placement::placed_in)?;
         self.clusters.get(name).ok().filter(|c| !c.is_local())
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Answers remembered with when they were given (the dashboard keeps GitHub's in one too).
@@ -240,6 +266,8 @@ pub struct Authority {
     elsewhere: Option<TokenClusters>,
     tokens: Answers<[u8; 32], Result<Caller, String>>,
     decisions: Answers<Question, Result<(), String>>,
+    /// Previews deleted through the API, by uid, whose tokens are refused at once.
+    revoked: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
 impl std::fmt::Debug for Authority {
@@ -258,7 +286,28 @@ impl Authority {
             elsewhere: None,
             tokens: Arc::default(),
             decisions: Arc::default(),
+            revoked: Arc::default(),
         }
+    }
+
+    /// The preview of uid `uid`, living in `namespace` of `cluster`, was deleted: its tokens
+    /// stop working now, and the reviews remembered for them are forgotten.
+    pub fn revoke(&self, uid: Option<&str>, namespace: &str, cluster: &str) {
+        if let Some(uid) = uid {
+            let mut revoked = lock(&self.revoked);
+            revoked.retain(|_, at| at.elapsed() < REVOKED_FOR);
+            revoked.insert(uid.to_owned(), Instant::now());
+        }
+        lock(&self.tokens)
+            .retain(|_, (answer, _)| !answer.as_ref().is_ok_and(|c| c.owns(namespace, cluster)));
+    }
+
+    /// Whether `caller`, when it is a preview's token, still belongs to a preview that lives.
+    fn preview_lives(&self, caller: &Caller) -> bool {
+        let (Some(namespace), Some(e)) = (caller.preview_namespace(), &self.elsewhere) else {
+            return true;
+        };
+        e.live_in(namespace, caller.cluster(), &lock(&self.revoked))
     }
 
     /// Check the tokens of previews in other clusters in the cluster each lives in.
@@ -270,9 +319,30 @@ impl Authority {
     /// The caller a bearer token belongs to (TokenReview).
     pub async fn authenticate(&self, token: &str) -> Result<Caller, AgentError> {
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(answer) = recall(&self.tokens, &key, CACHE_FOR) {
-            return answer.map_err(AgentError::Unauthenticated);
+        let answer = match recall(&self.tokens, &key, CACHE_FOR) {
+            Some(answer) => answer,
+            None => self.review_token(token, key).await?,
+        };
+        match answer {
+            Ok(caller) if !self.preview_lives(&caller) => {
+                let why = format!(
+                    "the token is of preview namespace {}, whose preview was torn down: its tokens no longer work",
+                    caller.preview_namespace().unwrap_or_default()
+                );
+                // Refused from now on without asking Kubernetes again.
+                remember(&self.tokens, key, Err(why.clone()));
+                Err(AgentError::Unauthenticated(why))
+            }
+            answer => answer.map_err(AgentError::Unauthenticated),
         }
+    }
+
+    /// What the TokenReview of `token` (hashed as `key`) says, remembered.
+    async fn review_token(
+        &self,
+        token: &str,
+        key: [u8; 32],
+    ) -> Result<Result<Caller, String>, AgentError> {
         let review = TokenReview {
             spec: TokenReviewSpec {
                 token: token.to_owned(),
@@ -309,7 +379,7 @@ impl Authority {
             )),
         };
         remember(&self.tokens, key, answer.clone());
-        answer.map_err(AgentError::Unauthenticated)
+        Ok(answer)
     }
 
     /// Whether `caller` may run `op` (on the preview `name`, living in `namespace`, for
@@ -399,7 +469,7 @@ impl Authority {
         let target = q
             .name
             .as_deref()
-            .map(|n| format!(" {n}"))
+            .map(|n| format!(" {}", crate::domain::quote::short(n)))
             .unwrap_or_default();
         Ok(Err(format!(
             "{} may not {} {what}{target} in namespace {} (Kubernetes RBAC)",

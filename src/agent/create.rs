@@ -22,6 +22,7 @@ use crate::crd::labels::{
 };
 use crate::crd::{Blueprint, PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind};
 use crate::domain::naming::repo_label_value;
+use crate::domain::quote::short;
 use crate::domain::{NamespaceName, RepoName, Sha, duration, intent, naming};
 use crate::k8s::events::note_request;
 
@@ -119,7 +120,10 @@ impl Agent {
     ) -> Result<(Sha, Option<u64>), AgentError> {
         let repo = RepoName::new(repo)
             .map_err(|e| AgentError::invalid("invalid_repository", "repository", e.to_string()))?;
-        let what = format!("GitHub did not say where {branch} of {repo} points");
+        let what = format!(
+            "GitHub did not say where {} of {repo} points",
+            short(branch)
+        );
         let unavailable = |e: crate::github::client::GitHubError| AgentError::github(&e, &what);
         let installation = self
             .github
@@ -143,7 +147,7 @@ impl Agent {
             Ok(None) => Err(AgentError::invalid(
                 "unknown_branch",
                 "branch",
-                format!("{repo} has no branch {branch}"),
+                format!("{repo} has no branch {}", short(branch)),
             )),
             Err(e) => Err(unavailable(e)),
         }
@@ -203,17 +207,28 @@ impl Agent {
         Ok(list.items.into_iter().next())
     }
 
+    /// The preview a retry with the same key answers: the one the key made, with the same body,
+    /// while it lives.
     fn same_body(&self, pe: PreviewEnvironment, body: &str) -> Result<PreviewView, AgentError> {
-        if pe.annotations().get(IDEMPOTENCY_BODY).map(String::as_str) == Some(body) {
-            return Ok(self.view(&pe));
+        if pe.annotations().get(IDEMPOTENCY_BODY).map(String::as_str) != Some(body) {
+            return Err(AgentError::Conflict {
+                code: "idempotency_key_reused",
+                message: format!(
+                    "the Idempotency-Key was used for preview {} with another request body",
+                    pe.name_any()
+                ),
+            });
         }
-        Err(AgentError::Conflict {
-            code: "idempotency_key_reused",
-            message: format!(
-                "the Idempotency-Key was used for preview {} with another request body",
-                pe.name_any()
-            ),
-        })
+        if pe.spec.teardown.is_some() {
+            return Err(AgentError::Conflict {
+                code: "idempotency_key_spent",
+                message: format!(
+                    "the preview this Idempotency-Key made, {}, was torn down; send a new Idempotency-Key to create another",
+                    pe.name_any()
+                ),
+            });
+        }
+        Ok(self.view(&pe))
     }
 
     /// The PreviewEnvironment a valid request asks for.
@@ -236,7 +251,11 @@ impl Agent {
             return Err(AgentError::invalid(
                 "unknown_blueprint",
                 "blueprint",
-                format!("there is no Blueprint {} in {}", req.blueprint, self.home),
+                format!(
+                    "there is no Blueprint {} in {}",
+                    short(&req.blueprint),
+                    self.home
+                ),
             ));
         };
         if !intent::covers_repo(&blueprint.spec, &repo) {
@@ -253,7 +272,7 @@ impl Agent {
             return Err(AgentError::invalid(
                 "invalid_branch",
                 "branch",
-                format!("{branch:?} is not a branch name Git accepts"),
+                format!("{:?} is not a branch name Git accepts", short(branch)),
             ));
         }
         let (sha, installation) = match (&req.commit, &req.branch) {

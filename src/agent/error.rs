@@ -4,6 +4,8 @@
 
 use http::StatusCode;
 
+use crate::domain::quote::short;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AgentError {
     /// No bearer token, or one Kubernetes does not accept (invalid, expired, revoked).
@@ -12,10 +14,10 @@ pub enum AgentError {
     /// Kubernetes RBAC (or a preview token's scope) does not allow it.
     #[error("{0}")]
     Forbidden(String),
-    #[error("preview {0} does not exist")]
+    #[error("preview {} does not exist", short(.0))]
     NotFound(String),
     /// A field of the request cannot be used; `code` says which rule it broke.
-    #[error("{field}: {message}")]
+    #[error("{}: {message}", short(.field))]
     Invalid {
         code: &'static str,
         field: String,
@@ -32,6 +34,9 @@ pub enum AgentError {
     /// until an administrator fixes it.
     #[error("{message}")]
     Misconfigured { code: &'static str, message: String },
+    /// The caller holds as much as one may (MCP sessions); the message says how to free some.
+    #[error("{message}")]
+    TooMany { code: &'static str, message: String },
 }
 
 impl AgentError {
@@ -59,11 +64,13 @@ impl AgentError {
             Self::Invalid { code, .. } => match *code {
                 "invalid_body" => StatusCode::BAD_REQUEST,
                 "unsupported_media_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "body_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
                 _ => StatusCode::UNPROCESSABLE_ENTITY,
             },
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Misconfigured { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -76,7 +83,8 @@ impl AgentError {
             Self::Invalid { code, .. }
             | Self::Conflict { code, .. }
             | Self::Unavailable { code, .. }
-            | Self::Misconfigured { code, .. } => code,
+            | Self::Misconfigured { code, .. }
+            | Self::TooMany { code, .. } => code,
         }
     }
 

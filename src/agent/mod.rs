@@ -35,7 +35,7 @@ pub use operation::Operation;
 pub use token::{TokenRequestBody, TokenView};
 pub use view::{Addresses, ListFilter, PreviewList, PreviewView};
 pub use visit::Visited;
-pub use write::{ExtendBody, RedeployBody};
+pub use write::{ExtendBody, ExtendView, RedeployBody};
 
 use crate::crd::PreviewEnvironment;
 use crate::crd::labels::LAST_ACTIVITY;
@@ -141,35 +141,62 @@ impl Agent {
             .ok_or_else(|| AgentError::NotFound(name.to_owned()))
     }
 
-    /// Authenticate-free step two: the preview `name` if `caller` may run `op` on it.
+    /// Whether `caller` may run `op` (on preview `name`), before anything else is looked at:
+    /// what the request asks, and whether the preview exists, are only for those who may. RBAC
+    /// decides (a preview token's scope, for such a token), with where the preview lives taken
+    /// from the watch cache, so nothing is fetched for a caller who may not. A name no preview
+    /// can have is asked about as no name: only a caller allowed `op` on every preview learns
+    /// it does not exist.
+    pub async fn permit(
+        &self,
+        caller: &Caller,
+        op: Operation,
+        name: Option<&str>,
+    ) -> Result<(), AgentError> {
+        if caller.github.is_some() {
+            // A person's access follows the preview's repository: checked with the preview.
+            return Ok(());
+        }
+        let Some(name) = name.filter(|n| naming::is_object_name(n)) else {
+            return self.authority.authorize(caller, op, None).await;
+        };
+        let (namespace, cluster) = self
+            .previews
+            .get(&kube::runtime::reflector::ObjectRef::new(name).within(&self.home))
+            .map(|pe| self.place_of(&pe))
+            .unwrap_or_default();
+        self.authority
+            .authorize(caller, op, Some((name, &namespace, &cluster)))
+            .await
+    }
+
+    /// The preview namespace and cluster of `pe`.
+    fn place_of(&self, pe: &PreviewEnvironment) -> (String, String) {
+        (
+            view::namespace_of(pe, &self.addresses.namespace_prefix),
+            view::cluster_of(pe).to_owned(),
+        )
+    }
+
+    /// The preview `name` if `caller` may run `op` on it: [`Agent::permit`] first, then the
+    /// preview read fresh (and a preview token's scope checked against it as read).
     async fn authorized(
         &self,
         caller: &Caller,
         op: Operation,
         name: &str,
     ) -> Result<PreviewEnvironment, AgentError> {
-        if !naming::is_object_name(name) {
-            // No preview can have it: nothing to learn, nothing to ask Kubernetes.
-            return Err(AgentError::NotFound(name.to_owned()));
-        }
+        self.permit(caller, op, Some(name)).await?;
+        let pe = self.fetch(name).await?;
         if let Some(person) = &caller.github {
-            let pe = self.fetch(name).await?;
             person.allows(op, name, &pe.spec.repository)?;
-            return Ok(pe);
+        } else if caller.preview_namespace().is_some() {
+            let (namespace, cluster) = self.place_of(&pe);
+            self.authority
+                .authorize(caller, op, Some((name, &namespace, &cluster)))
+                .await?;
         }
-        let pe = self.fetch(name).await;
-        // Whether a preview exists is itself something only the authorized may learn.
-        let (namespace, cluster) = match &pe {
-            Ok(pe) => (
-                view::namespace_of(pe, &self.addresses.namespace_prefix),
-                view::cluster_of(pe).to_owned(),
-            ),
-            Err(_) => (String::new(), String::new()),
-        };
-        self.authority
-            .authorize(caller, op, Some((name, &namespace, &cluster)))
-            .await?;
-        pe
+        Ok(pe)
     }
 
     /// Whether `caller` may also run `op` on `pe`, already read and authorized for another
@@ -212,18 +239,15 @@ impl Agent {
         tracing::info!(target: "audit", actor = %caller.user, action = op.name(), preview, sha, result, via = caller.via.name(), "preview operation");
     }
 
-    /// Previews `caller` may see that pass `filter`, a page at a time, from the watch cache.
+    /// Previews `caller` may see that pass `filter`, a page at a time, from the watch cache;
+    /// without their history (one preview's view has it).
     pub async fn list(
         &self,
         caller: &Caller,
         filter: &ListFilter,
     ) -> Result<PreviewList, AgentError> {
-        if caller.github.is_none() {
-            self.authority
-                .authorize(caller, Operation::List, None)
-                .await?;
-        }
-        let limit = filter.limit.unwrap_or(50).clamp(1, 500) as usize;
+        self.permit(caller, Operation::List, None).await?;
+        let limit = view::page_size(filter)?;
         let own = caller.preview_namespace();
         // The cache's own objects, shared: only the page is turned into views.
         let state = self.previews.state();
@@ -255,7 +279,10 @@ impl Agent {
         let next = (all.len() > limit).then(|| all[limit - 1].name_any());
         all.truncate(limit);
         Ok(PreviewList {
-            items: all.iter().map(|p| self.view(p)).collect(),
+            items: all
+                .iter()
+                .map(|p| view::list_view(p, &self.addresses))
+                .collect(),
             next,
         })
     }

@@ -17,6 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::{Agent, AgentError, Caller, Operation, PreviewView, view};
 use crate::crd::labels::{REDEPLOY, RESET};
 use crate::crd::{Phase, PreviewEnvironment};
+use crate::domain::quote::short;
 use crate::domain::{duration, naming, redact::Redactor};
 
 /// What to wait for.
@@ -186,7 +187,7 @@ fn log_window(since: &str) -> Result<i64, AgentError> {
         return Err(AgentError::invalid(
             "invalid_duration",
             "since",
-            format!("{since} is no time at all; give at least 1s"),
+            format!("{} is no time at all; give at least 1s", short(since)),
         ));
     }
     Ok(i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
@@ -196,7 +197,10 @@ fn unknown_workload(w: &str) -> AgentError {
     AgentError::invalid(
         "unknown_workload",
         "workload",
-        format!("the preview has no Deployment, StatefulSet, ReplicaSet or Job {w}"),
+        format!(
+            "the preview has no Deployment, StatefulSet, ReplicaSet or Job {}",
+            short(w)
+        ),
     )
 }
 
@@ -238,6 +242,7 @@ impl Agent {
         wanted: WaitFor,
         timeout: Option<&str>,
     ) -> Result<WaitResult, AgentError> {
+        let pe = self.authorized(caller, Operation::Wait, name).await?;
         let timeout = match timeout {
             Some(t) => duration::parse(t, false)
                 .map_err(|e| AgentError::invalid("invalid_duration", "timeout", e.to_string()))?,
@@ -250,7 +255,6 @@ impl Agent {
                 format!("wait at most {}", duration::human(self.limits.wait)),
             ));
         }
-        let pe = self.authorized(caller, Operation::Wait, name).await?;
         self.read_activity(&pe);
         let done = move |p: Option<&PreviewEnvironment>| outcome(p, wanted).is_some();
         let waited = tokio::time::timeout(timeout, await_condition(self.api(), name, done)).await;

@@ -8,11 +8,13 @@ use reqwest::Method;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::auth::VIA_HEADER;
 use super::{
-    CreatePreview, ExtendBody, ListFilter, LogQuery, RedeployBody, TokenRequestBody, WaitQuery,
+    CreatePreview, ExtendBody, ListFilter, LogQuery, RedeployBody, TokenRequestBody, Via, WaitQuery,
 };
 
 use crate::domain::Secret;
+use crate::domain::quote::clip;
 
 /// How long a call may take beyond what it asks the server to wait.
 const SLACK: Duration = Duration::from_secs(30);
@@ -44,6 +46,8 @@ pub struct Server {
     base: String,
     token: Option<Secret>,
     http: reqwest::Client,
+    /// The interface calls are made for, when it is not the API itself (the stdio MCP server).
+    via: Option<Via>,
 }
 
 /// One request: method, path under `/api/v1`, query pairs, JSON body, extra headers.
@@ -181,7 +185,16 @@ impl Server {
             base: base.trim_end_matches('/').to_owned(),
             token,
             http,
+            via: None,
         })
+    }
+
+    /// Calls made for interface `via` (the stdio MCP server: `Via::Mcp`) say so, and the server
+    /// attributes their writes to it.
+    #[must_use]
+    pub fn relaying(mut self, via: Via) -> Self {
+        self.via = Some(via);
+        self
     }
 
     /// Make `call`; the JSON answer of a 2xx, or why there is none.
@@ -196,6 +209,9 @@ impl Server {
             .query(&call.query);
         for (k, v) in &call.headers {
             req = req.header(*k, v);
+        }
+        if let Some(via) = self.via {
+            req = req.header(VIA_HEADER, via.name());
         }
         if let Some(body) = &call.body {
             req = req.json(body);
@@ -229,10 +245,11 @@ fn answer(status: u16, body: Option<Value>) -> Result<Value, CallError> {
     }
     let error = &body["error"];
     match (error["code"].as_str(), error["message"].as_str()) {
+        // Shown as the server sent them, but never more than a short message's worth.
         (Some(code), Some(message)) => Err(CallError::Api {
             status,
-            code: code.to_owned(),
-            message: message.to_owned(),
+            code: clip(code).into_owned(),
+            message: clip(message).into_owned(),
         }),
         _ => Err(foreign()),
     }
@@ -271,6 +288,13 @@ mod tests {
             answer(500, Some(json!({"oops": true}))),
             Err(CallError::Foreign { .. })
         ));
+        let long = "x".repeat(100_000);
+        let e = answer(
+            422,
+            Some(json!({"error": {"code": "invalid_name", "message": format!("name: {long}")}})),
+        )
+        .unwrap_err();
+        assert!(e.to_string().len() < 600, "a server's long message is cut");
     }
 
     #[test]

@@ -6,8 +6,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::AgentError;
 use crate::crd::labels::SANDBOX;
 use crate::crd::{Phase, PreviewEnvironment, SlotState};
+use crate::domain::quote::short;
 use crate::domain::{NamespaceName, naming};
 use kube::ResourceExt;
 
@@ -59,7 +61,8 @@ pub struct PreviewView {
     pub cluster: Option<String>,
     pub requested_by: String,
     pub created_at: Option<String>,
-    /// The last actions on the preview, oldest first.
+    /// The last actions on the preview, oldest first; left out of lists (get the preview).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<HistoryView>,
     pub links: Links,
 }
@@ -131,14 +134,46 @@ pub struct ListFilter {
     pub branch: Option<String>,
     pub blueprint: Option<String>,
     pub phase: Option<Phase>,
-    /// At most this many (default 50; more than 500 is 500).
-    #[param(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
-    #[schema(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
+    /// List Removed previews (tombstones) too; without it they are left out, unless `phase`
+    /// asks for them.
+    pub removed: Option<bool>,
+    /// At most this many (1 to 500; default 50).
+    #[param(value_type = Option<u64>, minimum = 1, maximum = 500)]
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 500)]
     pub limit: Option<u32>,
-    /// From a previous page's `continue`.
+    /// From a previous page's `continue` (the name of the page's last preview).
     #[serde(rename = "continue")]
     #[param(rename = "continue")]
     pub after: Option<String>,
+}
+
+/// The most previews one page holds.
+pub const PAGE_MAX: u32 = 500;
+
+/// The page size `filter` asks for (50 unless it says), or why it cannot be honoured: a
+/// `limit` outside 1..=500, or a `continue` no page ever answered (not a preview's name).
+pub fn page_size(filter: &ListFilter) -> Result<usize, AgentError> {
+    let limit = filter.limit.unwrap_or(50);
+    if !(1..=PAGE_MAX).contains(&limit) {
+        return Err(AgentError::invalid(
+            "invalid_query",
+            "limit",
+            format!("a page holds 1 to {PAGE_MAX} previews, not {limit}"),
+        ));
+    }
+    if let Some(after) = &filter.after
+        && !naming::is_object_name(after)
+    {
+        return Err(AgentError::invalid(
+            "invalid_query",
+            "continue",
+            format!(
+                "{:?} is not a page this API answered: pass a page's `continue` as it came",
+                short(after)
+            ),
+        ));
+    }
+    Ok(limit as usize)
 }
 
 /// Where links point: Sandcastle's public address and GitHub's API and web addresses.
@@ -273,12 +308,21 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
     }
 }
 
-/// Whether `pe` passes `filter`.
+/// `pe` as a list shows it: without its history.
+pub fn list_view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
+    let mut v = view(pe, at);
+    v.history = Vec::new();
+    v
+}
+
+/// Whether `pe` passes `filter` (a Removed preview only when asked for).
 pub fn matches(pe: &PreviewEnvironment, filter: &ListFilter) -> bool {
-    filter
-        .repo
-        .as_ref()
-        .is_none_or(|r| r.eq_ignore_ascii_case(&pe.spec.repository))
+    let removed_asked = filter.removed == Some(true) || filter.phase == Some(Phase::Removed);
+    (removed_asked || phase_of(pe) != Phase::Removed)
+        && filter
+            .repo
+            .as_ref()
+            .is_none_or(|r| r.eq_ignore_ascii_case(&pe.spec.repository))
         && filter
             .pr
             .is_none_or(|n| pe.spec.pull_request == Some(u64::from(n)))
@@ -402,5 +446,65 @@ mod tests {
             blueprint: Some("shop".into()),
             ..Default::default()
         }));
+    }
+
+    #[test]
+    fn removed_previews_are_listed_only_when_asked_for() {
+        let mut gone = pe();
+        gone.status.as_mut().unwrap().phase = Some(Phase::Removed);
+        assert!(!matches(&gone, &ListFilter::default()));
+        assert!(matches(
+            &gone,
+            &ListFilter {
+                removed: Some(true),
+                ..Default::default()
+            }
+        ));
+        assert!(matches(
+            &gone,
+            &ListFilter {
+                phase: Some(Phase::Removed),
+                ..Default::default()
+            }
+        ));
+        assert!(!matches(
+            &pe(),
+            &ListFilter {
+                phase: Some(Phase::Removed),
+                ..Default::default()
+            }
+        ));
+    }
+
+    #[test]
+    fn lists_leave_history_out_and_a_page_is_what_can_be_honoured() {
+        let mut p = pe();
+        p.status.as_mut().unwrap().history = vec![crate::crd::HistoryEntry {
+            time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+            actor: "octocat".into(),
+            action: "pull-request-opened".into(),
+            sha: None,
+            result: None,
+        }];
+        assert_eq!(view(&p, &addresses()).history.len(), 1);
+        let listed = serde_json::to_value(list_view(&p, &addresses())).unwrap();
+        assert!(listed.get("history").is_none(), "{listed}");
+        let page = |limit: Option<u32>, after: Option<&str>| {
+            page_size(&ListFilter {
+                limit,
+                after: after.map(str::to_owned),
+                ..Default::default()
+            })
+        };
+        assert_eq!(page(None, None), Ok(50));
+        assert_eq!(page(Some(500), Some("shop-pr-1")), Ok(500));
+        for (limit, after, field) in [
+            (Some(0), None, "limit"),
+            (Some(100_000), None, "limit"),
+            (None, Some("no such page!"), "continue"),
+        ] {
+            let e = page(limit, after).unwrap_err();
+            assert_eq!((e.code(), e.field()), ("invalid_query", Some(field)));
+        }
     }
 }

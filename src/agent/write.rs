@@ -2,6 +2,7 @@
 //! stop, wake, extend, reset (throw the data away and seed again) and delete. Each goes through
 //! the preview write loop with the request it leaves for the history and Events, and is audited.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -27,6 +28,19 @@ pub struct RedeployBody {
     #[schema(pattern = r"^[0-9a-fA-F]{40}$")]
     #[schemars(regex(pattern = r"^[0-9a-fA-F]{40}$"))]
     pub commit: Option<String>,
+}
+
+/// What `extend` answers: the preview, whether the extension was cut at `maxTtl`, and what
+/// was done in a sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+pub struct ExtendView {
+    #[serde(flatten)]
+    pub preview: PreviewView,
+    /// The extension asked for went past the Blueprint's `maxTtl` from creation and was cut
+    /// there.
+    pub capped: bool,
+    /// The new expiry, and the cap when there was one.
+    pub message: String,
 }
 
 /// `POST /previews/{name}/extend`.
@@ -60,6 +74,17 @@ pub(super) fn through(caller: &Caller) -> &'static str {
     }
 }
 
+/// Refused for a preview torn down: nothing but its deletion applies to it any more.
+fn not_torn_down(pe: &PreviewEnvironment) -> Result<(), AgentError> {
+    match pe.spec.teardown {
+        Some(_) => Err(AgentError::Conflict {
+            code: "preview_removed",
+            message: format!("preview {} is torn down; create a new one", pe.name_any()),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A token for one request's annotation (a redeploy or a reset asked again).
 fn token(now: Timestamp) -> String {
     format!("{}-{:08x}", now.as_nanosecond(), rand::random::<u32>())
@@ -73,18 +98,29 @@ impl Agent {
         op: Operation,
         name: &str,
         note: String,
-        mut change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
+        change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
     ) -> Result<PreviewView, AgentError> {
         let pe = self.authorized(caller, op, name).await?;
-        if pe.spec.teardown.is_some() && op != Operation::Delete {
-            return Err(AgentError::Conflict {
-                code: "preview_removed",
-                message: format!("preview {name} is torn down; create a new one"),
-            });
+        self.write(caller, op, &pe, note, change).await
+    }
+
+    /// Write `change` to `pe`, which `caller` was authorized to run `op` on, audited.
+    async fn write(
+        &self,
+        caller: &Caller,
+        op: Operation,
+        pe: &PreviewEnvironment,
+        note: String,
+        mut change: impl FnMut(&mut PreviewEnvironment) -> Result<(), Outcome>,
+    ) -> Result<PreviewView, AgentError> {
+        let name = pe.name_any();
+        let name = name.as_str();
+        if op != Operation::Delete {
+            not_torn_down(pe)?;
         }
         let now = self.clock.now();
         let request = self.request(caller, op, note);
-        let delivery = format!("api-{}", token(now));
+        let delivery = format!("{}-{}", caller.via.name(), token(now));
         let outcome = previews::modify(&self.api(), name, &delivery, &request, |next| {
             change(next)?;
             previews::touch(next, now);
@@ -113,6 +149,7 @@ impl Agent {
         name: &str,
         commit: Option<&str>,
     ) -> Result<PreviewView, AgentError> {
+        let current = self.authorized(caller, Operation::Redeploy, name).await?;
         let commit = match commit {
             Some(c) => Some(
                 Sha::new(c)
@@ -120,7 +157,6 @@ impl Agent {
             ),
             None => None,
         };
-        let current = self.fetch(name).await?;
         let commit = match commit {
             Some(c) => Some(c),
             None if current.spec.pull_request.is_none() => self
@@ -135,7 +171,7 @@ impl Agent {
             Some(sha) => format!("redeploy at commit {} {}", sha.short(), through(caller)),
             None => format!("redeploy {}", through(caller)),
         };
-        self.change(caller, Operation::Redeploy, name, note, |pe| {
+        self.write(caller, Operation::Redeploy, &current, note, |pe| {
             if let Some(sha) = &commit {
                 pe.spec.sha = sha.to_string();
             }
@@ -165,13 +201,15 @@ impl Agent {
     }
 
     /// Push the expiry back by `by` (`4h`, `2d`), never past the Blueprint's `maxTtl` from
-    /// creation.
+    /// creation (the answer says when it was cut there).
     pub async fn extend(
         &self,
         caller: &Caller,
         name: &str,
         by: &str,
-    ) -> Result<PreviewView, AgentError> {
+    ) -> Result<ExtendView, AgentError> {
+        let current = self.authorized(caller, Operation::Extend, name).await?;
+        not_torn_down(&current)?;
         let by = duration::parse(by, true)
             .map_err(|e| AgentError::invalid("invalid_duration", "duration", e.to_string()))?;
         if by.is_zero() {
@@ -181,7 +219,6 @@ impl Agent {
                 "must be longer than zero",
             ));
         }
-        let current = self.fetch(name).await?;
         let max_ttl = self.max_ttl(&current.spec.blueprint).await?;
         let now = self.clock.now();
         let created = current.creation_timestamp().map_or(now, |t| t.0);
@@ -202,13 +239,32 @@ impl Agent {
             ));
         }
         let note = format!("extend by {} {}", duration::human(by), through(caller));
-        self.change(caller, Operation::Extend, name, note, |pe| {
-            let current = pe.spec.expires_at.as_ref().map(|t| t.0);
-            let ext = lifecycle::extend(created, current, now, by, max_ttl);
-            pe.spec.expires_at = Some(Time(ext.expires_at));
-            Ok(())
+        let capped = AtomicBool::new(false);
+        let preview = self
+            .write(caller, Operation::Extend, &current, note, |pe| {
+                let current = pe.spec.expires_at.as_ref().map(|t| t.0);
+                let ext = lifecycle::extend(created, current, now, by, max_ttl);
+                pe.spec.expires_at = Some(Time(ext.expires_at));
+                capped.store(ext.capped, Ordering::Relaxed);
+                Ok(())
+            })
+            .await?;
+        let capped = capped.load(Ordering::Relaxed);
+        let until = preview.expires_at.clone().unwrap_or_default();
+        let message = if capped {
+            format!(
+                "extended to {until}, not by all of {}: capped at the Blueprint's maxTtl, {} after creation",
+                duration::human(by),
+                duration::go_style(max_ttl)
+            )
+        } else {
+            format!("extended by {} to {until}", duration::human(by))
+        };
+        Ok(ExtendView {
+            preview,
+            capped,
+            message,
         })
-        .await
     }
 
     /// Throw the preview's data away (its claims, StatefulSets and seed Jobs) and roll it out
@@ -225,23 +281,30 @@ impl Agent {
     }
 
     /// Tear the preview down now (it stays as a tombstone for a while, like a closed PR's).
+    /// Its tokens stop working at once (they would otherwise until the namespace is gone).
     pub async fn delete(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
+        let pe = self.authorized(caller, Operation::Delete, name).await?;
         let now = self.clock.now();
         let actor = caller.user.clone();
         let note = format!("delete {}", through(caller));
-        self.change(caller, Operation::Delete, name, note, |pe| {
-            if pe.spec.teardown.is_some() {
-                return Err(Outcome::Unchanged);
-            }
-            pe.spec.teardown = Some(Teardown {
-                reason: TeardownReason::Destroyed,
-                actor: Some(actor.clone()),
-                via: Some(caller.via.interface()),
-                at: Time(now),
-            });
-            Ok(())
-        })
-        .await
+        let view = self
+            .write(caller, Operation::Delete, &pe, note, |pe| {
+                if pe.spec.teardown.is_some() {
+                    return Err(Outcome::Unchanged);
+                }
+                pe.spec.teardown = Some(Teardown {
+                    reason: TeardownReason::Destroyed,
+                    actor: Some(actor.clone()),
+                    via: Some(caller.via.interface()),
+                    at: Time(now),
+                });
+                Ok(())
+            })
+            .await?;
+        let (namespace, cluster) = self.place_of(&pe);
+        self.authority
+            .revoke(pe.uid().as_deref(), &namespace, &cluster);
+        Ok(view)
     }
 
     /// The Blueprint's `maxTtl` (the default when the Blueprint is gone).

@@ -62,6 +62,9 @@ pub struct Settings {
     pub api_max_wait: Duration,
     /// Whether `/mcp` offers write tools (`--mcp-write`).
     pub mcp_write: bool,
+    /// The authorization server named in the protected resource metadata
+    /// (`--authorization-server`).
+    pub authorization_server: Option<String>,
     /// How long a recorded `/preview` command waits for commands written before it but
     /// delivered after it.
     pub command_settle: Duration,
@@ -101,6 +104,7 @@ impl Settings {
             token_lifetime: Duration::from_secs(3600),
             api_max_wait: Duration::from_secs(600),
             mcp_write: false,
+            authorization_server: None,
             command_settle: super::commands::SETTLE,
             probe_via: crate::probe::ProbeVia::Url,
             delete_github_environments: false,

@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub const SCHEMA_PATTERN: &str = r"^(0|([0-9]+(h|m|s))+)$";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{input:?} is not a duration; write it like 30m, 4h, 1h30m or 2d")]
+#[error("{:?} is not a duration; write it like 30m, 4h, 1h30m or 2d", super::quote::short(.input))]
 pub struct DurationError {
     input: String,
 }

@@ -8,6 +8,7 @@ pub mod duration;
 mod egress;
 pub mod labels;
 mod preview;
+pub mod quote;
 mod readiness;
 
 pub use authors::*;

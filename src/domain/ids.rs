@@ -6,22 +6,26 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use super::quote::short;
+
 /// Why a string is not a valid identifier. The message names what was expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
-    #[error("repository name {0:?} is not of the form owner/name")]
+    #[error("repository name {:?} is not of the form owner/name", short(.0))]
     Repo(String),
-    #[error("pull request number {0:?} is not a positive integer")]
+    #[error("pull request number {:?} is not a positive integer", short(.0))]
     Pr(String),
-    #[error("commit {0:?} is not a 40-character hexadecimal SHA")]
+    #[error("commit {:?} is not a 40-character hexadecimal SHA", short(.0))]
     Sha(String),
     #[error(
-        "branch {0:?} is not a branch name Git accepts (no spaces, control or bidirectional-text \
-         characters, `~^:?*[\\`, `..` or `@{{`)"
+        "branch {:?} is not a branch name Git accepts (no spaces, control or bidirectional-text \
+         characters, `~^:?*[\\`, `..` or `@{{`)",
+        short(.0)
     )]
     Branch(String),
     #[error(
-        "{0:?} is not a valid namespace name (DNS-1123 label: a-z, 0-9 and '-', at most 63 characters)"
+        "{:?} is not a valid namespace name (DNS-1123 label: a-z, 0-9 and '-', at most 63 characters)",
+        short(.0)
     )]
     Namespace(String),
 }

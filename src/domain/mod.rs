@@ -22,5 +22,6 @@ pub mod template;
 pub mod transitions;
 pub mod wake;
 
+pub use crate::crd::quote;
 pub use ids::{BranchName, IdError, NamespaceName, PrNumber, RepoName, Sha};
 pub use secret::Secret;

@@ -905,7 +905,8 @@ mod tests {
             "{}",
             message.len()
         );
-        assert!(message.ends_with('…'));
+        // The value is cut where it is quoted (`domain::quote`), so the message is whole.
+        assert!(message.contains('…'), "{message}");
     }
 
     #[test]

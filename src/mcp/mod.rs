@@ -10,9 +10,11 @@ mod confirm;
 mod diagnose;
 mod http;
 mod server;
+mod sessions;
 pub mod tools;
 
 pub use backend::Backend;
 pub use confirm::Confirmations;
 pub use http::router;
 pub use server::Mcp;
+pub use sessions::SessionLimits;

@@ -24,6 +24,7 @@ use super::tools::{Request, Tool};
 use crate::agent::remote::Request as Api;
 use crate::agent::{Caller, ListFilter, LogQuery};
 use crate::domain::clock::Clock;
+use crate::domain::quote::short;
 
 const URI_PREFIX: &str = "sandcastle://previews/";
 /// How often a waiting `wait_for_preview` reports progress.
@@ -195,7 +196,7 @@ impl ServerHandler for Mcp {
                 "unknown_tool",
                 format!(
                     "no tool {}; list the tools to see which there are",
-                    request.name
+                    short(&request.name)
                 ),
             ))
             .into());
@@ -270,7 +271,7 @@ impl ServerHandler for Mcp {
             return Err(McpError::resource_not_found(
                 format!(
                     "{} is not a Sandcastle preview (sandcastle://previews/NAME)",
-                    request.uri
+                    short(&request.uri)
                 ),
                 None,
             ));

@@ -17,6 +17,7 @@ use crate::agent::{
     CreatePreview, ExtendBody, ListFilter, LogQuery, Operation, RedeployBody, TokenRequestBody,
     WaitQuery,
 };
+use crate::domain::quote::{clip, short};
 
 /// One tool agents see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -201,7 +202,7 @@ impl Tool {
     fn description(self) -> &'static str {
         match self {
             Self::ListPreviews => {
-                "List preview environments you may see, filtered by repository, pull request, branch, Blueprint or phase."
+                "List preview environments you may see, filtered by repository, pull request, branch, Blueprint or phase; Removed ones only with `removed: true`. Items leave out the history (get_preview has it)."
             }
             Self::GetPreview => {
                 "One preview: phase and reason, URL, desired and deployed commit, services ready, expiry, history, links."
@@ -337,7 +338,10 @@ fn split<T: DeserializeOwned>(v: Value, field: &str) -> Result<(Option<String>, 
     let taken = match map.remove(field) {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s),
-        Some(other) => return Err(format!("{field}: expected a string, not {other}")),
+        Some(other) => {
+            let other = other.to_string();
+            return Err(format!("{field}: expected a string, not {}", clip(&other)));
+        }
     };
     Ok((taken, parse(Value::Object(map))?))
 }
@@ -350,13 +354,15 @@ fn named<T: DeserializeOwned>(v: Value) -> Result<(String, T), String> {
     }
 }
 
+/// `v` read as `T`; the error names the field and quotes no value at length.
 fn parse<T: DeserializeOwned>(v: Value) -> Result<T, String> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
+        let why = e.inner().to_string();
         if path == "." {
-            e.inner().to_string()
+            clip(&why).into_owned()
         } else {
-            format!("{path}: {}", e.inner())
+            format!("{}: {}", short(&path), clip(&why))
         }
     })
 }

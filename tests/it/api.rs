@@ -1,8 +1,9 @@
 //! The REST API end to end, against the real control plane: bearer tokens checked by real
 //! TokenReview and access decided by real SubjectAccessReview (allowed, forbidden, invalid,
 //! expired); a sandbox's whole life (create, idempotent retry, wait, reset re-seeding, a pull
-//! request taking it over, delete); a preview's own token, scoped to it; validation errors that
-//! name the field; and every write audited three ways that agree.
+//! request taking it over, delete); a preview's own token, scoped to it and refused as soon as
+//! its preview is torn down; validation errors that name the field; and every write audited
+//! three ways that agree.
 
 use std::time::Duration;
 
@@ -63,7 +64,12 @@ async fn tokens_are_checked_and_rbac_decides() {
     let none = call(&world, "GET", "/api/v1/previews", None, None).await;
     assert_eq!(none.status, 401, "{:?}", none.body);
     assert_eq!(none.body["error"]["code"], "unauthenticated");
-    assert_eq!(none.headers["www-authenticate"], "Bearer");
+    let challenge = none.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.starts_with("Bearer resource_metadata=\"")
+            && challenge.ends_with("/.well-known/oauth-protected-resource\""),
+        "{challenge}"
+    );
 
     let invalid = call(&world, "GET", "/api/v1/previews", Some("not-a-token"), None).await;
     assert_eq!(
@@ -684,4 +690,79 @@ async fn every_write_is_audited_three_ways_that_agree() {
     assert!(line("octocat", "Opened"), "webhook audit line: {lines:#?}");
     assert!(line("maria", "stop"), "command audit line");
     assert!(line(&user, "wake"), "API audit line");
+}
+
+#[tokio::test]
+async fn a_torn_down_previews_token_is_refused_at_once() {
+    let world = world("revoked").await;
+    let admin = account(&world, "admin", &[ALL]).await;
+    let made = call(
+        &world,
+        "POST",
+        "/api/v1/previews",
+        Some(&admin),
+        Some(
+            json!({"blueprint": "revoked", "repository": world.repo.as_str(),
+            "commit": sha().as_str(), "branch": "feature", "name": "revoked-a"}),
+        ),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    world.wait_phase("revoked-a", Phase::Ready, T).await;
+    let mint = |name: &str| {
+        let (w, t, path) = (
+            &world,
+            admin.clone(),
+            format!("/api/v1/previews/{name}/token"),
+        );
+        async move {
+            let minted = call(w, "POST", &path, Some(&t), None).await;
+            assert_eq!(minted.status, 201, "{:?}", minted.body);
+            minted.body["token"].as_str().unwrap().to_owned()
+        }
+    };
+    let get = |name: &str, token: &str| {
+        let (w, t, path) = (&world, token.to_owned(), format!("/api/v1/previews/{name}"));
+        async move { call(w, "GET", &path, Some(&t), None).await }
+    };
+
+    // Deleted through the API: the very next call with its token is refused.
+    let token = mint("revoked-a").await;
+    assert_eq!(get("revoked-a", &token).await.status, 200);
+    let deleted = call(
+        &world,
+        "DELETE",
+        "/api/v1/previews/revoked-a",
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(deleted.status, 202, "{:?}", deleted.body);
+    let after = get("revoked-a", &token).await;
+    assert_eq!(
+        (after.status, after.body["error"]["code"].as_str()),
+        (401, Some("unauthenticated")),
+        "{:?}",
+        after.body
+    );
+
+    // Torn down another way (its pull request closed): refused as soon as Sandcastle sees it,
+    // well within the 30 s a review's answer is remembered.
+    world.open(5).await;
+    world.wait_phase("revoked-pr-5", Phase::Ready, T).await;
+    let token = mint("revoked-pr-5").await;
+    assert_eq!(get("revoked-pr-5", &token).await.status, 200);
+    let closed = world.gh.close(&world.repo, pr(5), false);
+    assert_eq!(world.deliver(&closed).await.0, 200);
+    eventually(
+        "the closed pull request's preview token is refused",
+        Duration::from_secs(10),
+        || async {
+            let answer = get("revoked-pr-5", &token).await;
+            (answer.status == 401)
+                .then_some(())
+                .ok_or(format!("{} {:?}", answer.status, answer.body))
+        },
+    )
+    .await;
 }

@@ -183,7 +183,7 @@ async fn logs_are_bounded_chosen_and_redacted() {
         // Kubernetes refuses `sinceSeconds=0`: said as the caller's field, not as a 503.
         ("?since=0", "invalid_duration", "since"),
         ("?since=0m", "invalid_duration", "since"),
-        ("?tailLines=many", "invalid_query", "query"),
+        ("?tailLines=many", "invalid_query", "tailLines"),
     ] {
         let a = logs(query).await;
         assert_eq!(

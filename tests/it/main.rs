@@ -5,6 +5,8 @@ mod support;
 
 mod adoption;
 mod api;
+mod api_answers;
+mod api_guard;
 mod api_observe;
 mod attribution;
 
@@ -22,6 +24,7 @@ mod crds;
 mod dashboard;
 mod demo;
 mod diagnosis;
+mod discovery;
 mod docs;
 mod egress;
 mod failures;
@@ -34,6 +37,7 @@ mod hygiene;
 mod lifecycle;
 mod logs;
 mod mcp;
+mod mcp_guard;
 mod metrics;
 mod names;
 mod nodes;

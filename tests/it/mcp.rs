@@ -1,19 +1,21 @@
 //! The MCP server, driven by the official SDKs as agents run them: the Python SDK (`mcp`) and the
 //! TypeScript SDK (`@modelcontextprotocol/sdk`) over Streamable HTTP with a bearer token, and the
-//! Python SDK's stdio client starting `sandcastle mcp`. The clients are `tests/mcp/client.py`
+//! Python SDK's stdio client starting `sandcastle mcp` (whose writes are MCP's, and which says
+//! why when it has no token). The clients are `tests/mcp/client.py`
 //! and `client.mjs` (each asserts what it sees and prints a JSON summary); this side sets up
 //! real previews on the local control plane and checks what happened to them.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use sandcastle::crd::PreviewEnvironment;
 use sandcastle::crd::labels::LAST_ACTIVITY;
 use serde_json::{Value, json};
 
 use crate::support::api::{ALL, account, call};
-use crate::support::eventually;
 use crate::support::logs::{ContainerLogs, set_pod_logs};
 use crate::support::world::{World, sha};
+use crate::support::{audit, eventually, wait_for};
 
 const APP: &str = r"
 apiVersion: apps/v1
@@ -47,7 +49,7 @@ fn clients_dir() -> PathBuf {
 }
 
 /// Run `program client scenario` with `case`; the client's JSON summary.
-async fn run_client(program: &str, client: &str, scenario: &str, case: &Value) -> Value {
+pub(crate) async fn run_client(program: &str, client: &str, scenario: &str, case: &Value) -> Value {
     let out = tokio::time::timeout(
         Duration::from_secs(300),
         tokio::process::Command::new(program)
@@ -73,7 +75,7 @@ async fn run_client(program: &str, client: &str, scenario: &str, case: &Value) -
 }
 
 /// The Python with the `mcp` SDK (`SANDCASTLE_MCP_PYTHON`, set by `scripts/test`).
-fn python() -> String {
+pub(crate) fn python() -> String {
     std::env::var("SANDCASTLE_MCP_PYTHON").unwrap_or_else(|_| {
         panic!(
             "SANDCASTLE_MCP_PYTHON is not set: it names a Python with the `mcp` SDK (pip install -r tests/requirements.txt); scripts/test sets it (scripts/test-clients)"
@@ -342,4 +344,57 @@ async fn the_stdio_server_serves_a_local_agent_with_a_token() {
     assert_eq!(tools_of(&summary), READ_TOOLS, "{summary}");
     assert_eq!(summary["name"], "mcpstdio-a", "{summary}");
     assert_eq!(summary["phase"], "Ready", "{summary}");
+}
+
+#[tokio::test]
+async fn the_stdio_server_writes_as_mcp_and_says_why_it_cannot_start() {
+    let py = python();
+    let world = World::new("mcpstdiow", APP, json!({})).await;
+    let admin = account(&world, "admin", &[ALL]).await;
+    let body = json!({"blueprint": world.repo.name(), "repository": world.repo.as_str(),
+        "commit": sha().as_str(), "branch": "b", "name": "mcpstdiow-a"});
+    let made = call(&world, "POST", "/api/v1/previews", Some(&admin), Some(body)).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let server = format!("http://{}", world.addr());
+    let case = json!({"sandcastle": env!("CARGO_BIN_EXE_sandcastle"), "server": server,
+        "token": admin, "write": true, "tool": "extend",
+        "arguments": {"name": "mcpstdiow-a", "duration": "1h"}});
+    let answer = run_client(&py, "client.py", "stdio-call", &case).await;
+    assert_eq!(answer["isError"], false, "{answer}");
+
+    let pe = wait_for(
+        &world.previews(),
+        "mcpstdiow-a",
+        "the extension in the history",
+        T,
+        |p: Option<&PreviewEnvironment>| {
+            p.and_then(|p| p.status.as_ref())
+                .is_some_and(|s| s.history.iter().any(|h| h.action.ends_with("-extend")))
+        },
+    )
+    .await
+    .unwrap();
+    let history = pe.status.unwrap().history;
+    let entry = history
+        .iter()
+        .find(|h| h.action.ends_with("-extend"))
+        .unwrap();
+    assert_eq!(entry.action, "mcp-extend", "{history:?}");
+    let line = audit::lines()
+        .into_iter()
+        .find(|l| {
+            l.get("preview").map(String::as_str) == Some("mcpstdiow-a")
+                && l.get("action").map(String::as_str) == Some("extend")
+        })
+        .expect("an audit line for the extension");
+    assert_eq!(line.get("via").map(String::as_str), Some("mcp"), "{line:?}");
+
+    // Without a token it does not start, and the client hears why.
+    let case = json!({"sandcastle": env!("CARGO_BIN_EXE_sandcastle"), "server": server});
+    let refused = run_client(&py, "client.py", "stdio-refused", &case).await;
+    let error = refused["error"].as_str().unwrap();
+    assert!(
+        error.contains("no token") && error.contains("SANDCASTLE_TOKEN"),
+        "{error}"
+    );
 }

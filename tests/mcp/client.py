@@ -118,8 +118,12 @@ async def stdio_client(case: dict[str, Any]):
     """A connected, initialized `mcp.Client` to `<case.sandcastle> mcp` over stdin/stdout."""
     env = dict(os.environ)
     env["SANDCASTLE_SERVER"] = case["server"]
-    env["SANDCASTLE_TOKEN"] = case["token"]
-    params = StdioServerParameters(command=case["sandcastle"], args=["mcp"], env=env)
+    # Without a token in the case, the server is started without one.
+    env.pop("SANDCASTLE_TOKEN", None)
+    if case.get("token") is not None:
+        env["SANDCASTLE_TOKEN"] = case["token"]
+    args = ["mcp", "--write"] if case.get("write") else ["mcp"]
+    params = StdioServerParameters(command=case["sandcastle"], args=args, env=env)
     async with Client(params, mode=_mode(case), read_timeout_seconds=CALL_TIMEOUT, cache=None) as client:
         yield client
 
@@ -531,6 +535,30 @@ async def scenario_stdio(case: dict[str, Any]) -> dict[str, Any]:
     return {"sdk": SDK, "protocolVersion": protocol, "tools": tools, "name": got.get("name"), "phase": got.get("phase")}
 
 
+async def scenario_stdio_call(case: dict[str, Any]) -> dict[str, Any]:
+    """One tool call through `<sandcastle> mcp` (with `--write` when the case says `write`),
+    reported without judging it."""
+    async with stdio_client(case) as client:
+        result = await call(client, case["tool"], case.get("arguments") or {})
+    return {
+        "sdk": SDK,
+        "isError": result.is_error,
+        "text": first_text(result),
+        "structured": result.structured_content,
+    }
+
+
+async def scenario_stdio_refused(case: dict[str, Any]) -> dict[str, Any]:
+    """`<sandcastle> mcp` started without a token must refuse the connection; what the SDK said."""
+    try:
+        async with stdio_client(case) as client:
+            await client.list_tools()
+    except Exception as exc:  # noqa: BLE001 - whatever the SDK raises for the refused session
+        error = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves(exc))
+        return {"sdk": SDK, "refused": True, "error": error}
+    raise Failure("expected the stdio server without a token to refuse the session; tools/list answered")
+
+
 SCENARIOS: dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = {
     "read": scenario_read,
     "unauthenticated": scenario_unauthenticated,
@@ -540,6 +568,8 @@ SCENARIOS: dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = {
     "call": scenario_call,
     "tools": scenario_tools,
     "stdio": scenario_stdio,
+    "stdio-call": scenario_stdio_call,
+    "stdio-refused": scenario_stdio_refused,
 }
 
 

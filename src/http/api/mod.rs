@@ -1,10 +1,13 @@
 //! The REST API for agents and people, `/api/v1`: previews listed, read, created (sandboxes),
 //! redeployed, stopped, woken, extended, reset and deleted; waited on; their logs, events and a
 //! scoped token. Handlers only translate HTTP to the `agent` operations (which authenticate,
-//! authorize and audit) and back. The OpenAPI document is generated from these handlers
-//! (utoipa), served at `/api/v1/openapi.json`, and kept in `docs/openapi.json` (`sandcastle
-//! openapi`; CI fails when it drifts). Every error is the one JSON shape with a stable code.
+//! authorize and audit) and back; each takes first the caller allowed its operation
+//! (`allowed`), so a query or body is read only for a caller who may, and a body only so far.
+//! The OpenAPI document is generated from these handlers (utoipa), served at
+//! `/api/v1/openapi.json`, and kept in `docs/openapi.json` (`sandcastle openapi`; CI fails when
+//! it drifts). Every error is the one JSON shape with a stable code.
 
+mod allowed;
 mod extract;
 mod previews;
 

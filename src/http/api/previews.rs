@@ -5,9 +5,10 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 
-use super::extract::{Authenticated, Body, ErrorBody, Failed, Params};
+use super::allowed::{Allowed, op};
+use super::extract::{Body, ErrorBody, Failed, Params};
 use crate::agent::{
-    CreatePreview, EventsView, ExtendBody, ListFilter, LogLines, LogQuery, PreviewList,
+    CreatePreview, EventsView, ExtendBody, ExtendView, ListFilter, LogLines, LogQuery, PreviewList,
     PreviewView, RedeployBody, TokenRequestBody, TokenView, WaitQuery, WaitResult,
 };
 use crate::http::AppState;
@@ -21,10 +22,11 @@ const NAME: &str = "the preview's name";
     responses((status = 200, body = PreviewList), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody),
         (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
-/// List previews (those a preview token belongs to, for such a token).
+/// List previews (those a preview token belongs to, for such a token); Removed ones only when
+/// asked (`removed=true`, or `phase=Removed`). Items carry no history: get one preview for it.
 pub(super) async fn list(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::List>,
     Params(filter): Params<ListFilter>,
 ) -> Answer<Json<PreviewList>> {
     Ok(Json(state.agent.list(&caller, &filter).await?))
@@ -37,11 +39,12 @@ pub(super) async fn list(
         (status = 200, body = PreviewView, description = "Created before, with the same Idempotency-Key and body"),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody),
-        (status = 415, body = ErrorBody, description = "The body is not `application/json`")))]
+        (status = 415, body = ErrorBody, description = "The body is not `application/json`"),
+        (status = 413, body = ErrorBody, description = "The body is larger than the API reads (64 KiB)")))]
 /// Create a sandbox: a preview without a pull request.
 pub(super) async fn create(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Create>,
     headers: HeaderMap,
     Body(body): Body<CreatePreview>,
 ) -> Answer<(StatusCode, Json<PreviewView>)> {
@@ -66,7 +69,7 @@ pub(super) async fn create(
 /// One preview.
 pub(super) async fn get(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Get>,
     Path(name): Path<String>,
 ) -> Answer<Json<PreviewView>> {
     Ok(Json(state.agent.get(&caller, &name).await?))
@@ -80,7 +83,7 @@ pub(super) async fn get(
 /// Tear a preview down now (its record stays a while as a tombstone).
 pub(super) async fn delete(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Delete>,
     Path(name): Path<String>,
 ) -> Answer<(StatusCode, Json<PreviewView>)> {
     let view = state.agent.delete(&caller, &name).await?;
@@ -95,7 +98,7 @@ pub(super) async fn delete(
 /// Wait until the preview is Ready (or Failed, or what `for` asks), or the timeout passes.
 pub(super) async fn wait(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Wait>,
     Path(name): Path<String>,
     Params(q): Params<WaitQuery>,
 ) -> Answer<Json<WaitResult>> {
@@ -115,7 +118,7 @@ pub(super) async fn wait(
 /// The logs of the preview's workloads: bounded, with Secret values and tokens redacted.
 pub(super) async fn logs(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Logs>,
     Path(name): Path<String>,
     Params(q): Params<LogQuery>,
 ) -> Answer<Json<LogLines>> {
@@ -130,7 +133,7 @@ pub(super) async fn logs(
 /// Sandcastle's Events on the preview and the Events of its namespace.
 pub(super) async fn events(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Events>,
     Path(name): Path<String>,
 ) -> Answer<Json<EventsView>> {
     Ok(Json(state.agent.events(&caller, &name).await?))
@@ -141,11 +144,12 @@ pub(super) async fn events(
     security(("bearer" = [])),
     responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
-        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"), (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`")))]
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"), (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`"),
+        (status = 413, body = ErrorBody, description = "The body is larger than the API reads (64 KiB)")))]
 /// Deploy again: another commit, or the same one as a new rollout.
 pub(super) async fn redeploy(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Redeploy>,
     Path(name): Path<String>,
     body: Option<Body<RedeployBody>>,
 ) -> Answer<(StatusCode, Json<PreviewView>)> {
@@ -165,7 +169,7 @@ pub(super) async fn redeploy(
 /// Scale the preview to zero, keeping its data.
 pub(super) async fn stop(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Stop>,
     Path(name): Path<String>,
 ) -> Answer<(StatusCode, Json<PreviewView>)> {
     Ok((
@@ -182,7 +186,7 @@ pub(super) async fn stop(
 /// Start a stopped preview again.
 pub(super) async fn wake(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Wake>,
     Path(name): Path<String>,
 ) -> Answer<(StatusCode, Json<PreviewView>)> {
     Ok((
@@ -194,16 +198,18 @@ pub(super) async fn wake(
 #[utoipa::path(post, path = "/api/v1/previews/{name}/extend", tag = "previews",
     params(("name" = String, Path, description = NAME)), request_body = ExtendBody,
     security(("bearer" = [])),
-    responses((status = 200, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+    responses((status = 200, body = ExtendView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
-        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"), (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`")))]
-/// Push the expiry back.
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"), (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`"),
+        (status = 413, body = ErrorBody, description = "The body is larger than the API reads (64 KiB)")))]
+/// Push the expiry back (never past the Blueprint's `maxTtl` from creation: `capped` says
+/// when the extension was cut there).
 pub(super) async fn extend(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Extend>,
     Path(name): Path<String>,
     Body(body): Body<ExtendBody>,
-) -> Answer<Json<PreviewView>> {
+) -> Answer<Json<ExtendView>> {
     Ok(Json(
         state.agent.extend(&caller, &name, &body.duration).await?,
     ))
@@ -217,7 +223,7 @@ pub(super) async fn extend(
 /// Throw the preview's data away and seed it again from the Blueprint.
 pub(super) async fn reset(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Reset>,
     Path(name): Path<String>,
 ) -> Answer<(StatusCode, Json<PreviewView>)> {
     Ok((
@@ -231,11 +237,12 @@ pub(super) async fn reset(
     security(("bearer" = [])),
     responses((status = 201, body = TokenView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
-        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"), (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`")))]
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"), (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`"),
+        (status = 413, body = ErrorBody, description = "The body is larger than the API reads (64 KiB)")))]
 /// A short-lived token for the preview's `preview-agent` account, voided with the preview.
 pub(super) async fn token(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Allowed(caller, _): Allowed<op::Token>,
     Path(name): Path<String>,
     body: Option<Body<TokenRequestBody>>,
 ) -> Answer<(StatusCode, Json<TokenView>)> {

@@ -223,8 +223,10 @@ async fn visible(state: &AppState, viewer: &Viewer) -> Result<Vec<PreviewView>, 
         return Ok(all);
     };
     let mut out = Vec::new();
+    // Removed previews too: the page filters by phase itself.
     let mut filter = ListFilter {
         limit: Some(500),
+        removed: Some(true),
         ..ListFilter::default()
     };
     loop {
@@ -450,7 +452,7 @@ pub(super) async fn act(
     let done = match action {
         Action::Extend => {
             let by = form.duration.as_deref().unwrap_or("4h");
-            agent.extend(caller, &name, by).await
+            agent.extend(caller, &name, by).await.map(|e| e.preview)
         }
         Action::Stop => agent.stop(caller, &name).await,
         Action::Wake => agent.wake(caller, &name).await,

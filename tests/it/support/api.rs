@@ -178,3 +178,58 @@ pub const ALL: (&[&str], &[&str]) = (
         "get", "list", "watch", "create", "update", "patch", "delete",
     ],
 );
+
+/// What came back to a request whose body was still being sent: the status and the JSON body.
+#[derive(Debug)]
+pub struct EarlyAnswer {
+    pub status: u16,
+    pub body: Value,
+}
+
+/// Send `head` (the request line and headers, which promise a body) and the first bytes of the
+/// body, then send nothing more, holding the connection open as a slow or endless upload does;
+/// the answer if one comes within `within`, or `None` (the server waits for the rest).
+pub async fn answer_before_the_body_ends(
+    world: &World,
+    head: &str,
+    body_start: &[u8],
+    within: Duration,
+) -> Option<EarlyAnswer> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(world.addr())
+        .await
+        .expect("Sandcastle accepts connections");
+    stream.write_all(head.as_bytes()).await.expect("head sent");
+    stream.write_all(body_start).await.expect("body start sent");
+    let read = async {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            if let Some(answer) = complete_answer(&got) {
+                return Some(answer);
+            }
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return complete_answer(&got),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(within, read).await.ok().flatten()
+}
+
+/// An HTTP/1.1 answer read whole from `bytes` (with a `content-length`), if it is all there.
+fn complete_answer(bytes: &[u8]) -> Option<EarlyAnswer> {
+    let end = bytes.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&bytes[..end]).to_ascii_lowercase();
+    let status: u16 = head.split_whitespace().nth(1)?.parse().ok()?;
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let body = bytes.get(end..end + length)?;
+    Some(EarlyAnswer {
+        status,
+        body: serde_json::from_slice(body).unwrap_or(Value::Null),
+    })
+}
