@@ -372,11 +372,13 @@ impl Agent {
     pub async fn events(&self, caller: &Caller, name: &str) -> Result<EventsView, AgentError> {
         let pe = self.authorized(caller, Operation::Events, name).await?;
         self.read_activity(&pe);
-        self.events_of(&pe).await
+        self.events_of(&pe, true).await
     }
 
-    /// A preview's page: the preview and its Events, read once (a preview's page is what its
-    /// pull request's "details" link opens).
+    /// A preview's page: the preview and the Events of its namespace, read once (a preview's
+    /// page is what its pull request's "details" link opens). The preview's own Events are left
+    /// out: each tells an entry of its history, which the page shows, and picking them out of
+    /// every preview's Events cost the most of a page with hundreds of previews.
     pub async fn preview_page(
         &self,
         caller: &Caller,
@@ -386,29 +388,34 @@ impl Agent {
         self.read_activity(&pe);
         let events = match self.also_allowed(caller, Operation::Events, &pe).await {
             // The page shows what it can: Events that cannot be read now are left out.
-            Ok(()) => self.events_of(&pe).await.ok(),
+            Ok(()) => self.events_of(&pe, false).await.ok(),
             Err(AgentError::Forbidden(_)) => None,
             Err(e) => return Err(e),
         };
         Ok((self.view(&pe), events))
     }
 
-    /// The Events of `pe` and of its namespace. Both lists are served from the API server's
-    /// cache (`resourceVersion=0`): the preview's own are picked out of every preview's Events
-    /// in Sandcastle's namespace, which read from etcd on every page cost the most of a page
-    /// with hundreds of previews.
-    async fn events_of(&self, pe: &PreviewEnvironment) -> Result<EventsView, AgentError> {
+    /// The Events of its namespace, and (`own`) those of `pe` itself, both served from the API
+    /// server's cache (`resourceVersion=0`).
+    async fn events_of(
+        &self,
+        pe: &PreviewEnvironment,
+        own: bool,
+    ) -> Result<EventsView, AgentError> {
         let name = pe.name_any();
         let ns = view::namespace_of(pe, &self.addresses.namespace_prefix);
-        let own: Api<Event> = Api::namespaced(self.client.clone(), &self.home);
-        let fields = format!("regarding.name={name},regarding.kind=PreviewEnvironment");
-        let mut preview: Vec<EventView> = own
-            .list(&ListParams::default().fields(&fields).match_any())
-            .await?
-            .items
-            .iter()
-            .map(event_view)
-            .collect();
+        let mut preview: Vec<EventView> = Vec::new();
+        if own {
+            let home: Api<Event> = Api::namespaced(self.client.clone(), &self.home);
+            let fields = format!("regarding.name={name},regarding.kind=PreviewEnvironment");
+            preview = home
+                .list(&ListParams::default().fields(&fields).match_any())
+                .await?
+                .items
+                .iter()
+                .map(event_view)
+                .collect();
+        }
         let cluster = self.cluster_of(pe)?;
         let theirs: Api<Event> = Api::namespaced(cluster.client().clone(), &ns);
         let mut namespace: Vec<EventView> =
