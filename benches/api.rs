@@ -16,10 +16,10 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use sandcastle::cli::demo::stage::{Stage, ensure_namespace, load};
 use sandcastle::crd::{self, Phase, PreviewEnvironment};
 use sandcastle::domain::PrNumber;
-use sandcastle::fake_github::PrSpec;
+use sandcastle_demo::stage::{Stage, ensure_namespace, load};
+use sandcastle_fake_github::PrSpec;
 use serde_json::{Value, json};
 
 fn apply() -> PatchParams {

@@ -19,13 +19,13 @@ use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use sandcastle::cli::demo::stage::{ensure_namespace, guestbook_yaml, load};
 use sandcastle::crd::{self, BlueprintSpec, PreviewEnvironment};
 use sandcastle::domain::guardrails;
 use sandcastle::domain::plan::{self, PreviewContext, parse_manifests};
 use sandcastle::domain::{NamespaceName, PrNumber, RepoName};
-use sandcastle::fake_github::PrSpec;
 use sandcastle::k8s::apply::Resolver;
+use sandcastle_demo::stage::{ensure_namespace, guestbook_yaml, load};
+use sandcastle_fake_github::PrSpec;
 use serde_json::{Value, json};
 
 const SECRET: &str = "bench-burst-webhook-secret";

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
-use sandcastle::cli::demo::stage::Stage;
 use sandcastle::crd::{Phase, PreviewEnvironment};
 use sandcastle::domain::{PrNumber, Sha};
-use sandcastle::fake_github::PrSpec;
+use sandcastle_demo::stage::Stage;
+use sandcastle_fake_github::PrSpec;
 
 const PREVIEWS: u64 = 10;
 

@@ -18,10 +18,10 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use sandcastle::cli::demo::stage::{ensure_namespace, load};
 use sandcastle::crd::{self, Phase, PreviewEnvironment};
 use sandcastle::domain::{PrNumber, RepoName};
-use sandcastle::fake_github::{Delivery, FakeGitHub, PrSpec};
+use sandcastle_demo::stage::{ensure_namespace, load};
+use sandcastle_fake_github::{Delivery, FakeGitHub, PrSpec};
 use serde_json::json;
 
 const SECRET: &str = "bench-scale-secret";

@@ -9,9 +9,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use sandcastle::cli::demo::stage::Stage;
 use sandcastle::domain::{PrNumber, Sha};
-use sandcastle::fake_github::{Fault, PrSpec, Role};
+use sandcastle_demo::stage::Stage;
+use sandcastle_fake_github::{Fault, PrSpec, Role};
 
 const SLOW: Duration = Duration::from_secs(3);
 

@@ -7,10 +7,10 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sandcastle::cli::demo::stage::{SECRET, Stage};
 use sandcastle::domain::Secret;
 use sandcastle::domain::{PrNumber, Sha};
-use sandcastle::fake_github::PrSpec;
+use sandcastle_demo::stage::{SECRET, Stage};
+use sandcastle_fake_github::PrSpec;
 
 const DELIVERIES: u64 = 200;
 

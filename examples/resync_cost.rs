@@ -21,10 +21,10 @@ use sandcastle::crd::{Blueprint, PreviewEnvironment};
 use sandcastle::domain::Secret;
 use sandcastle::domain::clock::Clock;
 use sandcastle::domain::{PrNumber, RepoName, Sha};
-use sandcastle::fake_github::{FakeConfig, FakeGitHub, PrSpec, TEST_APP_PRIVATE_KEY_PEM};
 use sandcastle::github::client::{
     ClientSettings, DeploymentState, GitHubApp, NewDeployment, NewStatus,
 };
+use sandcastle_fake_github::{FakeConfig, FakeGitHub, PrSpec, TEST_APP_PRIVATE_KEY_PEM};
 use serde_json::json;
 
 fn arg(name: &str, default: usize) -> usize {

@@ -8,15 +8,15 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use sandcastle::domain::Secret;
 use sandcastle::domain::{PrNumber, RepoName, Sha};
-use sandcastle::fake_github::{
-    CallAuth, FakeConfig, FakeGitHub, Fault, PrSpec, Role, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
-    sign,
-};
 use sandcastle::github::client::{
     CheckConclusion, CheckStatus, ClientSettings, DeploymentState, GitHubApp, GitHubError,
     Installation, NewDeployment, NewStatus, Permission, PullState, Reaction,
 };
 use sandcastle::metrics::Metrics;
+use sandcastle_fake_github::{
+    CallAuth, FakeConfig, FakeGitHub, Fault, PrSpec, Role, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
+    sign,
+};
 use serde_json::json;
 
 const INST: u64 = 1;
@@ -76,7 +76,7 @@ async fn env() -> Env {
     e
 }
 
-fn statuses(calls: &[sandcastle::fake_github::Call]) -> Vec<u16> {
+fn statuses(calls: &[sandcastle_fake_github::Call]) -> Vec<u16> {
     calls.iter().map(|c| c.status).collect()
 }
 
@@ -162,11 +162,17 @@ async fn jwt_signed_by_another_key_is_refused() {
         .get_pull(&e.repo, pr(7))
         .await
         .unwrap_err();
-    assert!(matches!(err, GitHubError::CredentialsRejected(_)), "{err:?}");
+    assert!(
+        matches!(err, GitHubError::CredentialsRejected(_)),
+        "{err:?}"
+    );
     assert!(!err.is_retryable());
     assert!(!format!("{err} {err:?}").contains("PRIVATE KEY"));
     let err = impostor.list_installations().await.unwrap_err();
-    assert!(matches!(err, GitHubError::CredentialsRejected(_)), "{err:?}");
+    assert!(
+        matches!(err, GitHubError::CredentialsRejected(_)),
+        "{err:?}"
+    );
 
     let mints = e.fake.check(TOKENS);
     assert_eq!(mints.len(), 1);

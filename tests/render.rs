@@ -9,7 +9,7 @@ const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/blueprints");
 
 fn render(args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sandcastle"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sandcastle-dev"));
     cmd.current_dir(FIXTURES).arg("render").args(args);
     // Only the flags given here count.
     for var in [
@@ -135,10 +135,11 @@ fn renders_with_a_blueprint_spec_and_objects_read_back_from_a_namespace() {
         "feature/Login",
     ]);
     let yaml = stdout(&out);
-    // The same plan as the fixture's own snapshot (src/domain/plan/snapshots), after one header.
+    // The same plan as the fixture's own snapshot (crates/domain/src/plan/snapshots), after one
+    // header.
     let snapshot = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/src/domain/plan/snapshots/sandcastle__domain__plan__fixtures__kitchen-sink.snap"
+        "/crates/domain/src/plan/snapshots/sandcastle_domain__plan__fixtures__kitchen-sink.snap"
     ))
     .unwrap();
     let planned = snapshot.splitn(3, "---\n").nth(2).unwrap();

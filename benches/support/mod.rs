@@ -149,7 +149,7 @@ pub fn random_sha() -> sandcastle::domain::Sha {
 /// The `sandcastle` binary benchmarked: `SANDCASTLE_BIN`, or the benchmark's own build.
 pub fn sandcastle_bin() -> std::path::PathBuf {
     std::env::var_os("SANDCASTLE_BIN").map_or_else(
-        || env!("CARGO_BIN_EXE_sandcastle").into(),
+        || env!("CARGO_BIN_EXE_sandcastle-dev").into(),
         std::path::PathBuf::from,
     )
 }
@@ -164,12 +164,12 @@ pub async fn serve_with_stand_in(
     repo: &sandcastle::domain::RepoName,
     secret: &str,
 ) -> (
-    sandcastle::fake_github::FakeGitHub,
+    sandcastle_fake_github::FakeGitHub,
     std::process::Child,
     u16,
     std::path::PathBuf,
 ) {
-    use sandcastle::fake_github::{FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
+    use sandcastle_fake_github::{FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
     let gh = FakeGitHub::start(FakeConfig::test_app()).await.unwrap();
     gh.add_installation(1, repo.owner());
     gh.add_repo(1, repo);

@@ -8,7 +8,7 @@ use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use sandcastle::crd::Phase;
-use sandcastle::fake_github::PrSpec;
+use sandcastle_fake_github::PrSpec;
 use serde_json::json;
 
 use crate::support::api::{ALL, account, call};

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Secret};
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use sandcastle::crd::{Phase, PreviewEnvironment, TeardownReason};
-use sandcastle::fake_github::PrSpec;
+use sandcastle_fake_github::PrSpec;
 use serde_json::{Value, json};
 
 use crate::support::api::{ALL, account, call, call_with, expired_token};
@@ -598,7 +598,7 @@ async fn every_write_is_audited_three_ways_that_agree() {
     let world = world("audited").await;
     world
         .gh
-        .set_role(&world.repo, "maria", sandcastle::fake_github::Role::Write);
+        .set_role(&world.repo, "maria", sandcastle_fake_github::Role::Write);
     let admin = account(&world, "auditor", &[ALL]).await;
     let head = sha();
     // Through the webhook, a command, the API.

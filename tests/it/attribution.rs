@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use sandcastle::crd::{Phase, TeardownReason};
 use sandcastle::domain::PrNumber;
-use sandcastle::fake_github::{CommentRecord, PrSpec};
 use sandcastle::github::text::parse_marker;
+use sandcastle_fake_github::{CommentRecord, PrSpec};
 use serde_json::json;
 
 use crate::support::api::{ALL, account, call};

@@ -14,8 +14,8 @@ use sandcastle::crd::Phase;
 use sandcastle::crd::labels::STOPPED_REPLICAS;
 use sandcastle::domain::Sha;
 use sandcastle::domain::clock::Clock;
-use sandcastle::fake_github::PrSpec;
 use sandcastle::k8s::previews;
+use sandcastle_fake_github::PrSpec;
 use serde_json::json;
 
 use crate::fidelity::assert_refused;

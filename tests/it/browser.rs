@@ -326,7 +326,7 @@ async fn setup_makes_a_working_app_from_nothing() {
     let kubeconfig = std::env::var("SANDCASTLE_TEST_KUBECONFIG")
         .or_else(|_| std::env::var("KUBECONFIG"))
         .unwrap();
-    let _serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"))
+    let _serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle-dev"))
         .arg("serve")
         .env_clear()
         .env("KUBECONFIG", kubeconfig)
@@ -353,7 +353,7 @@ async fn setup_makes_a_working_app_from_nothing() {
     // Without an App, a delivery is refused (and nothing is lost: GitHub retries a 503).
     let d = world.gh.open_pull_request(
         &world.repo,
-        sandcastle::fake_github::PrSpec::new(pr(1), crate::support::world::sha(), "b"),
+        sandcastle_fake_github::PrSpec::new(pr(1), crate::support::world::sha(), "b"),
     );
     let (status, body) = world
         .post_to(addr, d.body.clone(), d.signed_headers("anything"))

@@ -23,8 +23,8 @@ use rand::{Rng, SeedableRng};
 use sandcastle::crd::Phase;
 use sandcastle::domain::Sha;
 use sandcastle::domain::naming::github_environment;
-use sandcastle::fake_github::{Delivery, Fault, PrSpec};
 use sandcastle::github::text::parse_marker;
+use sandcastle_fake_github::{Delivery, Fault, PrSpec};
 use serde_json::json;
 
 use crate::support::api::client;
@@ -443,7 +443,7 @@ async fn chaos_loses_nothing_and_duplicates_nothing() {
     let world = World::unstarted("chaos", &stack(), json!({"primaryService": "web"})).await;
     world
         .gh
-        .set_role(&world.repo, "maria", sandcastle::fake_github::Role::Write);
+        .set_role(&world.repo, "maria", sandcastle_fake_github::Role::Write);
     let mut replicas = Replicas {
         live: Vec::new(),
         started: 0,

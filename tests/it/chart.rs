@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 use sandcastle::controller::leader::LeaderElection;
 use sandcastle::crd::Phase;
 use sandcastle::domain::plan::parse_manifests;
-use sandcastle::fake_github::PrSpec;
 use sandcastle::k8s::apply::identity;
+use sandcastle_fake_github::PrSpec;
 
 use crate::support::cluster::{clean_up_after_test, config, unique};
 use crate::support::eventually;

@@ -64,7 +64,7 @@ struct Run {
 /// `sandcastle previews ARGS` against `server`, with `token` in the environment (nothing else
 /// of this process's environment reaches it).
 async fn previews(server: &str, token: Option<&str>, args: &[&str]) -> Run {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"));
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle-dev"));
     cmd.env_clear()
         .arg("previews")
         .args(["--server", server])
@@ -354,7 +354,7 @@ async fn setup(world: &World, args: &[&str]) -> (i32, String, String) {
     let kubeconfig = std::env::var("SANDCASTLE_TEST_KUBECONFIG")
         .or_else(|_| std::env::var("KUBECONFIG"))
         .unwrap();
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"))
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle-dev"))
         .arg("setup")
         .args(args)
         .env_clear()
@@ -410,7 +410,7 @@ async fn setup_prints_the_manifest_and_stores_the_app_from_its_code() {
         kube::Api::namespaced(world.client.clone(), &world.home.name);
     let stored = api.get("sandcastle-github-app").await.unwrap();
     let creds = sandcastle::k8s::app_secret::credentials(&stored).unwrap();
-    assert_eq!(creds.app_id, sandcastle::fake_github::TEST_APP_ID);
+    assert_eq!(creds.app_id, sandcastle_fake_github::TEST_APP_ID);
     assert_eq!(
         Some(creds.webhook_secret.expose().to_owned()),
         world.gh.created_webhook_secret()

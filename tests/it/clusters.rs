@@ -21,7 +21,7 @@ use crate::support::world::{World, pr, sha};
 const T: Duration = Duration::from_secs(90);
 
 fn guestbook() -> String {
-    sandcastle::cli::demo::stage::guestbook_yaml().unwrap()
+    sandcastle_demo::stage::guestbook_yaml().unwrap()
 }
 
 /// A world whose Blueprint places previews in `targets`, not started yet.

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
 use sandcastle::crd::{Phase, TeardownReason};
 use sandcastle::domain::Sha;
-use sandcastle::fake_github::{Delivery, PrSpec};
+use sandcastle_fake_github::{Delivery, PrSpec};
 use serde_json::json;
 
 use crate::support::eventually;
@@ -20,7 +20,7 @@ const T: Duration = Duration::from_secs(90);
 const HOUR: Duration = Duration::from_secs(3600);
 
 fn guestbook() -> String {
-    sandcastle::cli::demo::stage::guestbook_yaml().unwrap()
+    sandcastle_demo::stage::guestbook_yaml().unwrap()
 }
 
 fn images() -> serde_json::Value {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kube::api::{Api, ListParams};
 use sandcastle::crd::{CommandState, PreviewCommand, PreviewEnvironment};
-use sandcastle::fake_github::{PrSpec, Role};
+use sandcastle_fake_github::{PrSpec, Role};
 use serde_json::json;
 
 use crate::support::world::{World, pr, sha};

@@ -11,8 +11,8 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use sandcastle::crd::{Blueprint, Phase, PreviewEnvironment, TeardownReason};
 use sandcastle::domain::{RepoName, Sha};
-use sandcastle::fake_github::{CommentRecord, Fault, PrSpec, Role};
 use sandcastle::github::text::parse_marker;
+use sandcastle_fake_github::{CommentRecord, Fault, PrSpec, Role};
 use serde_json::{Value, json};
 
 use crate::support::eventually;

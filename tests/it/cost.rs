@@ -9,9 +9,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use sandcastle::crd::{AuthorClass, Phase, PreviewEnvironment, RunningTime};
 use sandcastle::domain::clock::Clock;
-use sandcastle::fake_github::{PrSpec, Role};
 use sandcastle::github::text::parse_marker;
 use sandcastle::k8s::previews;
+use sandcastle_fake_github::{PrSpec, Role};
 use serde_json::json;
 
 use crate::conversation::{MAINTAINER, comment, replies};

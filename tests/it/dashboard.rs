@@ -10,7 +10,7 @@ use std::time::Duration;
 use kube::api::{Api, Patch, PatchParams};
 use sandcastle::crd::{Blueprint, Phase};
 use sandcastle::domain::RepoName;
-use sandcastle::fake_github::{PrSpec, Role};
+use sandcastle_fake_github::{PrSpec, Role};
 use serde_json::json;
 
 use crate::support::api::{ALL, account};

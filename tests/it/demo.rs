@@ -5,8 +5,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use sandcastle::cli::demo::stage::Stage;
-use sandcastle::cli::demo::story;
+use sandcastle_demo::stage::Stage;
+use sandcastle_demo::story;
 
 use crate::support::TestNamespace;
 use crate::support::cluster::{client, unique};

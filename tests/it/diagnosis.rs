@@ -10,8 +10,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, LogParams};
 use sandcastle::crd::{DiagnosisReason, Phase, PreviewEnvironment};
-use sandcastle::fake_github::PrSpec;
 use sandcastle::github::text::statuses::fit_description;
+use sandcastle_fake_github::PrSpec;
 use serde_json::{Value, json};
 
 use crate::support::api::{account, call};

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use sandcastle::crd::Phase;
-use sandcastle::fake_github::PrSpec;
+use sandcastle_fake_github::PrSpec;
 use serde_json::{Value, json};
 
 use crate::support::api::{ALL, account, call, call_with};

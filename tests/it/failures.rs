@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use sandcastle::crd::{Phase, PreviewEnvironment};
-use sandcastle::fake_github::PrSpec;
+use sandcastle_fake_github::PrSpec;
 use serde_json::json;
 
 use crate::support::world::{World, pr, sha};

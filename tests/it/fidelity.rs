@@ -28,10 +28,10 @@ use sandcastle::crd::labels;
 use sandcastle::crd::{Blueprint, Phase, PreviewEnvironment};
 use sandcastle::domain::plan::{self, Plan, PreviewContext};
 use sandcastle::domain::{NamespaceName, RepoName, Sha};
-use sandcastle::fake_github::PrSpec;
 use sandcastle::k8s::apply::Resolver;
 use sandcastle::k8s::readiness::{self, Health};
 use sandcastle::k8s::source;
+use sandcastle_fake_github::PrSpec;
 use serde_json::{Value, json};
 
 use crate::support::fixtures::{self, Fixture};
@@ -648,7 +648,7 @@ async fn render_reads_a_live_namespace_as_the_controller_does() {
     let kubeconfig = std::env::var("SANDCASTLE_TEST_KUBECONFIG")
         .or_else(|_| std::env::var("KUBECONFIG"))
         .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"))
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sandcastle-dev"))
         .args(["render", "--blueprint", &p.world.staging.name])
         .arg("--spec")
         .arg(&spec_file)

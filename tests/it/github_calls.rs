@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use sandcastle::crd::Phase;
-use sandcastle::fake_github::Call;
+use sandcastle_fake_github::Call;
 
 use crate::support::eventually;
 use crate::support::fixtures::TINY_APP;

@@ -19,9 +19,9 @@ use sandcastle::crd::labels::{ORPHANED_SINCE, STOPPED_REPLICAS};
 use sandcastle::crd::{Blueprint, Phase, PreviewEnvironment, SlotState, TeardownReason};
 use sandcastle::domain::Sha;
 use sandcastle::domain::clock::Clock;
-use sandcastle::fake_github::{PrSpec, StatusRecord};
 use sandcastle::k8s::previews;
 use sandcastle::serve::{self, Parts};
+use sandcastle_fake_github::{PrSpec, StatusRecord};
 use serde_json::json;
 
 use crate::support::eventually;

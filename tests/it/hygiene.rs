@@ -13,7 +13,7 @@ use base64::Engine;
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, ListParams};
 use sandcastle::crd::{Blueprint, Phase};
-use sandcastle::fake_github::{PrSpec, TEST_APP_PRIVATE_KEY_PEM};
+use sandcastle_fake_github::{PrSpec, TEST_APP_PRIVATE_KEY_PEM};
 use serde_json::{Value, json};
 
 use crate::support::api::{ALL, account, client};
@@ -171,7 +171,7 @@ async fn no_secret_appears_in_any_log_status_event_comment_or_answer() {
     .await;
     let addr = serve.addr.to_string();
     let mut log = Transcript::default();
-    let deliver = |d: sandcastle::fake_github::Delivery| {
+    let deliver = |d: sandcastle_fake_github::Delivery| {
         let headers = d.signed_headers(&webhook_secret);
         let addr = addr.parse().unwrap();
         let world = &world;

@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, ListParams};
 use sandcastle::crd::Phase;
-use sandcastle::fake_github::{Fault, PrSpec};
+use sandcastle_fake_github::{Fault, PrSpec};
 use serde_json::json;
 
 use crate::support::eventually;
@@ -19,7 +19,7 @@ const T: Duration = Duration::from_secs(60);
 
 /// The guestbook from kubernetes/examples, plus an Ingress so the preview has a URL.
 fn guestbook() -> String {
-    sandcastle::cli::demo::stage::guestbook_yaml().unwrap()
+    sandcastle_demo::stage::guestbook_yaml().unwrap()
 }
 
 fn images() -> serde_json::Value {

@@ -338,7 +338,7 @@ async fn the_stdio_server_serves_a_local_agent_with_a_token() {
     let world = World::new("mcpstdio", APP, json!({})).await;
     let admin = account(&world, "admin", &[ALL]).await;
     ready_sandbox(&world, &admin, "mcpstdio-a").await;
-    let case = json!({"sandcastle": env!("CARGO_BIN_EXE_sandcastle"),
+    let case = json!({"sandcastle": env!("CARGO_BIN_EXE_sandcastle-dev"),
         "server": format!("http://{}", world.addr()), "token": admin, "preview": "mcpstdio-a"});
     let summary = run_client(&py, "client.py", "stdio", &case).await;
     assert_eq!(tools_of(&summary), READ_TOOLS, "{summary}");
@@ -356,7 +356,7 @@ async fn the_stdio_server_writes_as_mcp_and_says_why_it_cannot_start() {
     let made = call(&world, "POST", "/api/v1/previews", Some(&admin), Some(body)).await;
     assert_eq!(made.status, 201, "{:?}", made.body);
     let server = format!("http://{}", world.addr());
-    let case = json!({"sandcastle": env!("CARGO_BIN_EXE_sandcastle"), "server": server,
+    let case = json!({"sandcastle": env!("CARGO_BIN_EXE_sandcastle-dev"), "server": server,
         "token": admin, "write": true, "tool": "extend",
         "arguments": {"name": "mcpstdiow-a", "duration": "1h"}});
     let answer = run_client(&py, "client.py", "stdio-call", &case).await;
@@ -390,7 +390,7 @@ async fn the_stdio_server_writes_as_mcp_and_says_why_it_cannot_start() {
     assert_eq!(line.get("via").map(String::as_str), Some("mcp"), "{line:?}");
 
     // Without a token it does not start, and the client hears why.
-    let case = json!({"sandcastle": env!("CARGO_BIN_EXE_sandcastle"), "server": server});
+    let case = json!({"sandcastle": env!("CARGO_BIN_EXE_sandcastle-dev"), "server": server});
     let refused = run_client(&py, "client.py", "stdio-refused", &case).await;
     let error = refused["error"].as_str().unwrap();
     assert!(

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sandcastle::crd::Phase;
-use sandcastle::fake_github::PrSpec;
+use sandcastle_fake_github::PrSpec;
 use serde_json::json;
 
 use crate::support::eventually;

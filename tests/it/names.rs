@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::api::ListParams;
-use sandcastle::fake_github::{Delivery, PrSpec, Role};
 use sandcastle::serve::Parts;
+use sandcastle_fake_github::{Delivery, PrSpec, Role};
 use serde_json::{Value, json};
 
 use crate::conversation::{MAINTAINER, comment, replies};

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use sandcastle::crd::Phase;
-use sandcastle::fake_github::PrSpec;
 use sandcastle::github::changed_files::ONLY_IGNORED;
+use sandcastle_fake_github::PrSpec;
 use serde_json::json;
 
 use crate::support::fixtures::TINY_APP;

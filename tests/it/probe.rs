@@ -12,8 +12,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::IntoResponse;
 use sandcastle::crd::Phase;
-use sandcastle::fake_github::PrSpec;
 use sandcastle::probe::ProbeVia;
+use sandcastle_fake_github::PrSpec;
 use serde_json::{Value, json};
 
 use crate::support::cluster::eventually;
@@ -88,7 +88,7 @@ fn blueprint(deadline: &str) -> Value {
 }
 
 async fn world(addr: SocketAddr, deadline: &str) -> World {
-    let guestbook = sandcastle::cli::demo::stage::guestbook_yaml().unwrap();
+    let guestbook = sandcastle_demo::stage::guestbook_yaml().unwrap();
     let mut world = World::unstarted("guestbook", &guestbook, blueprint(deadline)).await;
     world.probe_via = Some(ProbeVia::ConnectTo(addr.to_string()));
     world.start().await;

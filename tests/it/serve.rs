@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use sandcastle::crd::Phase;
-use sandcastle::fake_github::PrSpec;
+use sandcastle_fake_github::PrSpec;
 
 use crate::support::process::ServeProcess;
 use crate::support::world::{SECRET, World, pr, sha};

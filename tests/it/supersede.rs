@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use sandcastle::crd::Phase;
-use sandcastle::fake_github::PrSpec;
+use sandcastle_fake_github::PrSpec;
 use serde_json::json;
 
 use crate::support::fixtures::TINY_APP;
@@ -30,7 +30,7 @@ const T: Duration = Duration::from_secs(90);
 #[tokio::test]
 async fn three_quick_pushes_give_one_success_for_the_last() {
     // The frontend's pods take a few seconds to be ready, and each commit replaces them.
-    let guestbook = sandcastle::cli::demo::stage::guestbook_yaml().unwrap();
+    let guestbook = sandcastle_demo::stage::guestbook_yaml().unwrap();
     let slow = guestbook.replacen(
         "      labels:\n        app: guestbook\n        tier: frontend",
         "      annotations:\n        test.sandcastle.dev/fate: slow\n        test.sandcastle.dev/ready-after: 3s\n      labels:\n        app: guestbook\n        tier: frontend",

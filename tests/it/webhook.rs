@@ -9,8 +9,8 @@ use base64::Engine;
 use kube::Client;
 use kube::api::ListParams;
 use sandcastle::domain::Secret;
-use sandcastle::fake_github::{PrSpec, sign};
 use sandcastle::serve;
+use sandcastle_fake_github::{PrSpec, sign};
 use serde_json::{Value, json};
 
 use crate::support::cluster;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use sandcastle::fake_github::{TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
+use sandcastle_fake_github::{TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM};
 use tokio::io::AsyncReadExt;
 use tokio::task::JoinHandle;
 
@@ -49,7 +49,7 @@ impl ServeProcess {
         let kubeconfig = std::env::var("SANDCASTLE_TEST_KUBECONFIG")
             .or_else(|_| std::env::var("KUBECONFIG"))
             .expect("SANDCASTLE_TEST_KUBECONFIG names the control plane");
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle"));
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle-dev"));
         cmd.arg("serve")
             .env_clear()
             .env("KUBECONFIG", kubeconfig)

@@ -18,11 +18,11 @@ use sandcastle::crd::{self, Phase, PreviewEnvironment};
 use sandcastle::domain::Secret;
 use sandcastle::domain::clock::Clock;
 use sandcastle::domain::{PrNumber, RepoName, Sha};
-use sandcastle::fake_github::{
-    Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
-};
 use sandcastle::github::client::{ClientSettings, GitHubApp};
 use sandcastle::serve::{self, Parts, Running};
+use sandcastle_fake_github::{
+    Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
+};
 use serde_json::{Value, json};
 
 use super::cluster::{self, TestNamespace, unique};
@@ -294,7 +294,7 @@ impl World {
         let head = sha();
         let d = self.gh.open_pull_request(
             &self.repo,
-            sandcastle::fake_github::PrSpec::new(pr(n), head.clone(), &format!("b{n}")),
+            sandcastle_fake_github::PrSpec::new(pr(n), head.clone(), &format!("b{n}")),
         );
         let (status, body) = self.deliver(&d).await;
         assert_eq!(status, 200, "{body}");

@@ -1,0 +1,527 @@
+//! Rolling a preview out: wait for the Blueprint's required check runs on the commit, read the
+//! Blueprint's source, plan, create the namespace with its guardrails, apply the plan step by
+//! step and wait for each step to be ready (within the Blueprint's readiness timeout). Each pass
+//! ends in one [`Verdict`]: waiting (for checks, an old namespace), deploying (with what the
+//! pods are stuck on), ready, or failed with the reason. A `/preview` on an unchanged commit
+//! starts a new rollout (the `redeploy` annotation is part of the plan's hash); a failed rollout
+//! stays failed, with its one `failure`, until the plan changes or the preview is woken.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+
+use super::checks::{self, Gate};
+use super::hooks;
+use super::steps::{
+    Step, apply_failure, failure_description, plan_hash, progress_message, rollout_steps,
+};
+use super::{adopt, probe, reset};
+use crate::context::Context;
+use crate::error::Error;
+use crate::report::Report;
+use crate::verdict::{Next, Verdict, record, set_phase};
+use sandcastle_crd::labels::REDEPLOY;
+use sandcastle_crd::{Blueprint, Phase, PreviewEnvironment, PreviewStatus, Rollout};
+use sandcastle_domain::guardrails;
+use sandcastle_domain::naming;
+use sandcastle_domain::plan::{self, PreviewContext};
+use sandcastle_domain::{NamespaceName, PrNumber, RepoName, Sha};
+use sandcastle_github::text::statuses::Failure;
+use sandcastle_kube::clusters::Cluster;
+use sandcastle_kube::diagnose::{self, Logs};
+use sandcastle_kube::namespace::{self, NamespaceError};
+use sandcastle_kube::readiness::{self, Health};
+use std::sync::Arc;
+
+/// How soon a failure that may heal by itself (a Blueprint fixed, a source readable again) is
+/// looked at again when nothing wakes it sooner.
+const RECHECK_FAILED: Duration = Duration::from_secs(60);
+
+/// Who the preview is for and where it goes, from its spec; a reason for people when the spec
+/// cannot be used.
+fn context_of(
+    pe: &PreviewEnvironment,
+    blueprint: &Blueprint,
+    ctx: &Context,
+) -> Result<PreviewContext, String> {
+    let bad = |what: &str, e: &dyn std::fmt::Display| format!("invalid {what}: {e}");
+    let repo = RepoName::new(&pe.spec.repository).map_err(|e| bad("spec.repository", &e))?;
+    let sha = Sha::new(&pe.spec.sha).map_err(|e| bad("spec.sha", &e))?;
+    let pr = pe
+        .spec
+        .pull_request
+        .map(PrNumber::new)
+        .transpose()
+        .map_err(|e| bad("spec.pullRequest", &e))?;
+    let preview = NamespaceName::new(&pe.name_any()).map_err(|e| bad("metadata.name", &e))?;
+    let namespace = match &pe.spec.adopts {
+        Some(a) => {
+            NamespaceName::new(&a.namespace).map_err(|e| bad("spec.adopts.namespace", &e))?
+        }
+        None => naming::namespace_name(&ctx.settings.namespace_prefix, &preview),
+    };
+    Ok(PreviewContext {
+        preview,
+        namespace,
+        source_namespace: blueprint.spec.source.namespace.clone(),
+        blueprint: pe.spec.blueprint.clone(),
+        repo,
+        pr,
+        sha,
+        branch: pe.spec.git_ref.clone(),
+        default_host: ctx.settings.default_host.clone(),
+    })
+}
+
+fn elapsed(since: &Time, now: Timestamp) -> Duration {
+    now.duration_since(since.0).try_into().unwrap_or_default()
+}
+
+/// The preview failed with `message`; GitHub hears it. Such a failure may heal (the Blueprint
+/// fixed): it is looked at again after a while, and watches bring it back sooner.
+fn fail(pe: &PreviewEnvironment, mut st: PreviewStatus, message: String, ctx: &Context) -> Verdict {
+    set_phase(
+        &mut st,
+        Phase::Failed,
+        message.clone(),
+        ctx.clock.now(),
+        Some(&pe.spec.sha),
+    );
+    Verdict::new(st, Next::After(RECHECK_FAILED)).reporting(Report::Failure {
+        why: failure_description(&message),
+        rollout: false,
+    })
+}
+
+/// The rollout under way failed with `message`, and is remembered as failed: it is not retried,
+/// and GitHub hears no more of it, until something changes (see [`Rollout::failed`]).
+fn fail_rollout(
+    pe: &PreviewEnvironment,
+    mut st: PreviewStatus,
+    message: String,
+    blueprint: &Blueprint,
+    ctx: &Context,
+) -> Verdict {
+    if let Some(r) = st.rollout.as_mut() {
+        r.failed = true;
+    }
+    let mut verdict = fail(pe, st, message, ctx);
+    verdict.next = until_deadline(pe, blueprint, ctx);
+    if let Some(Report::Failure { rollout, .. }) = verdict.report.as_mut() {
+        *rollout = true;
+    }
+    verdict
+}
+
+/// Look again at the preview's next lifecycle deadline (expiry, idle stop), or to repair drift.
+fn until_deadline(pe: &PreviewEnvironment, blueprint: &Blueprint, ctx: &Context) -> Next {
+    Next::After(super::admit::requeue(
+        pe,
+        blueprint,
+        ctx,
+        ctx.settings.drift_interval,
+    ))
+}
+
+pub(crate) async fn run(
+    pe: &PreviewEnvironment,
+    mut st: PreviewStatus,
+    blueprint: Blueprint,
+    cluster: &Cluster,
+    ctx: &Context,
+) -> Result<Verdict, Error> {
+    let now = ctx.clock.now();
+    st.observed_generation = pe.metadata.generation;
+    let pctx = match context_of(pe, &blueprint, ctx) {
+        Ok(c) => c,
+        Err(why) => return Ok(fail(pe, st, why, ctx)),
+    };
+    let spec = &blueprint.spec;
+    st.namespace = Some(pctx.namespace.to_string());
+
+    if let Some(wait) = wait_for_checks(pe, &mut st, &blueprint, ctx).await {
+        return Ok(Verdict::new(st, wait));
+    }
+    if let Some(token) = reset::asked(pe, &st) {
+        let left = reset::wipe(cluster.client(), pctx.namespace.as_str()).await?;
+        if left > 0 {
+            let why = format!("resetting: throwing the data away ({left} objects left)");
+            set_phase(&mut st, Phase::Deploying, why, now, Some(&pe.spec.sha));
+            return Ok(Verdict::new(st, Next::Soon).reporting(Report::InProgress));
+        }
+        // The data is gone: roll out again from nothing, seeding afresh.
+        st.reset_done = Some(token);
+        st.rollout = None;
+        let note = Some("data thrown away; seeding again");
+        record(
+            &mut st,
+            now,
+            "sandcastle",
+            "Reset",
+            Some(&pe.spec.sha),
+            note,
+        );
+    }
+
+    // Plan first: a refused blueprint fails before anything is created.
+    let source = match source_cluster(&blueprint, ctx) {
+        Ok(c) => c,
+        Err(why) => return Ok(fail(pe, st, why, ctx)),
+    };
+    let objects = match ctx
+        .sources
+        .read(&source.resolver, &ctx.settings.home, spec)
+        .await
+    {
+        Ok(o) => o,
+        Err(e) if e.is_transient() => return Err(Error::Transient(e.to_string())),
+        Err(e) => {
+            let why = format!("blueprint {}: {e}", pe.spec.blueprint);
+            return Ok(fail(pe, st, why, ctx));
+        }
+    };
+    let plan = match plan::plan(&objects, spec, &pctx) {
+        Ok(p) => p,
+        Err(refused) => return Ok(fail(pe, st, format!("blueprint refused: {refused}"), ctx)),
+    };
+    if let Some(why) = needs_cilium(&pctx, spec, cluster).await? {
+        return Ok(fail(pe, st, why, ctx));
+    }
+    let timeout = spec.readiness_timeout.get();
+    let steps = rollout_steps(
+        &plan,
+        guardrails::guardrail_objects(&pctx, &spec.isolation, &ctx.settings.ingress_namespace),
+        hooks::bound(timeout),
+    );
+    let hash = plan_hash(&steps, pe.annotations().get(REDEPLOY));
+    let total_objects: usize = steps.iter().map(|(_, o)| o.len()).sum();
+
+    // The Blueprint's own Namespace object (in manifests) may tighten Pod Security, never loosen.
+    let declared = plan::namespace_labels(&objects, spec, &pctx);
+    // A sandbox taken over: its namespace becomes this preview's, and the sandbox goes.
+    let previous = pe.spec.adopts.as_ref().map(|a| a.preview.as_str());
+    if let Some(a) = &pe.spec.adopts {
+        adopt::hand_over(pe, a, ctx).await?;
+    }
+    let at = Where { cluster, ctx };
+    let namespace_uid = match ensure_namespace(&pctx, &blueprint, &declared, previous, &at).await {
+        Ok(uid) => uid,
+        Err(NamespaceError::Api(e)) => return Err(e.into()),
+        Err(NamespaceError::Terminating(ns)) => {
+            let why = format!("waiting for the old namespace {ns} to be deleted");
+            set_phase(&mut st, Phase::Pending, why, now, None);
+            return Ok(Verdict::new(st, Next::Soon));
+        }
+        Err(e @ NamespaceError::NotOurs { .. }) => return Ok(fail(pe, st, e.to_string(), ctx)),
+    };
+
+    // A rollout belongs to one plan in one namespace: a namespace made anew (deleted behind
+    // Sandcastle's back) holds none of what was applied, so the rollout starts over.
+    let new_rollout = st.rollout.as_ref().is_none_or(|r| {
+        r.plan_hash != hash || (r.namespace_uid.is_some() && r.namespace_uid != namespace_uid)
+    });
+    if !new_rollout && st.rollout.as_ref().is_some_and(|r| r.failed) {
+        // The one failure stands (posted again only if GitHub missed it).
+        let why = failure_description(st.message.as_deref().unwrap_or("deploy failed"));
+        let next = until_deadline(pe, &blueprint, ctx);
+        let report = Report::Failure { why, rollout: true };
+        return Ok(Verdict::new(st, next).reporting(report));
+    }
+    if new_rollout {
+        st.rollout = Some(Rollout {
+            plan_hash: hash,
+            sha: pe.spec.sha.clone(),
+            applied_steps: 0,
+            ready_steps: 0,
+            total_steps: u32::try_from(steps.len()).unwrap_or(u32::MAX),
+            objects: u32::try_from(total_objects).unwrap_or(u32::MAX),
+            started_at: Time(now),
+            step_started_at: Time(now),
+            namespace_uid,
+            failed: false,
+            probe: None,
+        });
+        let source = spec
+            .source
+            .namespace
+            .as_deref()
+            .map_or_else(|| "manifests".to_owned(), |n| n.to_owned());
+        let message = format!("cloning {source} ({total_objects} objects)");
+        set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
+    } else if let Some(r) = st.rollout.as_mut() {
+        r.namespace_uid = r.namespace_uid.take().or(namespace_uid);
+    }
+    apply_and_wait(pe, st, &blueprint, &pctx, &steps, &plan, &at).await
+}
+
+/// The cluster a preview lives in, and the controller's context.
+struct Where<'a> {
+    cluster: &'a Cluster,
+    ctx: &'a Context,
+}
+
+/// The cluster the Blueprint's source is read from, or why it cannot be.
+fn source_cluster(blueprint: &Blueprint, ctx: &Context) -> Result<Arc<Cluster>, String> {
+    let name = blueprint.spec.source_cluster();
+    let cluster = ctx.clusters.get(name).map_err(|standing| {
+        let why = sandcastle_domain::placement::Refusal {
+            cluster: sandcastle_domain::placement::ClusterName::new(name)
+                .unwrap_or_else(|_| sandcastle_domain::placement::ClusterName::in_cluster()),
+            why: sandcastle_domain::placement::Why::Standing(standing),
+        };
+        format!("blueprint {}: source.cluster: {why}", blueprint.name_any())
+    })?;
+    if !cluster.is_local() && !cluster.reachable() {
+        return Err(format!(
+            "blueprint {}: source.cluster: cluster {name} is unreachable",
+            blueprint.name_any()
+        ));
+    }
+    Ok(cluster)
+}
+
+/// The commit's images may not exist before its checks pass: until then, wait (a preview
+/// running an older commit keeps running it). `Some`: wait, and look again then.
+async fn wait_for_checks(
+    pe: &PreviewEnvironment,
+    st: &mut PreviewStatus,
+    blueprint: &Blueprint,
+    ctx: &Context,
+) -> Option<Next> {
+    let required = &blueprint.spec.wait_for_checks;
+    if required.is_empty() {
+        st.waiting_for_checks.clear();
+        return None;
+    }
+    if st.checks_passed_sha.as_deref() == Some(pe.spec.sha.as_str()) {
+        return None;
+    }
+    match checks::gate(pe, required, ctx).await {
+        Gate::Passed => {
+            st.checks_passed_sha = Some(pe.spec.sha.clone());
+            st.waiting_for_checks.clear();
+            None
+        }
+        Gate::Waiting {
+            pending,
+            message,
+            again,
+        } => {
+            let now = ctx.clock.now();
+            set_phase(st, Phase::Pending, message, now, Some(&pe.spec.sha));
+            st.waiting_for_checks = pending;
+            Some(Next::After(again))
+        }
+    }
+}
+
+/// Why the preview cannot be made here, when its Blueprint names egress hosts (`fqdns`) and the
+/// cluster does not serve Cilium's policy: refused before anything is created.
+async fn needs_cilium(
+    pctx: &PreviewContext,
+    spec: &sandcastle_crd::BlueprintSpec,
+    cluster: &Cluster,
+) -> Result<Option<String>, Error> {
+    use guardrails::egress::{CILIUM_API_VERSION, CILIUM_POLICY_KIND, FQDN_POLICY};
+    if guardrails::egress::fqdn_policy(pctx, &spec.isolation).is_none() {
+        return Ok(None);
+    }
+    match cluster
+        .resolver
+        .resolve(CILIUM_API_VERSION, CILIUM_POLICY_KIND, FQDN_POLICY)
+        .await
+    {
+        Ok(_) => Ok(None),
+        Err(e) if e.is_transient() => Err(Error::Transient(e.to_string())),
+        Err(_) => Ok(Some(format!(
+            "Blueprint {}: spec.isolation.egress allows hosts by name (fqdns), which needs Cilium, \
+             and cluster {} does not serve {CILIUM_API_VERSION} {CILIUM_POLICY_KIND}; \
+             allow their addresses with cidrs instead, or install Cilium",
+            pctx.blueprint, cluster.name
+        ))),
+    }
+}
+
+/// Create or update the preview namespace with its labels (the guardrails', tightened by the
+/// Blueprint's own Namespace object, and which Sandcastle made it); returns its uid.
+async fn ensure_namespace(
+    pctx: &PreviewContext,
+    blueprint: &Blueprint,
+    declared: &std::collections::BTreeMap<String, String>,
+    previous: Option<&str>,
+    at: &Where<'_>,
+) -> Result<Option<String>, NamespaceError> {
+    let (cluster, ctx) = (at.cluster, at.ctx);
+    let mut labels = guardrails::namespace_labels_with(pctx, &blueprint.spec.isolation, declared);
+    // Which Sandcastle made the namespace: the orphan sweep only ever looks at its own.
+    labels.insert(
+        sandcastle_crd::labels::HOME.to_owned(),
+        ctx.settings.home.clone(),
+    );
+    // In a cluster other installations may share, which one exactly.
+    if !cluster.is_local() {
+        let installation = ctx.clusters.installation().ok_or_else(|| {
+            NamespaceError::Api(kube::Error::Service(
+                "the uid of Sandcastle's namespace is not known yet".into(),
+            ))
+        })?;
+        labels.insert(
+            sandcastle_crd::labels::INSTALLATION.to_owned(),
+            installation,
+        );
+    }
+    let ns = namespace::ensure(
+        cluster.client(),
+        pctx.namespace.as_str(),
+        pctx.preview.as_str(),
+        previous,
+        &labels,
+    )
+    .await?;
+    Ok(ns.metadata.uid)
+}
+
+/// Apply each step not applied yet and wait for it to be ready, up to the first that is not.
+async fn apply_and_wait(
+    pe: &PreviewEnvironment,
+    mut st: PreviewStatus,
+    blueprint: &Blueprint,
+    pctx: &PreviewContext,
+    steps: &[(Step, Vec<serde_json::Value>)],
+    plan: &plan::Plan,
+    at: &Where<'_>,
+) -> Result<Verdict, Error> {
+    let (cluster, ctx) = (at.cluster, at.ctx);
+    let client = cluster.client();
+    let now = ctx.clock.now();
+    let timeout = blueprint.spec.readiness_timeout.get();
+    let ns = pctx.namespace.as_str();
+    let mut services = Vec::new();
+    for (index, (step, objects)) in steps.iter().enumerate() {
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        let rollout = st.rollout.as_mut().expect("a rollout is under way");
+        if rollout.applied_steps <= index {
+            if let Err(e) = cluster.resolver.apply_all(ns, objects).await {
+                if e.is_transient() {
+                    return Err(Error::Transient(e.to_string()));
+                }
+                return Ok(fail_rollout(
+                    pe,
+                    st,
+                    apply_failure(*step, &e),
+                    blueprint,
+                    ctx,
+                ));
+            }
+            rollout.applied_steps = index + 1;
+            rollout.step_started_at = Time(now);
+        }
+        // Pre-delete hooks wait, suspended, for the teardown.
+        let states = if *step == Step::Hooks {
+            Vec::new()
+        } else {
+            readiness::workload_states(client, ns, objects).await?
+        };
+        services.extend(
+            states
+                .iter()
+                .filter(|w| w.kind != "Job")
+                .map(readiness::WorkloadState::service_status),
+        );
+        if let Some(failed) = states
+            .iter()
+            .find(|w| matches!(w.health, Health::Failed(_)))
+        {
+            let why = readiness::job_failure(client, ns, failed).await;
+            let message = if *step == Step::Plan(plan::Stage::Seed) {
+                Failure::SeedJobFailed {
+                    job: failed.name.clone(),
+                    reason: why.reason,
+                    exit_code: why.exit_code,
+                }
+                .to_string()
+            } else {
+                let exit = why.exit_code.map(|c| format!(" (exit {c})"));
+                let exit = exit.unwrap_or_default();
+                format!("job {} failed: {}{exit}", failed.name, why.reason)
+            };
+            st.diagnosis = diagnose::diagnose(client, ns, failed, Logs::Fetch).await;
+            return Ok(fail_rollout(pe, st, message, blueprint, ctx));
+        }
+        if let Some(waiting) = states.iter().find(|w| w.health != Health::Ready) {
+            let rollout = st.rollout.as_ref().expect("a rollout is under way");
+            if elapsed(&rollout.step_started_at, now) > timeout {
+                let found = diagnose::diagnose(client, ns, waiting, Logs::Fetch).await;
+                let failure = Failure::NotReady {
+                    after: timeout,
+                    workload: format!("{}/{}", waiting.kind.to_lowercase(), waiting.name),
+                    ready: waiting.ready,
+                    desired: waiting.desired,
+                    cause: found.as_ref().map(|d| diagnose::cause(d).to_owned()),
+                };
+                st.diagnosis = found;
+                return Ok(fail_rollout(pe, st, failure.to_string(), blueprint, ctx));
+            }
+            // What the pods are stuck on (unschedulable, an image that cannot be pulled) is
+            // said as soon as the cluster says it, not only when the readiness timeout ends.
+            let found = diagnose::diagnose(client, ns, waiting, Logs::Skip).await;
+            let blocker = found.as_ref().map(|d| diagnose::cause(d).to_owned());
+            let message = progress_message(*step, waiting, blocker.as_deref());
+            set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
+            st.stuck_on = blocker;
+            st.diagnosis = found;
+            st.services = services;
+            return Ok(Verdict::new(st, Next::Soon).reporting(Report::InProgress));
+        }
+        let rollout = st.rollout.as_mut().expect("a rollout is under way");
+        rollout.ready_steps = rollout.ready_steps.max(index + 1);
+    }
+
+    st.services = services;
+    st.url = plan.url.clone();
+    if let Some(http) = blueprint
+        .spec
+        .readiness
+        .as_ref()
+        .and_then(|r| r.http.as_ref())
+    {
+        let at = probe::Probed {
+            url: plan.url.as_deref(),
+            backend: plan.backend(),
+            namespace: ns,
+            local: cluster.is_local(),
+        };
+        let rollout = st.rollout.as_mut().expect("a rollout is under way");
+        match probe::gate(http, rollout, &pctx.sha, &at, ctx).await {
+            probe::Gate::Passed => {}
+            probe::Gate::Waiting {
+                message,
+                seen,
+                again,
+            } => {
+                set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
+                st.diagnosis = Some(diagnose::http_probe(&seen));
+                st.stuck_on = Some(seen);
+                return Ok(Verdict::new(st, Next::After(again)).reporting(Report::InProgress));
+            }
+            probe::Gate::Failed(why) => {
+                st.diagnosis = Some(diagnose::http_probe(&why));
+                return Ok(fail_rollout(pe, st, why, blueprint, ctx));
+            }
+        }
+    }
+    // Woken and Ready: the hosts go back from the waking page to the app.
+    if st.wake_page {
+        let restored = sandcastle_kube::wake_route::unpark(client, ns).await?;
+        tracing::debug!(preview = %pe.name_any(), restored, "ingresses routed back to the app");
+        st.wake_page = false;
+    }
+    let ready = st.services.iter().filter(|s| s.ready >= s.desired).count();
+    st.deployed_sha = Some(pe.spec.sha.clone());
+    let message = format!("{ready}/{} services ready", st.services.len());
+    set_phase(&mut st, Phase::Ready, message, now, Some(&pe.spec.sha));
+    let next = until_deadline(pe, blueprint, ctx);
+    Ok(Verdict::new(st, next).reporting(Report::Success))
+}

@@ -1,0 +1,203 @@
+//! The demo's stage, also used by the benchmarks: the guestbook example loaded into a staging
+//! namespace as a user would, a Blueprint over it, a local GitHub stand-in with one installed
+//! repository, and a running Sandcastle to send signed deliveries to.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client as HttpClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde_json::{Value, json};
+
+use sandcastle::controller::Settings;
+use sandcastle::crd;
+use sandcastle::domain::RepoName;
+use sandcastle::domain::Secret;
+use sandcastle::domain::clock::Clock;
+use sandcastle::github::client::{ClientSettings, GitHubApp};
+use sandcastle::k8s::apply::Resolver;
+use sandcastle::serve::{self, Parts, Running};
+use sandcastle_fake_github::{
+    Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
+};
+
+/// The webhook secret of the stage.
+pub const SECRET: &str = "sandcastle-demo-webhook-secret";
+
+/// An Ingress for the guestbook's frontend, so that previews have a URL.
+const INGRESS: &str = r"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: frontend
+spec:
+  rules:
+  - host: guestbook.staging.example.com
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend:
+          service:
+            name: frontend
+            port:
+              number: 80
+";
+
+/// The guestbook blueprint's YAML (the published example plus the Ingress).
+pub fn guestbook_yaml() -> anyhow::Result<String> {
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("fixtures/blueprints/k8s-guestbook/guestbook-all-in-one.yaml");
+    Ok(format!(
+        "{}\n---\n{INGRESS}",
+        std::fs::read_to_string(path)?
+    ))
+}
+
+/// Apply every document of `yaml` into `ns` with server-side apply, as `kubectl apply` would.
+pub async fn load(client: &Client, ns: &str, yaml: &str) -> anyhow::Result<usize> {
+    let resolver = Resolver::new(client.clone());
+    let docs = sandcastle::domain::plan::parse_manifests(yaml)?;
+    for doc in &docs {
+        let api: Api<DynamicObject> = resolver.api_for(ns, doc).await?;
+        let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+        api.patch(
+            name,
+            &PatchParams::apply("kubectl").force(),
+            &Patch::Apply(doc),
+        )
+        .await?;
+    }
+    Ok(docs.len())
+}
+
+pub async fn ensure_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    api.patch(
+        name,
+        &PatchParams::apply("sandcastle-demo").force(),
+        &Patch::Apply(&ns),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Everything set up and running.
+#[derive(Debug)]
+pub struct Stage {
+    pub gh: FakeGitHub,
+    pub repo: RepoName,
+    pub running: Running,
+    /// Objects loaded into the staging namespace.
+    pub objects: usize,
+    http: HttpClient<HttpConnector, Full<Bytes>>,
+}
+
+impl Stage {
+    /// Load the guestbook into `staging`, make Blueprint `guestbook` in `home` for
+    /// `acme/guestbook`, start the GitHub stand-in and Sandcastle (on `port`, 0 for any; with or
+    /// without the controller).
+    pub async fn prepare(
+        client: Client,
+        home: &str,
+        staging: &str,
+        port: u16,
+        controller: bool,
+    ) -> anyhow::Result<Self> {
+        Self::prepare_with_prefix(client, home, staging, port, controller, "").await
+    }
+
+    /// [`Stage::prepare`] with preview namespaces named `<prefix>-<preview>` (tests keep theirs
+    /// apart so).
+    pub async fn prepare_with_prefix(
+        client: Client,
+        home: &str,
+        staging: &str,
+        port: u16,
+        controller: bool,
+        namespace_prefix: &str,
+    ) -> anyhow::Result<Self> {
+        sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30)).await?;
+        ensure_namespace(&client, home).await?;
+        ensure_namespace(&client, staging).await?;
+        let objects = load(&client, staging, &guestbook_yaml()?).await?;
+        let blueprint = json!({
+            "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint", "metadata": {"name": "guestbook"},
+            "spec": {
+                "source": {"namespace": staging},
+                "repositories": ["acme/guestbook"],
+                "images": [{"repository": "gcr.io/google-samples/gb-frontend", "tag": "{{shortSha}}"}],
+                "host": "{{pr}}-{{repo}}.preview.localhost",
+                "primaryService": "frontend",
+            }
+        });
+        let blueprints: Api<crd::Blueprint> = Api::namespaced(client.clone(), home);
+        blueprints
+            .patch(
+                "guestbook",
+                &PatchParams::apply("sandcastle-demo").force(),
+                &Patch::Apply(&blueprint),
+            )
+            .await?;
+
+        let gh = FakeGitHub::start(FakeConfig::test_app()).await?;
+        let repo = RepoName::new("acme/guestbook")?;
+        gh.add_installation(1, "acme");
+        gh.add_repo(1, &repo);
+
+        let github = GitHubApp::new(
+            TEST_APP_ID,
+            &Secret::new(TEST_APP_PRIVATE_KEY_PEM),
+            gh.url(),
+            ClientSettings::default(),
+        )?;
+        let mut settings = Settings::for_namespace(home);
+        settings.progress_interval = Duration::from_millis(500);
+        namespace_prefix.clone_into(&mut settings.namespace_prefix);
+        let running = serve::start(Parts {
+            client,
+            github,
+            settings,
+            webhook_secrets: vec![Secret::new(SECRET)],
+            listen: ([127, 0, 0, 1], port).into(),
+            wake_listen: None,
+            clock: Clock::system(),
+            controller,
+        })
+        .await?;
+        Ok(Self {
+            gh,
+            repo,
+            running,
+            objects,
+            http: HttpClient::builder(TokioExecutor::new()).build_http(),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.running.addr
+    }
+
+    /// POST a delivery, signed with [`SECRET`], to the webhook; returns status and JSON body.
+    pub async fn deliver(&self, d: &Delivery) -> anyhow::Result<(u16, Value)> {
+        let mut req = http::Request::post(format!("http://{}/github/webhook", self.addr()));
+        for (k, v) in d.signed_headers(SECRET) {
+            req = req.header(k, v);
+        }
+        let resp = self
+            .http
+            .request(req.body(Full::new(Bytes::from(d.body.clone())))?)
+            .await?;
+        let status = resp.status().as_u16();
+        let body = resp.into_body().collect().await?.to_bytes();
+        Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+    }
+}
