@@ -1,60 +1,169 @@
-//! The layers of `src/` (docs/development.md): each module imports only the layers below it,
-//! never one beside it or above it. Read from the source, so a change that breaks the layering
-//! fails here naming the file and line of the import.
+//! What Cargo cannot check about the workspace's shape (docs/development.md draws it):
+//!
+//! - each crate depends only on crates of lower layers — Cargo refuses a cycle between crates,
+//!   but would let `sandcastle-controller` depend on `sandcastle-http` beside it;
+//! - the server (`sandcastle`) and the crates under it never depend on the GitHub stand-in, the
+//!   demo or the test helpers, whatever the kind of dependency;
+//! - inside each crate, no module imports another that (directly or not) imports it back: the
+//!   modules of a crate read as a tree of layers too.
 //!
 //! ```text
-//! 8  main.rs lib.rs
-//! 7  cli/                                          (render, demo, previews: commands besides serve)
-//! 6  serve.rs                                      (assembles a running Sandcastle)
-//! 5  config.rs                                     (flags and environment)
-//! 4  controller/   http/   mcp/                    (act on previews · answer requests · MCP)
-//! 3  agent/                                        (operations on previews for API, MCP, CLI)
-//! 2  github/   k8s/   probe/                       (GitHub's API · Kubernetes' API · HTTP probe)
-//! 1  domain/   metrics.rs                          (pure rules · counters)
-//! 0  crd/                                          (the resources' types; imports nothing)
-//!    fake_github/  (the GitHub stand-in, outside the product: imports domain only; only the
-//!                   demo in cli/ uses it)
+//! 6  sandcastle                                   (the server: command line, the process)
+//! 5  sandcastle-http   sandcastle-mcp   sandcastle-controller
+//! 4  sandcastle-agent
+//! 3  sandcastle-github   sandcastle-kube   sandcastle-probe
+//! 2  sandcastle-domain   sandcastle-metrics
+//! 1  sandcastle-crd
+//! –  sandcastle-fake-github (domain only), sandcastle-demo (the server and the stand-in),
+//!    sandcastle-hostile (tests only), and the root package sandcastle-dev (everything)
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Each top-level module, its layer, and the modules of lower layers it may not use anyway.
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Each crate of the product and its layer.
 fn layers() -> BTreeMap<&'static str, u8> {
     BTreeMap::from([
-        ("crd", 0),
-        ("domain", 1),
-        ("metrics", 1),
-        ("github", 2),
-        ("k8s", 2),
-        ("probe", 2),
-        ("agent", 3),
-        ("controller", 4),
-        ("http", 4),
-        ("mcp", 4),
-        ("config", 5),
-        ("serve", 6),
-        ("cli", 7),
-        ("lib", 8),
-        ("main", 8),
-        ("fake_github", 9),
+        ("sandcastle-crd", 1),
+        ("sandcastle-domain", 2),
+        ("sandcastle-metrics", 2),
+        ("sandcastle-github", 3),
+        ("sandcastle-kube", 3),
+        ("sandcastle-probe", 3),
+        ("sandcastle-agent", 4),
+        ("sandcastle-controller", 5),
+        ("sandcastle-http", 5),
+        ("sandcastle-mcp", 5),
+        ("sandcastle", 6),
     ])
 }
 
-/// Uses that the layer numbers allow but the design does not.
-fn forbidden(from: &str, to: &str) -> Option<&'static str> {
-    match (from, to) {
-        ("fake_github", t) if t != "domain" => Some("the stand-in is not part of the product"),
-        (f, "fake_github") if !matches!(f, "cli" | "lib") => {
-            Some("only the demo may use the GitHub stand-in")
+/// Crates outside the product, which no crate of it may depend on.
+const OUTSIDE: [&str; 4] = [
+    "sandcastle-fake-github",
+    "sandcastle-demo",
+    "sandcastle-hostile",
+    "sandcastle-dev",
+];
+
+/// A crate's manifest: its name and the workspace crates it depends on, by section.
+struct Manifest {
+    name: String,
+    deps: BTreeMap<String, Vec<String>>,
+}
+
+/// Read `Cargo.toml` as far as this test needs: `[package] name` and, in each dependency
+/// section, the names of the `sandcastle*` crates.
+fn manifest(path: &Path) -> Manifest {
+    let text = fs::read_to_string(path).unwrap();
+    let mut section = String::new();
+    let mut name = String::new();
+    let mut deps: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(s) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = s.to_owned();
+            continue;
         }
-        _ => None,
+        let key = line.split(['=', '.']).next().unwrap_or_default().trim();
+        if section == "package" && key == "name" {
+            name = line.split('"').nth(1).unwrap_or_default().to_owned();
+        } else if section.ends_with("dependencies") && key.starts_with("sandcastle") {
+            deps.entry(section.clone())
+                .or_default()
+                .push(key.to_owned());
+        }
     }
+    Manifest { name, deps }
+}
+
+fn manifests() -> Vec<Manifest> {
+    let mut out: Vec<Manifest> = fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| manifest(&e.unwrap().path().join("Cargo.toml")))
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// Every dependency that breaks the layering, as a sentence.
+fn crate_violations(manifests: &[Manifest]) -> Vec<String> {
+    let layers = layers();
+    let mut out = Vec::new();
+    for m in manifests {
+        let Some(&level) = layers.get(m.name.as_str()) else {
+            if !OUTSIDE.contains(&m.name.as_str()) {
+                out.push(format!(
+                    "crate {} has no layer: add it to tests/layers.rs and docs/development.md",
+                    m.name
+                ));
+            }
+            continue;
+        };
+        for (section, deps) in &m.deps {
+            for dep in deps {
+                if OUTSIDE.contains(&dep.as_str()) && section == "dependencies" {
+                    out.push(format!(
+                        "{} depends on {dep}, which is not part of the server",
+                        m.name
+                    ));
+                    continue;
+                }
+                let Some(&to) = layers.get(dep.as_str()) else {
+                    continue;
+                };
+                if section == "dependencies" && to >= level {
+                    out.push(format!(
+                        "{} (layer {level}) depends on {dep} (layer {to}): only lower layers",
+                        m.name
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn each_crate_depends_only_on_the_layers_below_it() {
+    let found = crate_violations(&manifests());
+    assert!(
+        found.is_empty(),
+        "the crates break the layering (docs/development.md):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_layer_check_refuses_what_it_must() {
+    let m = |name: &str, deps: &[&str]| Manifest {
+        name: name.to_owned(),
+        deps: BTreeMap::from([(
+            "dependencies".to_owned(),
+            deps.iter().map(|d| (*d).to_owned()).collect(),
+        )]),
+    };
+    let found = crate_violations(&[
+        m(
+            "sandcastle-controller",
+            &["sandcastle-http", "sandcastle-kube"],
+        ),
+        m("sandcastle", &["sandcastle-fake-github"]),
+        m("sandcastle-new", &[]),
+        m("sandcastle-demo", &["sandcastle", "sandcastle-fake-github"]),
+    ]);
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert!(found[0].contains("depends on sandcastle-http (layer 5)"));
+    assert!(found[1].contains("not part of the server"));
+    assert!(found[2].contains("has no layer"));
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).expect("src/ is readable") {
+    for entry in fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
             rust_files(&path, out);
@@ -64,22 +173,25 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The module path of a file under src/ (`k8s/previews/mod.rs` → `["k8s", "previews"]`).
+/// The module path of a file under a crate's `src/` (`previews/mod.rs` → `["previews"]`).
 fn module_of(rel: &Path) -> Vec<String> {
     let mut parts: Vec<String> = rel
         .with_extension("")
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    if parts.len() > 1 && parts.last().is_some_and(|p| p == "mod") {
+    if parts
+        .last()
+        .is_some_and(|p| p == "mod" || p == "lib" || p == "main")
+    {
         parts.pop();
     }
     parts
 }
 
-/// The paths `code` names that start with `crate::` or `super::`, each with the byte offset it
-/// starts at; a `use` tree (`crate::{a::b, c}`) gives one path per branch.
-fn paths_in(code: &str) -> Vec<(usize, String)> {
+/// The paths `code` names that start with `crate::` or `super::`; a `use` tree
+/// (`crate::{a::b, c}`) gives one path per branch.
+fn paths_in(code: &str) -> Vec<String> {
     let bytes = code.as_bytes();
     let mut out = Vec::new();
     for start in ["crate::", "super::"] {
@@ -99,18 +211,18 @@ fn paths_in(code: &str) -> Vec<(usize, String)> {
             let after = at + path.len();
             if path.ends_with("::") && code[after..].starts_with('{') {
                 for branch in tree_branches(&code[after..]) {
-                    out.push((at, format!("{path}{branch}")));
+                    out.push(format!("{path}{branch}"));
                 }
             } else {
-                out.push((at, path));
+                out.push(path);
             }
         }
     }
     out
 }
 
-/// The first path of each branch of the brace group `text` starts with: `{a::b, c}` → `a::b`,
-/// `c` (nested groups are left to the paths they start with).
+/// The paths of each branch of the brace group `text` starts with, nested groups expanded:
+/// `{a::b, c::{d, e}}` → `a::b`, `c::d`, `c::e`.
 fn tree_branches(text: &str) -> Vec<String> {
     let mut depth = 0;
     let mut branches = vec![String::new()];
@@ -124,27 +236,36 @@ fn tree_branches(text: &str) -> Vec<String> {
                 }
             }
             ',' if depth == 1 => branches.push(String::new()),
-            _ if depth == 1 => branches.last_mut().unwrap().push(c),
             _ => {}
         }
+        if depth >= 1 && !(c == '{' && depth == 1) && !(c == ',' && depth == 1) {
+            branches.last_mut().unwrap().push(c);
+        }
     }
-    branches
-        .into_iter()
-        .map(|b| {
-            b.trim()
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
-                .collect::<String>()
-                .trim_end_matches(':')
-                .to_owned()
-        })
-        .filter(|b| !b.is_empty() && b != "self")
-        .collect()
+    let mut out = Vec::new();
+    for b in branches {
+        let b: String = b.chars().filter(|c| !c.is_whitespace()).collect();
+        if let Some(open) = b.find('{') {
+            let head = &b[..open];
+            for tail in tree_branches(&b[open..]) {
+                out.push(format!("{head}{tail}"));
+            }
+            continue;
+        }
+        let path: String = b
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        let path = path.trim_end_matches(':').to_owned();
+        if !path.is_empty() && path != "self" {
+            out.push(path);
+        }
+    }
+    out
 }
 
-/// The top-level module a path written in module `own` lands in, if any. `super` in a file
-/// `a/b.rs` is `a`; in `a/b/mod.rs` it is `a` too.
-fn target_of(own: &[String], path: &str) -> Option<String> {
+/// The module of `modules` a path written in module `own` lands in (the longest that exists).
+fn target_of(own: &[String], path: &str, modules: &BTreeSet<Vec<String>>) -> Option<Vec<String>> {
     let segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
     let (mut base, rest): (Vec<String>, &[&str]) = match segments.first() {
         Some(&"crate") => (Vec::new(), &segments[1..]),
@@ -161,7 +282,10 @@ fn target_of(own: &[String], path: &str) -> Option<String> {
         _ => return None,
     };
     base.extend(rest.iter().map(|s| (*s).to_owned()));
-    base.into_iter().next()
+    (0..=base.len())
+        .rev()
+        .map(|n| base[..n].to_vec())
+        .find(|m| modules.contains(m))
 }
 
 /// Whether line `i` of `lines` is inside a `#[cfg(test)]` item (tests may use what they like).
@@ -199,142 +323,183 @@ fn test_regions(lines: &[&str]) -> Vec<bool> {
     inside
 }
 
-/// Files declared `#[cfg(test)] mod name;`: test code living in a file of its own.
-fn test_files(src: &Path, files: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for file in files {
-        let text = fs::read_to_string(file).unwrap();
+/// Modules declared `#[cfg(test)] mod name;`: test code in files of its own.
+fn test_modules(files: &[(Vec<String>, String)]) -> BTreeSet<Vec<String>> {
+    let mut out = BTreeSet::new();
+    for (module, text) in files {
         let lines: Vec<&str> = text.lines().collect();
-        let dir = match file.file_name().and_then(|n| n.to_str()) {
-            Some("mod.rs" | "lib.rs" | "main.rs") => file.parent().unwrap().to_path_buf(),
-            _ => file.with_extension(""),
-        };
         for pair in lines.windows(2) {
-            let decl = pair[1].trim();
             if pair[0].trim() == "#[cfg(test)]"
-                && let Some(name) = decl.strip_prefix("mod ").and_then(|d| d.strip_suffix(';'))
+                && let Some(name) = pair[1]
+                    .trim()
+                    .strip_prefix("mod ")
+                    .and_then(|d| d.strip_suffix(';'))
             {
-                let base = dir.join(name);
-                out.extend(
-                    files
-                        .iter()
-                        .filter(|f| f.starts_with(&base) || **f == base.with_extension("rs"))
-                        .cloned(),
-                );
+                let mut m = module.clone();
+                m.push(name.to_owned());
+                out.insert(m);
             }
         }
     }
-    let _ = src;
     out
 }
 
-/// Every import that breaks the layering, as `file:line: message`.
-fn violations(src: &Path) -> Vec<String> {
-    let layers = layers();
-    let mut files = Vec::new();
-    rust_files(src, &mut files);
-    files.sort();
-    let tests = test_files(src, &files);
-    let mut out = Vec::new();
-    for file in &files {
-        if tests.contains(file) {
-            continue;
-        }
-        let rel = file.strip_prefix(src).unwrap();
-        let own = module_of(rel);
-        let top = own[0].clone();
-        let Some(&level) = layers.get(top.as_str()) else {
-            out.push(format!(
-                "src/{}: module {top} has no layer; add it to tests/layers.rs and docs/development.md",
-                rel.display()
-            ));
-            continue;
-        };
-        let text = fs::read_to_string(file).unwrap();
+/// The import graph of the crate whose sources are in `src`: module → modules it uses (not its
+/// own ancestors: a module may use what its parent holds), product code only.
+fn import_graph(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let mut paths = Vec::new();
+    rust_files(src, &mut paths);
+    let files: Vec<(Vec<String>, String)> = paths
+        .iter()
+        .map(|p| {
+            (
+                module_of(p.strip_prefix(src).unwrap()),
+                fs::read_to_string(p).unwrap(),
+            )
+        })
+        .collect();
+    let tests = test_modules(&files);
+    let is_test = |m: &[String]| (1..=m.len()).any(|n| tests.contains(&m[..n]));
+    let modules: BTreeSet<Vec<String>> = files
+        .iter()
+        .map(|(m, _)| m.clone())
+        .filter(|m| !is_test(m))
+        .collect();
+    let mut graph = BTreeMap::new();
+    for (own, text) in files.iter().filter(|(m, _)| !is_test(m)) {
         let lines: Vec<&str> = text.lines().collect();
         let in_test = test_regions(&lines);
-        // The product code of the file, comments and test items blanked (offsets kept).
         let code: String = lines
             .iter()
             .zip(&in_test)
-            .map(|(line, test)| {
-                let kept = if *test {
-                    ""
-                } else {
-                    line.split("//").next().unwrap_or_default()
-                };
-                format!("{kept:<width$}\n", width = line.len())
-            })
+            .filter(|(_, t)| !**t)
+            .map(|(l, _)| format!("{}\n", l.split("//").next().unwrap_or_default()))
             .collect();
-        for (offset, path) in paths_in(&code) {
-            let line = code[..offset].matches('\n').count() + 1;
-            let Some(target) = target_of(&own, &path) else {
-                continue;
-            };
-            if target == top {
-                continue;
+        // `super` names the parent module, whichever file style the module has.
+        let used: BTreeSet<Vec<String>> = paths_in(&code)
+            .iter()
+            .filter_map(|p| target_of(own, p, &modules))
+            .filter(|t| t != own && !own.starts_with(t))
+            .collect();
+        graph.insert(own.clone(), used);
+    }
+    graph
+}
+
+/// The strongly connected components of more than one module (Tarjan's algorithm).
+fn cycles(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<String>> {
+    struct Tarjan<'a> {
+        graph: &'a BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        index: BTreeMap<&'a [String], usize>,
+        low: BTreeMap<&'a [String], usize>,
+        stack: Vec<&'a [String]>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, v: &'a [String]) {
+            let i = self.index.len();
+            self.index.insert(v, i);
+            self.low.insert(v, i);
+            self.stack.push(v);
+            for w in self.graph.get(v).into_iter().flatten() {
+                let w = w.as_slice();
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let lw = self.low[w];
+                    let lv = self.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(lw);
+                } else if self.stack.contains(&w) {
+                    let iw = self.index[w];
+                    let lv = self.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(iw);
+                }
             }
-            let Some(&to) = layers.get(target.as_str()) else {
-                continue;
-            };
-            let why = if let Some(why) = forbidden(&top, &target) {
-                Some(why.to_owned())
-            } else if top == "fake_github" || target == "fake_github" {
-                None
-            } else if to > level {
-                Some(format!("layer {level} imports layer {to} above it"))
-            } else if to == level {
-                Some(format!("layer {level} imports {target} beside it"))
-            } else {
-                None
-            };
-            if let Some(why) = why {
-                out.push(format!(
-                    "src/{}:{line}: {top} uses {path} ({target}): {why}",
-                    rel.display()
-                ));
+            if self.low[v] == self.index[v] {
+                let mut comp = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    comp.push(w.join("::"));
+                    if w == v {
+                        break;
+                    }
+                }
+                if comp.len() > 1 {
+                    comp.sort();
+                    self.found.push(comp);
+                }
             }
         }
     }
-    out
+    let mut t = Tarjan {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !t.index.contains_key(v.as_slice()) {
+            t.visit(v);
+        }
+    }
+    t.found
 }
 
 #[test]
-fn each_layer_imports_only_the_layers_below_it() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = violations(&src);
+fn no_crate_has_an_import_cycle_between_its_modules() {
+    let mut found = Vec::new();
+    let mut sources: Vec<(String, PathBuf)> = fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| {
+            let dir = e.unwrap().path();
+            (manifest(&dir.join("Cargo.toml")).name, dir.join("src"))
+        })
+        .collect();
+    sources.push(("sandcastle-dev".to_owned(), root().join("src")));
+    for (name, src) in sources {
+        for cycle in cycles(&import_graph(&src)) {
+            found.push(format!("{name}: {}", cycle.join(" ↔ ")));
+        }
+    }
     assert!(
         found.is_empty(),
-        "{} imports break the layering (docs/development.md):\n{}",
-        found.len(),
+        "modules that import each other (make one a layer below the other):\n{}",
         found.join("\n")
     );
 }
 
 #[test]
-fn the_reader_finds_the_imports_it_must() {
-    let own = vec!["k8s".to_owned(), "previews".to_owned()];
+fn the_reader_finds_the_imports_and_cycles_it_must() {
+    let m = |s: &str| -> Vec<String> {
+        s.split("::")
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let modules: BTreeSet<Vec<String>> = ["", "a", "a::b", "c"].iter().map(|s| m(s)).collect();
+    let own = m("a::b");
+    assert_eq!(target_of(&own, "super::x", &modules), Some(m("a")));
     assert_eq!(
-        target_of(&own, "super::crd::Blueprint").as_deref(),
-        Some("k8s")
+        target_of(&own, "super::super::c::y", &modules),
+        Some(m("c"))
     );
+    assert_eq!(target_of(&own, "crate::a::b::z", &modules), Some(m("a::b")));
+    assert_eq!(target_of(&own, "crate::q", &modules), Some(m("")));
     assert_eq!(
-        target_of(&own, "super::super::github::x").as_deref(),
-        Some("github")
+        paths_in("use crate::{github::intent, k8s::{a, b}};\nlet x = super::y::z();"),
+        [
+            "crate::github::intent",
+            "crate::k8s::a",
+            "crate::k8s::b",
+            "super::y::z"
+        ]
     );
-    assert_eq!(
-        target_of(&own, "crate::domain::Sha").as_deref(),
-        Some("domain")
-    );
-    let paths: Vec<String> =
-        paths_in("use crate::{github::intent, k8s::{a, b}};\nlet x = super::y::z();")
-            .into_iter()
-            .map(|(_, p)| p)
-            .collect();
-    assert_eq!(
-        paths,
-        ["crate::github::intent", "crate::k8s", "super::y::z"]
-    );
+    let graph = BTreeMap::from([
+        (m("a"), BTreeSet::from([m("b")])),
+        (m("b"), BTreeSet::from([m("c")])),
+        (m("c"), BTreeSet::from([m("a")])),
+        (m("d"), BTreeSet::from([m("a")])),
+    ]);
+    assert_eq!(cycles(&graph), [vec!["a", "b", "c"]]);
     let lines = [
         "fn a() {}",
         "#[cfg(test)]",

@@ -18,7 +18,7 @@ pub async fn client() -> Client {
         );
         std::process::exit(2);
     };
-    sandcastle::serve::kube_client(&sandcastle::config::KubeArgs {
+    sandcastle::serve::kube_client(&sandcastle::cli::args::KubeArgs {
         kubeconfig: Some(path.into()),
         namespace: String::new(),
     })

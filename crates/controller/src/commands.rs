@@ -33,9 +33,7 @@ mod act;
 pub const KEEP: Duration = Duration::from_secs(3600);
 /// How long GitHub may stay unreachable before a command is given up.
 pub const GIVE_UP: Duration = Duration::from_secs(3600);
-/// How long a recorded command waits for commands written before it but delivered after it
-/// (GitHub does not promise to deliver in order).
-pub const SETTLE: Duration = Duration::from_secs(1);
+pub use super::context::COMMAND_SETTLE as SETTLE;
 /// Limit on one GitHub call.
 const GITHUB_TIMEOUT: Duration = Duration::from_secs(10);
 

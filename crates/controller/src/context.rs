@@ -16,6 +16,10 @@ use sandcastle_github::client::GitHubApp;
 use sandcastle_kube::apply::Resolver;
 use sandcastle_metrics::ControllerMetrics;
 
+/// How long a recorded command waits for commands written before it but delivered after it
+/// (GitHub does not promise to deliver in order).
+pub const COMMAND_SETTLE: Duration = Duration::from_secs(1);
+
 /// How long one read of a Blueprint's source serves the reconciles that ask for it: the edit of a
 /// blueprint namespace reaches previews this much later at most.
 const SOURCE_SHARED_FOR: Duration = Duration::from_secs(2);
@@ -105,7 +109,7 @@ impl Settings {
             api_max_wait: Duration::from_secs(600),
             mcp_write: false,
             authorization_server: None,
-            command_settle: super::commands::SETTLE,
+            command_settle: COMMAND_SETTLE,
             probe_via: sandcastle_probe::ProbeVia::Url,
             delete_github_environments: false,
             oauth: None,
@@ -126,7 +130,7 @@ pub struct Context {
     /// The clusters previews are placed in and sources read from (Sandcastle's own among them).
     pub clusters: sandcastle_kube::clusters::Clusters,
     /// Serializes placement decisions, remembering those the cache has not shown yet.
-    pub(crate) placements: Arc<super::phases::place::Placements>,
+    pub(crate) placements: Arc<super::phases::place::placements::Placements>,
     /// Blueprint sources read once for the reconciles that run together (a burst).
     pub sources: Arc<sandcastle_kube::source::SourceCache>,
     pub github: GitHubApp,
@@ -144,7 +148,7 @@ pub struct Context {
     /// Set while the controller runs: its cache of Blueprints (`Context::blueprint`).
     pub(crate) blueprints: Option<Store<Blueprint>>,
     /// Serializes slot decisions, so two previews never take the last slot together.
-    pub(crate) admission: std::sync::Arc<super::phases::capacity::Admissions>,
+    pub(crate) admission: std::sync::Arc<super::phases::capacity::line::Admissions>,
     /// GitHub's last answer about each waiting preview's checks.
     pub(crate) checks_asked: super::phases::check_answers::Asked,
     /// Kubernetes Events for each preview's history (`kubectl describe`).
@@ -218,6 +222,16 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
+    /// What reporting to GitHub needs of this context.
+    pub(crate) fn reporting(&self) -> super::report::Reporting<'_> {
+        super::report::Reporting {
+            github: &self.github,
+            clock: &self.clock,
+            term: &self.term,
+            public_url: &self.settings.public_url,
+        }
+    }
+
     /// The Blueprint `name`, from the controller's watch cache while it runs: a change of it
     /// reaches the cache before the reconciles it starts. Not cached (not seen yet, or gone):
     /// from the API, so a Blueprint created a moment ago is found and a deleted one is not.

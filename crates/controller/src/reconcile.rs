@@ -117,7 +117,7 @@ async fn finish(
         next,
     } = verdict;
     let reported = match &report {
-        Some(r) => report::sync(pe, &mut status, ctx, r).await,
+        Some(r) => report::sync(pe, &mut status, &ctx.reporting(), r).await,
         None => true,
     };
     let ended = running::accrue(&mut status, ctx.clock.now());

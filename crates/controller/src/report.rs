@@ -12,15 +12,26 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::ResourceExt;
 use serde_json::json;
 
-use super::context::Context;
-use super::term::Shown;
+use super::term::{Shown, Term};
 use sandcastle_crd::{PreviewEnvironment, PreviewStatus, Reported};
 use sandcastle_domain::RepoName;
+use sandcastle_domain::clock::Clock;
+use sandcastle_github::client::GitHubApp;
 use sandcastle_github::client::{
     DeploymentState, GitHubError, Installation, NewDeployment, NewStatus,
 };
 use sandcastle_github::text::statuses::fit_description;
 use sandcastle_github::text::teardown::inactive_description;
+
+/// What reporting to GitHub needs of the controller: the App, the clock, what this term has
+/// posted, and Sandcastle's public address (the preview pages deployments link to). A narrow
+/// view of the context, so that reporting sits below the phases that report.
+pub(crate) struct Reporting<'a> {
+    pub github: &'a GitHubApp,
+    pub clock: &'a Clock,
+    pub term: &'a Term,
+    pub public_url: &'a str,
+}
 
 /// What GitHub should show for the preview's current commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,10 +103,10 @@ pub(super) fn reported(state: DeploymentState) -> Reported {
 }
 
 /// The preview's page on Sandcastle, GitHub's `log_url`.
-pub(crate) fn log_url(ctx: &Context, preview: &str) -> String {
+pub(crate) fn log_url(ctx: &Reporting<'_>, preview: &str) -> String {
     format!(
         "{}/previews/{preview}",
-        ctx.settings.public_url.trim_end_matches('/')
+        ctx.public_url.trim_end_matches('/')
     )
 }
 
@@ -120,7 +131,7 @@ fn set_condition(st: &mut PreviewStatus, ok: bool, message: String, now: Timesta
 pub(super) async fn sync(
     pe: &PreviewEnvironment,
     st: &mut PreviewStatus,
-    ctx: &Context,
+    ctx: &Reporting<'_>,
     report: &Report,
 ) -> bool {
     let Some(installation_id) = pe.spec.installation_id else {
@@ -214,7 +225,7 @@ async fn supersede(
 async fn post(
     pe: &PreviewEnvironment,
     st: &mut PreviewStatus,
-    ctx: &Context,
+    ctx: &Reporting<'_>,
     gh: &Installation,
     repo: &RepoName,
     report: &Report,
@@ -263,7 +274,7 @@ async fn post(
 /// newest GitHub has. A comeback always gets a new one.
 async fn known_deployment(
     pe: &PreviewEnvironment,
-    ctx: &Context,
+    ctx: &Reporting<'_>,
     gh: &Installation,
     repo: &RepoName,
     resurrected: bool,
@@ -286,7 +297,7 @@ async fn known_deployment(
 
 /// What an existing deployment already shows, as reported (nothing once it is inactive).
 async fn adopted_state(
-    ctx: &Context,
+    ctx: &Reporting<'_>,
     gh: &Installation,
     repo: &RepoName,
     id: u64,
@@ -306,7 +317,7 @@ async fn adopted_state(
 async fn create_deployment(
     pe: &PreviewEnvironment,
     st: &PreviewStatus,
-    ctx: &Context,
+    ctx: &Reporting<'_>,
     gh: &Installation,
     repo: &RepoName,
 ) -> Result<u64, GitHubError> {

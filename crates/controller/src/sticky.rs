@@ -40,7 +40,7 @@ pub(super) async fn sync(
         return Ok(pe);
     };
     let name = pe.name_any();
-    let page = log_url(ctx, &name);
+    let page = log_url(&ctx.reporting(), &name);
     let Some(view) = sticky_view(&pe, None, Some(page.clone())) else {
         return Ok(pe);
     };

@@ -13,8 +13,21 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tokio::io::AsyncBufReadExt;
 
-use sandcastle::config::{DemoArgs, KubeArgs};
+use clap::Args;
+use sandcastle::cli::args::KubeArgs;
 use sandcastle::serve;
+
+/// `sandcastle demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Do not wait for Enter before closing the pull request.
+    #[arg(long)]
+    pub no_wait: bool,
+
+    /// Port for the Sandcastle server (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+}
 
 const HOME: &str = "sandcastle";
 const STAGING: &str = "guestbook-staging";

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::plan::{ENV_CONFIG_MAP, PreviewContext, preview_labels};
+use super::preview::{ENV_CONFIG_MAP, PreviewContext, preview_labels};
 use sandcastle_crd::labels;
 use sandcastle_crd::{Isolation, NetworkIsolation, PodSecurityLevel};
 

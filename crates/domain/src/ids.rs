@@ -197,14 +197,14 @@ impl From<Sha> for String {
     }
 }
 
-/// A branch name as Git accepts it (see [`super::naming::is_branch_name`]), kept as written.
+/// A branch name as Git accepts it (see [`is_branch_name`]), kept as written.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct BranchName(String);
 
 impl BranchName {
     pub fn new(s: &str) -> Result<Self, IdError> {
-        if super::naming::is_branch_name(s) {
+        if is_branch_name(s) {
             Ok(Self(s.to_owned()))
         } else {
             Err(IdError::Branch(s.to_owned()))
@@ -279,6 +279,40 @@ impl From<NamespaceName> for String {
     fn from(n: NamespaceName) -> Self {
         n.0
     }
+}
+
+/// Whether `s` is a branch name Git accepts (`git check-ref-format --branch`'s rules) within
+/// GitHub's 255 bytes: no empty, `.`-led or `.lock`-ended component, no `..`, `@{`, `//`,
+/// control characters, spaces or any of `~^:?*[\`, not `@`, not ending in `/` or `.`. Git
+/// refuses ASCII control characters; Sandcastle refuses their Unicode kin too, the invisible
+/// characters that reorder or break the text around them (see [`is_invisible_control`]).
+pub fn is_branch_name(s: &str) -> bool {
+    let bad_char = |c: char| c.is_control() || is_invisible_control(c) || " ~^:?*[\\".contains(c);
+    !s.is_empty()
+        && s.len() <= 255
+        && s != "@"
+        && !s.contains("..")
+        && !s.contains("@{")
+        && !s.ends_with('.')
+        && !s.chars().any(bad_char)
+        && s.split('/')
+            .all(|part| !part.is_empty() && !part.starts_with('.') && !part.ends_with(".lock"))
+}
+
+/// Unicode's bidirectional controls (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069) and
+/// its line and paragraph separators: invisible, they make a name read as another
+/// (`fix/<U+202E>gnp.exe` shows as `fix/exe.png`) wherever it is shown.
+pub fn is_invisible_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{2028}'
+            | '\u{2029}'
+    )
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod naming;
 pub mod paths;
 pub mod placement;
 pub mod plan;
+pub mod preview;
 pub mod probe;
 pub mod redact;
 pub mod running;

@@ -20,7 +20,6 @@
 //! controller makes it true.
 
 pub mod cli;
-pub mod config;
 pub mod serve;
 
 pub use sandcastle_agent as agent;

@@ -1,10 +1,6 @@
-//! The server's process entry: parse the command line and run it.
-
-use std::process::ExitCode;
-
-use clap::Parser;
+//! The server's process entry.
 
 #[tokio::main]
-async fn main() -> ExitCode {
-    sandcastle::cli::main(sandcastle::config::Cli::parse()).await
+async fn main() -> std::process::ExitCode {
+    sandcastle::cli::main().await
 }

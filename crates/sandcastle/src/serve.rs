@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Addresses, Agent, Authority, Limits, TokenClusters};
-use crate::config::KubeArgs;
+use crate::cli::args::KubeArgs;
 use crate::controller::{self, Context, Settings};
 use crate::crd::{Blueprint, PreviewEnvironment};
 use crate::domain::Secret;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::{NETWORK_POLICY, namespace_peer, object};
 use crate::naming::is_dns_label;
-use crate::plan::{PreviewContext, Problem};
+use crate::preview::{PreviewContext, Problem};
 use sandcastle_crd::{EgressPort, EgressRule, Isolation, NetworkIsolation};
 
 /// Name of the CiliumNetworkPolicy holding a preview's FQDN egress rules.

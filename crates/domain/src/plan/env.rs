@@ -3,10 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Obj, PreviewContext};
-
-/// Name of the ConfigMap holding the built-in variables.
-pub const ENV_CONFIG_MAP: &str = "sandcastle-env";
+use super::{ENV_CONFIG_MAP, Obj, PreviewContext};
 
 /// The built-in variables, in the order people read them. Values are always strings (empty
 /// when there is no value, so that a program can rely on the variable being set).

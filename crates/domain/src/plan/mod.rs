@@ -36,35 +36,12 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::ids::{NamespaceName, PrNumber, RepoName, Sha};
 use crate::guardrails;
+pub use crate::preview::{ENV_CONFIG_MAP, PreviewContext, Problem, preview_labels};
 use sandcastle_crd::BlueprintSpec;
 
-pub use env::ENV_CONFIG_MAP;
 pub use images::ImageRef;
 pub use manifests::{ManifestError, ManifestWarning, Manifests, parse_manifests};
-
-/// Who the preview is for and where it goes: everything the plan needs besides the objects and
-/// the Blueprint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreviewContext {
-    /// Name of the `PreviewEnvironment`, e.g. `shop-pr-42`.
-    pub preview: NamespaceName,
-    /// The namespace the copy goes to.
-    pub namespace: NamespaceName,
-    /// The Blueprint's namespace when it clones a live namespace; `None` for manifests.
-    pub source_namespace: Option<String>,
-    /// Name of the Blueprint.
-    pub blueprint: String,
-    pub repo: RepoName,
-    pub pr: Option<PrNumber>,
-    pub sha: Sha,
-    /// The branch previewed (the PR's head ref).
-    pub branch: String,
-    /// Host template used when the Blueprint sets none, e.g.
-    /// `{{host}}-{{preview}}.preview.localhost`.
-    pub default_host: String,
-}
 
 /// The stages a preview is applied in (the "phases" of docs/cloning.md; `Stage` in the code, so
 /// that it is never confused with a preview's `crd::Phase`). Each waits for the previous one to
@@ -161,53 +138,6 @@ impl Plan {
     }
 }
 
-/// One reason a blueprint cannot be cloned, naming the object and, when there is one, the field.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Problem {
-    pub kind: String,
-    pub name: String,
-    pub field: Option<String>,
-    pub reason: String,
-}
-
-impl Problem {
-    pub(crate) fn object(kind: &str, name: &str, reason: impl Into<String>) -> Self {
-        Self {
-            kind: kind.to_owned(),
-            name: name.to_owned(),
-            field: None,
-            reason: reason.into(),
-        }
-    }
-
-    pub(crate) fn field(
-        kind: &str,
-        name: &str,
-        field: impl Into<String>,
-        reason: impl Into<String>,
-    ) -> Self {
-        Self {
-            kind: kind.to_owned(),
-            name: name.to_owned(),
-            field: Some(field.into()),
-            reason: reason.into(),
-        }
-    }
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.field {
-            Some(field) => write!(f, "{} {}: {}: {}", self.kind, self.name, field, self.reason),
-            None => write!(
-                f,
-                "{} {} is not allowed: {}",
-                self.kind, self.name, self.reason
-            ),
-        }
-    }
-}
-
 /// The blueprint cannot be cloned. Holds every problem found, not only the first, sorted:
 /// problems of the Blueprint itself first, then by kind and name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -233,13 +163,6 @@ impl fmt::Display for Refused {
         }
         Ok(())
     }
-}
-
-/// The labels every object of a preview carries: `app.kubernetes.io/managed-by: sandcastle`,
-/// `sandcastle.dev/preview`, `sandcastle.dev/repo`, `sandcastle.dev/pr` (with a PR) and
-/// `sandcastle.dev/sha`. Pod templates carry them too, except the SHA (see [`rewrite`]).
-pub fn preview_labels(ctx: &PreviewContext) -> BTreeMap<String, String> {
-    rewrite::object_labels(ctx)
 }
 
 /// An input object with its identity parsed out.

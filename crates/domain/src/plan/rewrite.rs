@@ -9,7 +9,8 @@
 //! to the decoded text of Secret `data`. Besides, a `namespaceSelector` matching the source by
 //! its `kubernetes.io/metadata.name` label and pod affinity `namespaces` lists follow the copy.
 
-use std::collections::{BTreeMap, BTreeSet};
+use crate::preview::{label_pairs, template_labels};
+use std::collections::BTreeSet;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -204,37 +205,6 @@ pub(crate) fn rewrite(obj: &mut Obj, class: Class, rw: &Rewriter<'_>) {
     }
 }
 
-/// The labels every object of a preview carries.
-fn preview_labels(ctx: &PreviewContext) -> Vec<(&'static str, String)> {
-    let mut out = template_labels(ctx);
-    out.push((labels::PREVIEW, ctx.preview.to_string()));
-    if let Some(pr) = ctx.pr {
-        out.push((labels::PR, pr.to_string()));
-    }
-    out.push((labels::SHA, ctx.sha.to_string()));
-    out
-}
-
-/// The labels pod templates carry: only those that stay the same for the pods' whole life. A
-/// label that changes with every commit (`sandcastle.dev/sha`) would restart every pod — the
-/// databases too — on every push, where only the pods whose image changed need to; one naming
-/// the preview or its pull request would restart them all when a pull request takes a sandbox
-/// over. Those belong on the objects, which change in place.
-fn template_labels(ctx: &PreviewContext) -> Vec<(&'static str, String)> {
-    vec![
-        (labels::MANAGED_BY, labels::MANAGER.to_owned()),
-        (labels::REPO, crate::naming::repo_label_value(&ctx.repo)),
-    ]
-}
-
-/// The labels a preview's objects carry (guardrails and the namespace use them too).
-pub(crate) fn object_labels(ctx: &PreviewContext) -> BTreeMap<String, String> {
-    preview_labels(ctx)
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
-}
-
 /// Set `labels` on `meta`, first removing the keys in `remove`.
 fn set_labels(meta: &mut Value, labels: &[(&'static str, String)], remove: &[&str]) {
     if !meta.is_object() {
@@ -260,7 +230,7 @@ pub(crate) fn identify_as_preview(obj: &mut Obj, class: Class, ctx: &PreviewCont
     let paths = template_paths(obj, class);
     let stale: &[&str] = if ctx.pr.is_none() { &[labels::PR] } else { &[] };
     let meta = &mut obj.value["metadata"];
-    set_labels(meta, &preview_labels(ctx), stale);
+    set_labels(meta, &label_pairs(ctx), stale);
     meta["namespace"] = Value::String(ctx.namespace.to_string());
     let annotations = &mut meta["annotations"];
     if !annotations.is_object() {

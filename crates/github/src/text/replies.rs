@@ -12,7 +12,9 @@ use sandcastle_crd::Phase;
 use sandcastle_domain::duration;
 use sandcastle_domain::{RepoName, Sha};
 
-use super::sticky::{self, StickyView, clock, code, expiry, plain};
+use super::markdown::{clock, code, expiry, plain};
+use super::state::StickyView;
+use super::sticky;
 
 /// Why Sandcastle answers a command with words instead of (only) a reaction.
 #[derive(Debug, Clone, PartialEq)]
@@ -392,10 +394,10 @@ mod tests {
         };
         let reply = Reply::Status {
             previews: vec![
-                view("shop-pr-42", super::super::sticky::StickyState::Ready),
+                view("shop-pr-42", super::super::state::StickyState::Ready),
                 view(
                     "web-shop-pr-42",
-                    super::super::sticky::StickyState::WaitingForChecks {
+                    super::super::state::StickyState::WaitingForChecks {
                         checks: vec!["build".into()],
                     },
                 ),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use sandcastle_crd::ServiceStatus;
 use sandcastle_domain::duration;
 
-use super::sticky::ordinal;
+use super::markdown::ordinal;
 
 /// GitHub's limit on a deployment status description, in characters.
 pub const DESCRIPTION_MAX: usize = 140;

@@ -1,186 +1,17 @@
-//! What people read on a pull request, rendered from plain view structs: the sticky comment
-//! (one per preview, edited in place, carrying a hidden JSON marker that finds it again and lets
-//! agents read the state), deployment status descriptions ([`status`]), command replies
-//! ([`replies`]), and the view of a preview resource ([`view`]). Time is passed in; nothing here
-//! reads a clock.
+//! The sticky comment: one per preview, edited in place, rendered from its [`StickyView`] — the
+//! state, URL, commit, expiry, services, what it waits for, the commands that apply — and ending
+//! with the hidden marker (`marker`). Time is passed in; nothing here reads a clock.
 
 use std::time::Duration;
 
 use jiff::Timestamp;
-use jiff::tz::TimeZone;
-use serde::{Deserialize, Serialize};
 
+use super::markdown::{ago, cell, code, expiry, html, plain, span};
+use super::marker::{marker_data, marker_line};
+use super::state::{JobState, LogTail, StickyState, StickyView};
+use super::teardown::{Removal, Style, what_happened};
 use crate::command_parser::Command;
-use crate::text::teardown::{Removal, Style, what_happened};
-use sandcastle_crd::{Interface, Phase, RunningTime, ServiceStatus, TeardownReason};
-use sandcastle_domain::Sha;
-
-/// Every sticky comment carries one line `<!-- sandcastle {json} -->`; this is how it starts.
-pub const MARKER_PREFIX: &str = "<!-- sandcastle ";
-const MARKER_SUFFIX: &str = " -->";
-
-/// Everything the sticky comment shows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StickyView {
-    /// The preview's name, e.g. `shop-pr-42`.
-    pub preview: String,
-    pub state: StickyState,
-    pub url: Option<String>,
-    /// The commit running (or being deployed).
-    pub sha: Option<Sha>,
-    pub deployed_at: Option<Timestamp>,
-    pub blueprint: String,
-    /// What the blueprint clones, in words: `namespace shop-staging`. The last word is shown as
-    /// code.
-    pub source: String,
-    pub services: Vec<ServiceStatus>,
-    pub jobs: Vec<JobView>,
-    pub expires_at: Option<Timestamp>,
-    pub stop_after_idle: Option<Duration>,
-    /// Sandcastle's API address for this preview (for agents and the "details" link).
-    pub api_url: Option<String>,
-    pub namespace: Option<String>,
-    /// A fork PR's preview stays on the approved commit; say so.
-    pub pinned_fork_note: bool,
-    /// A failed preview: the failing container's last log lines (already redacted).
-    pub log_tail: Option<LogTail>,
-    /// How long it has run (its environment-hours), if it ever did.
-    pub running: Option<RunningTime>,
-    /// The Blueprint's rule for the pull request author's class, in words.
-    pub rule: Option<String>,
-    /// The cluster it lives in, when not Sandcastle's own.
-    pub cluster: Option<String>,
-    /// Why that cluster does not answer, while it does not (`cluster b is unreachable since …`).
-    pub cluster_down: Option<String>,
-}
-
-/// The last log lines of the container a failure comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogTail {
-    pub pod: String,
-    pub container: String,
-    /// The lines are from the container's previous run (a crash loop).
-    pub previous: bool,
-    pub lines: Vec<String>,
-}
-
-/// Where the preview stands, with what the reader needs to know about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StickyState {
-    /// Being created or updated; `step` is a short phrase like `seeding: db-seed running`,
-    /// `stuck_on` what the cluster says holds it up (shown as soon as it is known).
-    Deploying {
-        step: String,
-        stuck_on: Option<String>,
-    },
-    Ready,
-    Stopped,
-    /// Waiting for a free slot or for a cluster with room; `reason` says which, in words
-    /// (`2nd in line; 20/20 previews of shop in use`).
-    Queued {
-        reason: String,
-    },
-    /// A fork PR waiting for a maintainer's `/preview`.
-    WaitingForApproval {
-        sha: Sha,
-    },
-    /// Waiting for these checks to pass before deploying.
-    WaitingForChecks {
-        checks: Vec<String>,
-    },
-    /// One sentence from the cluster saying what failed.
-    Failed {
-        reason: String,
-    },
-    Removed {
-        reason: TeardownReason,
-        actor: Option<String>,
-        /// Through what it was asked for.
-        via: Option<Interface>,
-    },
-    /// Sandcastle will not deploy this pull request (no blueprint allows the repo, …).
-    Rejected {
-        reason: String,
-    },
-}
-
-impl StickyState {
-    /// A stable code for the marker, finer than [`Phase`].
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::Deploying { .. } => "deploying",
-            Self::Ready => "ready",
-            Self::Stopped => "stopped",
-            Self::Queued { .. } => "queued",
-            Self::WaitingForApproval { .. } => "waiting_for_approval",
-            Self::WaitingForChecks { .. } => "waiting_for_checks",
-            Self::Failed { .. } => "failed",
-            Self::Removed { .. } => "removed",
-            Self::Rejected { .. } => "rejected",
-        }
-    }
-
-    /// The resource phase this state corresponds to.
-    pub fn phase(&self) -> Phase {
-        match self {
-            Self::Deploying { .. } => Phase::Deploying,
-            Self::Ready => Phase::Ready,
-            Self::Stopped => Phase::Stopped,
-            Self::Queued { .. }
-            | Self::WaitingForApproval { .. }
-            | Self::WaitingForChecks { .. } => Phase::Pending,
-            Self::Failed { .. } | Self::Rejected { .. } => Phase::Failed,
-            Self::Removed { .. } => Phase::Removed,
-        }
-    }
-
-    pub(super) fn title(&self) -> &'static str {
-        match self {
-            Self::Deploying { .. } => "⏳ Deploying",
-            Self::Ready => "✅ Ready",
-            Self::Stopped => "⏸️ Stopped",
-            Self::Queued { .. } => "🕒 Queued",
-            Self::WaitingForApproval { .. } => "🔒 Waiting for approval",
-            Self::WaitingForChecks { .. } => "🚦 Waiting for checks",
-            Self::Failed { .. } => "❌ Failed",
-            Self::Removed { .. } => "🧹 Removed",
-            Self::Rejected { .. } => "🚫 Not deployed",
-        }
-    }
-}
-
-/// A seed (or other) job of the preview.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobView {
-    pub name: String,
-    pub state: JobState,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobState {
-    Pending,
-    Running,
-    Completed,
-    Failed,
-}
-
-/// The hidden line's content: enough for an agent to act without scraping the table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MarkerData {
-    pub preview: String,
-    #[serde(default)]
-    pub namespace: Option<String>,
-    #[serde(default)]
-    pub url: Option<String>,
-    #[serde(default)]
-    pub sha: Option<Sha>,
-    pub phase: Phase,
-    /// [`StickyState::code`].
-    #[serde(default)]
-    pub state: Option<String>,
-    #[serde(default)]
-    pub api: Option<String>,
-}
+use sandcastle_crd::TeardownReason;
 
 /// The Markdown of the sticky comment for `view` as of `now`.
 pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
@@ -307,53 +138,6 @@ fn log_block(tail: &LogTail) -> String {
         html(&tail.pod),
         tail.lines.join("\n"),
     )
-}
-
-fn html(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// The marker content for a view. A removed preview has no URL.
-pub fn marker_data(view: &StickyView) -> MarkerData {
-    let removed = matches!(view.state, StickyState::Removed { .. });
-    MarkerData {
-        preview: view.preview.clone(),
-        namespace: view.namespace.clone(),
-        url: view.url.clone().filter(|_| !removed),
-        sha: view.sha.clone(),
-        phase: view.state.phase(),
-        state: Some(view.state.code().to_owned()),
-        api: view.api_url.clone(),
-    }
-}
-
-/// `<!-- sandcastle {json} -->`, with `<` and `>` escaped inside the JSON so that no value can
-/// close the HTML comment early.
-pub fn marker_line(data: &MarkerData) -> String {
-    let json = serde_json::to_string(data).expect("marker data always serializes");
-    // `<` and `>` can only occur inside JSON strings, where the escapes mean the same.
-    let json = json.replace('<', "\\u003c").replace('>', "\\u003e");
-    format!("{MARKER_PREFIX}{json}{MARKER_SUFFIX}")
-}
-
-/// Find Sandcastle's marker in a comment body. Edits to the visible part do not matter; `None`
-/// when the marker is gone or damaged. The **last** intact marker wins, because Sandcastle writes
-/// its own as the last line. Callers should also check the comment's author is the App, since
-/// anyone can paste a marker into a comment.
-pub fn parse_marker(body: &str) -> Option<MarkerData> {
-    let mut found = None;
-    let mut rest = body;
-    while let Some(start) = rest.find(MARKER_PREFIX) {
-        rest = &rest[start + MARKER_PREFIX.len()..];
-        if let Some(end) = rest.find("-->")
-            && let Ok(data) = serde_json::from_str(rest[..end].trim())
-        {
-            found = Some(data);
-        }
-    }
-    found
 }
 
 pub(super) fn status_line(view: &StickyView) -> Option<String> {
@@ -486,84 +270,13 @@ fn commands_line(state: &StickyState) -> String {
         .join(" · ")
 }
 
-/// Inline code for any text: backticks become quotes and line breaks spaces, so the span cannot
-/// be broken out of.
-pub(super) fn code(s: &str) -> String {
-    let clean: String = s
-        .chars()
-        .map(|c| match c {
-            '`' => '\'',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect();
-    format!("`{clean}`")
-}
-
-/// Text from elsewhere (the cluster, a check name) shown as text: `<` is escaped so that it can
-/// open no HTML, in particular no comment that would hide the rest or fake a marker.
-pub(super) fn plain(s: &str) -> String {
-    s.replace('<', "&lt;")
-}
-
-/// A table cell: one line, pipes escaped (GitHub needs that even inside code spans).
-fn cell(s: &str) -> String {
-    s.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
-}
-
-/// `1st`, `2nd`, `3rd`, `11th`, `22nd`.
-pub(super) fn ordinal(n: u64) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
-}
-
-/// A length of time for people, coarse on purpose: `under a minute`, `25 min`, `23 h`, `3 d 4 h`.
-fn span(secs: u64) -> String {
-    let (d, h, m) = (secs / 86_400, secs / 3600, secs / 60);
-    match secs {
-        0..60 => "under a minute".to_owned(),
-        60..3600 => format!("{m} min"),
-        3600..172_800 => format!("{h} h"),
-        _ if h % 24 == 0 => format!("{d} d"),
-        _ => format!("{d} d {} h", h % 24),
-    }
-}
-
-/// `2 min ago`.
-pub fn ago(now: Timestamp, at: Timestamp) -> String {
-    let secs = now.as_second().saturating_sub(at.as_second()).max(0);
-    format!("{} ago", span(secs.unsigned_abs()))
-}
-
-/// `Mon 30 Nov 16:00 UTC`.
-pub fn clock(at: Timestamp) -> String {
-    at.to_zoned(TimeZone::UTC)
-        .strftime("%a %-d %b %H:%M UTC")
-        .to_string()
-}
-
-/// `in 23 h (Mon 30 Nov 16:00 UTC)`, or `expired 5 min ago (…)`.
-pub fn expiry(now: Timestamp, at: Timestamp) -> String {
-    let left = at.as_second().saturating_sub(now.as_second());
-    if left > 0 {
-        format!("in {} ({})", span(left.unsigned_abs()), clock(at))
-    } else {
-        format!("expired {} ({})", ago(now, at), clock(at))
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::marker::{MARKER_PREFIX, parse_marker};
+    use super::super::state::JobView;
     use super::*;
+    use sandcastle_crd::{Interface, Phase, RunningTime, ServiceStatus};
+    use sandcastle_domain::Sha;
 
     const SHA: &str = "abc1234def5678abc1234def5678abc1234def56";
 

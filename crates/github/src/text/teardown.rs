@@ -80,11 +80,11 @@ fn by(t: Removal<'_>, style: Style) -> String {
         Some(Who::GitHub(login)) => format!(" by @{login}"),
         // Sandcastle's own words for the pull request: text, not an identity.
         Some(Who::Other(name)) if t.reason == TeardownReason::Adopted => match style {
-            Style::Markdown => format!(" by {}", super::sticky::plain(name)),
+            Style::Markdown => format!(" by {}", super::markdown::plain(name)),
             Style::Plain => format!(" by {name}"),
         },
         Some(Who::Other(name)) => match style {
-            Style::Markdown => format!(" by {}", super::sticky::code(name)),
+            Style::Markdown => format!(" by {}", super::markdown::code(name)),
             Style::Plain => format!(" by {name}"),
         },
     }

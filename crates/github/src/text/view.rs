@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 
-use super::sticky::{LogTail, StickyState, StickyView};
+use super::state::{LogTail, StickyState, StickyView};
 use sandcastle_crd::{BlueprintSpec, Phase, PreviewEnvironment, PreviewStatus, SlotState};
 use sandcastle_domain::{Sha, authors};
 

@@ -17,9 +17,31 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 
 use crate::agent::Via;
 use crate::agent::remote::{CallError, Server};
-use crate::config::McpArgs;
+use clap::Args;
+
+use crate::domain::Secret;
 use crate::domain::clock::Clock;
 use crate::mcp::{Backend, Confirmations, Mcp};
+
+/// `sandcastle mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Sandcastle's address (its `--listen`, or the Service or Ingress in front of it).
+    #[arg(
+        long,
+        env = "SANDCASTLE_SERVER",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub server: String,
+
+    /// Kubernetes bearer token to call the API with.
+    #[arg(long, env = "SANDCASTLE_TOKEN", hide_env_values = true)]
+    pub token: Option<Secret>,
+
+    /// Offer write tools too (the token's RBAC still decides each call).
+    #[arg(long, env = "SANDCASTLE_MCP_WRITE")]
+    pub write: bool,
+}
 
 /// Serve MCP on stdio until the client goes away.
 pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {

@@ -9,13 +9,71 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
-use crate::config::{KubeArgs, RenderArgs};
+use clap::Args;
+
+use super::args::{KubeArgs, PreviewArgs};
 use crate::crd::{BlueprintSource, BlueprintSpec, ManifestsRef};
 use crate::domain::intent;
 use crate::domain::plan::{self, Manifests, PreviewContext};
 use crate::domain::{NamespaceName, PrNumber, RepoName, Sha, guardrails, naming};
 use crate::k8s::apply::Resolver;
 use crate::k8s::source;
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// What the preview is cloned from: YAML files or directories of `*.yaml` files (manifests,
+    /// as a `source.manifests` ConfigMap holds them; repeat the flag for several), or the name of
+    /// a live namespace, read through the cluster as the controller reads `source.namespace`.
+    #[arg(long, value_name = "FILE|DIR|NAMESPACE", required = true)]
+    pub blueprint: Vec<String>,
+
+    /// The Blueprint's settings (images, host, skip, secrets, isolation, ...): a file holding a
+    /// Blueprint object or only its `spec` fields. Its `source` is ignored (`--blueprint` is the
+    /// source). Without it, a Blueprint document among the `--blueprint` files is used, else the
+    /// defaults.
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
+
+    /// Name of the Blueprint, which names the preview (default: the name of the Blueprint
+    /// document, else the repository's name).
+    #[arg(long, value_name = "NAME")]
+    pub blueprint_name: Option<String>,
+
+    /// The files hold objects read back from this namespace (`kubectl get -o yaml`): they may
+    /// name it, and references to it are rewritten as for a live namespace.
+    #[arg(long, value_name = "NAMESPACE")]
+    pub source_namespace: Option<String>,
+
+    /// The repository, `owner/name`.
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: String,
+
+    /// The pull request number.
+    #[arg(long, value_name = "N")]
+    pub pr: u64,
+
+    /// The commit to preview (40 hex digits).
+    #[arg(long, value_name = "SHA")]
+    pub sha: String,
+
+    /// The PR's head branch, for `{{branch}}` templates and `SANDCASTLE_BRANCH` (default:
+    /// `pr-<N>`).
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+
+    /// Also print the preview namespace and its guardrails (quota, LimitRange, NetworkPolicy,
+    /// ServiceAccounts, the `preview-agent` Role), which the controller applies first.
+    #[arg(long)]
+    pub guardrails: bool,
+
+    /// Kubeconfig file, to read a live namespace; when unset, in-cluster configuration or the
+    /// default kubeconfig is used.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub previews: PreviewArgs,
+}
 
 /// Where the objects to clone come from.
 #[derive(Debug, Clone, PartialEq, Eq)]

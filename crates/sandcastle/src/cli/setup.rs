@@ -7,9 +7,58 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::config::SetupArgs;
+use clap::Args;
+
+use super::args::KubeArgs;
 use crate::github::manifest;
 use crate::k8s::app_secret;
+
+/// `sandcastle setup`.
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    #[command(flatten)]
+    pub kube: KubeArgs,
+
+    /// Sandcastle's public base URL (the App's webhook and callbacks point there).
+    #[arg(
+        long,
+        env = "SANDCASTLE_PUBLIC_URL",
+        default_value = "http://localhost:8080"
+    )]
+    pub public_url: String,
+
+    /// Base URL of GitHub's web pages (GitHub Enterprise: https://HOST).
+    #[arg(
+        long,
+        env = "SANDCASTLE_GITHUB_URL",
+        default_value = "https://github.com"
+    )]
+    pub github_url: String,
+
+    /// Base URL of GitHub's REST API (GitHub Enterprise: https://HOST/api/v3).
+    #[arg(
+        long,
+        env = "SANDCASTLE_GITHUB_API_URL",
+        default_value = "https://api.github.com"
+    )]
+    pub github_api_url: String,
+
+    /// Create the App on this organization (default: your personal account).
+    #[arg(long)]
+    pub organization: Option<String>,
+
+    /// The App's name.
+    #[arg(long, default_value = "Sandcastle")]
+    pub name: String,
+
+    /// The code GitHub sent back (`/setup/callback?code=…`): convert it and store the App.
+    #[arg(long)]
+    pub code: Option<String>,
+
+    /// Replace an App already stored.
+    #[arg(long)]
+    pub force: bool,
+}
 
 pub async fn run(args: &SetupArgs) -> anyhow::Result<ExitCode> {
     let Some(code) = &args.code else {

@@ -3,6 +3,7 @@
 //! (`-o`). Exit codes a script can use: 0 done, 1 refused or failed (the API's code and message
 //! on stderr), and for `wait` 0 Ready (or the state asked for), 1 Failed or gone, 2 timed out.
 
+pub mod args;
 mod show;
 
 use std::process::ExitCode;
@@ -17,8 +18,8 @@ use crate::agent::{
     CreatePreview, EventsView, ExtendBody, LogLines, LogQuery, Operation, PreviewList, PreviewView,
     RedeployBody, TokenRequestBody, WaitOutcome, WaitResult,
 };
-use crate::config::{Output, PreviewsAction, PreviewsArgs};
 use crate::domain::Secret;
+use args::{Output, PreviewsAction, PreviewsArgs};
 use show::Asked;
 
 /// A wait longer than this is the server's to refuse; the client only bounds its own call.
@@ -268,7 +269,7 @@ mod tests {
     use clap::CommandFactory;
 
     use super::*;
-    use crate::config::Cli;
+    use crate::cli::Cli;
 
     #[test]
     fn every_operation_is_a_subcommand() {
@@ -289,7 +290,7 @@ mod tests {
         use clap::Parser as _;
         let by = |args: &[&str]| {
             let cli = Cli::try_parse_from(args).map_err(|e| e.kind())?;
-            let crate::config::Command::Previews(p) = cli.command else {
+            let crate::cli::Command::Previews(p) = cli.command else {
                 panic!("not previews");
             };
             let PreviewsAction::Extend(e) = p.action else {

@@ -8,9 +8,11 @@
 //! when the cluster is back. Previews placed before clusters were recorded live in Sandcastle's
 //! own.
 
-use std::collections::{BTreeMap, HashMap};
+pub(crate) mod placements;
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::ResourceExt;
@@ -32,34 +34,8 @@ const WAIT_RECHECK: Duration = Duration::from_secs(60);
 /// How soon a preview whose cluster does not answer looks again (its coming back wakes it
 /// sooner).
 const UNREACHABLE_RECHECK: Duration = Duration::from_secs(30);
-/// How long a decision is counted from memory while the cache may not show it yet.
-const REMEMBERED: Duration = Duration::from_secs(120);
 /// The condition a placed preview carries: whether its cluster answers.
 pub(crate) const CONDITION: &str = "ClusterReachable";
-
-/// Placement decisions, one at a time, and those the controller's cache may not show yet.
-#[derive(Default)]
-pub(crate) struct Placements {
-    decide: tokio::sync::Mutex<()>,
-    recent: std::sync::Mutex<HashMap<String, (String, Instant)>>,
-}
-
-impl Placements {
-    fn remember(&self, preview: &str, cluster: &str) {
-        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        recent.retain(|_, (_, at)| at.elapsed() < REMEMBERED);
-        recent.insert(preview.to_owned(), (cluster.to_owned(), Instant::now()));
-    }
-
-    fn recent(&self) -> HashMap<String, String> {
-        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        recent
-            .iter()
-            .filter(|(_, (_, at))| at.elapsed() < REMEMBERED)
-            .map(|(p, (c, _))| (p.clone(), c.clone()))
-            .collect()
-    }
-}
 
 pub(crate) use sandcastle_domain::placement::placed_in;
 

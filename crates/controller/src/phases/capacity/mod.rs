@@ -8,6 +8,11 @@
 //! once, under the admission lock, rather than with the rest of the reconcile's verdict. The
 //! Blueprint's status counts stay true.
 
+pub(crate) mod line;
+
+use line::Ask;
+pub(crate) use line::Slot;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams};
 use kube::runtime::reflector::ObjectRef;
@@ -30,17 +35,6 @@ use std::collections::BTreeMap;
 
 /// Field manager of the Blueprint status counts.
 const COUNTS_MANAGER: &str = "sandcastle-capacity";
-
-/// Slot decisions, one at a time, each numbered; and the number of the last decision whose
-/// counts reached the Blueprint. Counts are written after the decision lock is released (the
-/// next decision need not wait for them), so an older decision's counts, late, are skipped
-/// rather than written over a newer one's.
-#[derive(Default)]
-pub(crate) struct Admissions {
-    decide: tokio::sync::Mutex<u64>,
-    counted: tokio::sync::Mutex<u64>,
-    asking: std::sync::Mutex<Vec<Ask>>,
-}
 
 fn live(p: &PreviewEnvironment) -> bool {
     p.spec.teardown.is_none() && p.meta().deletion_timestamp.is_none()
@@ -77,13 +71,6 @@ fn ordinal(n: u32) -> String {
         _ => "th",
     };
     format!("{n}{suffix}")
-}
-
-/// What the reconcile should do after asking for a slot.
-pub(crate) enum Slot {
-    Held,
-    /// Queued or refused (`st` says so); GitHub should show this.
-    Waiting(Option<Report>),
 }
 
 /// Make sure `pe` holds a slot of `bp`, or record in `st` why it waits or was refused. A new
@@ -139,33 +126,6 @@ pub(crate) async fn admit(
     *st = decided.clone();
     *persisted = Some(decided);
     Ok(slot)
-}
-
-/// A preview asking for a slot, with its status as last written (`pe.status`) and as the
-/// reconcile has it (`st`).
-pub(crate) struct Ask {
-    pe: PreviewEnvironment,
-    bp: Blueprint,
-    st: PreviewStatus,
-    answer: tokio::sync::oneshot::Sender<Result<(PreviewStatus, Slot), Error>>,
-}
-
-impl Admissions {
-    fn ask(&self, ask: Ask) {
-        self.asking
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(ask);
-    }
-
-    fn take(&self) -> Vec<Ask> {
-        std::mem::take(
-            &mut *self
-                .asking
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
-    }
 }
 
 /// Decide for every preview asking, on one fresh list; write each decision (at once, in

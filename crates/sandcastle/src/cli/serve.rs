@@ -1,91 +1,81 @@
-//! Running a parsed command line: logging set up, then the chosen command (`serve` assembled
-//! from its flags here).
+//! `sandcastle serve`: its flags, and a running Sandcastle made from them — the App from flags or
+//! the one `/setup` stored (taken up again when it changes), until SIGTERM or Ctrl-C.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
-use crate::config::{Cli, Command, GeneratedArgs, LogFormat, ServeArgs};
+use anyhow::Context as _;
+use clap::Args;
+
+use super::args::{GitHubArgs, KubeArgs, ListenArgs, PreviewArgs, duration_arg};
 use crate::controller::Settings;
 use crate::domain::Secret;
 use crate::domain::clock::Clock;
 use crate::github::client::{ClientSettings, GitHubApp};
 use crate::github::user::OAuthApp;
 use crate::k8s::app_secret::{self, AppCredentials};
-use anyhow::Context;
-use std::time::Duration;
 
-/// Set up logging as `cli` asks and run its command.
-pub async fn main(cli: Cli) -> ExitCode {
-    // The demo narrates on stdout, render prints YAML, previews answers there and mcp speaks
-    // MCP there; keep their logs (on stderr) to warnings unless asked.
-    let default_level = if matches!(
-        cli.command,
-        Command::Demo(_) | Command::Render(_) | Command::Previews(_) | Command::Mcp(_)
-    ) {
-        "warn"
-    } else {
-        "info"
-    };
-    init_tracing(cli.log_format, cli.log.as_deref().unwrap_or(default_level));
-    match run(cli.command).await {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::FAILURE
-        }
-    }
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub listen: ListenArgs,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    #[command(flatten)]
+    pub github: GitHubArgs,
+    #[command(flatten)]
+    pub previews: PreviewArgs,
+    #[command(flatten)]
+    pub lifecycle: LifecycleArgs,
 }
 
-pub fn init_tracing(format: LogFormat, directives: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(directives).unwrap_or_else(|e| {
-        eprintln!("warning: log filter {directives:?} is not valid ({e}); using info");
-        tracing_subscriber::EnvFilter::new("info")
-    });
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => builder.json().flatten_event(true).init(),
-        LogFormat::Text => builder.init(),
-    }
+/// Housekeeping and leader election.
+#[derive(Debug, Clone, Args)]
+pub struct LifecycleArgs {
+    /// How often the catch-up resync compares open pull requests with previews (it also runs at
+    /// start-up); `0` turns it off. Orphan namespaces are swept at the same pace.
+    #[arg(long, env = "SANDCASTLE_RESYNC_INTERVAL", default_value = "10m", value_parser = duration_arg)]
+    pub resync_interval: Duration,
+
+    /// How long a namespace Sandcastle made may stay without a PreviewEnvironment before it is
+    /// deleted; `0` never deletes.
+    #[arg(long, env = "SANDCASTLE_ORPHAN_GRACE", default_value = "1h", value_parser = duration_arg)]
+    pub orphan_grace: Duration,
+
+    /// Elect one leader among replicas with a Lease: all serve HTTP, only the leader runs the
+    /// controller and housekeeping. Turn off only when exactly one replica runs.
+    #[arg(long, env = "SANDCASTLE_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_election: bool,
+
+    /// Name of the leader Lease in Sandcastle's namespace.
+    #[arg(
+        long,
+        env = "SANDCASTLE_LEASE_NAME",
+        default_value = "sandcastle-leader"
+    )]
+    pub lease_name: String,
+
+    /// How long the leader's Lease lasts without renewal; another replica takes over within
+    /// about this long after the leader dies.
+    #[arg(long, env = "SANDCASTLE_LEASE_DURATION", default_value = "15s", value_parser = duration_arg)]
+    pub lease_duration: Duration,
+
+    /// This replica's identity in the Lease (default: the host name, which is the pod name in
+    /// Kubernetes, plus a random suffix).
+    #[arg(long, env = "SANDCASTLE_IDENTITY")]
+    pub identity: Option<String>,
 }
 
-async fn run(command: Command) -> anyhow::Result<ExitCode> {
-    match command {
-        Command::Serve(args) => serve(*args).await,
-        Command::Demo(_) => anyhow::bail!(
-            "the demo is not part of the server: from a checkout of Sandcastle, run `cargo run -- demo`"
-        ),
-        Command::Crds(args) => generated(
-            &crate::crd::definitions_yaml()?,
-            &args,
-            "the CRDs the code generates",
-            "crds",
-        ),
-        Command::Rbac(args) if args.target => generated(
-            &crate::k8s::rbac::target_yaml()?,
-            &args.generated,
-            "the RBAC a target cluster needs",
-            "rbac --target",
-        ),
-        Command::Rbac(args) => generated(
-            &crate::k8s::rbac::rules_yaml()?,
-            &args.generated,
-            "the RBAC rules the code needs",
-            "rbac",
-        ),
-        Command::Openapi(args) => generated(
-            &crate::http::api::openapi_json(),
-            &args,
-            "the OpenAPI document the code generates",
-            "openapi",
-        ),
-        Command::Render(args) => crate::cli::render::run(&args).await,
-        Command::Previews(args) => crate::cli::previews::run(*args).await,
-        Command::Mcp(args) => crate::cli::mcp::run(args).await,
-        Command::Setup(args) => crate::cli::setup::run(&args).await,
+impl LifecycleArgs {
+    /// The Lease holder identity: `--identity`, or the host name with a random suffix so that a
+    /// restarted process never mistakes the previous one's lease for its own.
+    pub fn identity(&self) -> String {
+        self.identity.clone().unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "sandcastle".to_owned());
+            format!("{host}-{:08x}", rand::random::<u32>())
+        })
     }
 }
-
 /// Controller settings from the flags (all but the App's own credentials).
 fn settings_of(args: &ServeArgs) -> Settings {
     let mut settings = Settings::for_namespace(&args.kube.namespace);
@@ -144,7 +134,8 @@ fn oauth(args: &ServeArgs, stored: Option<&AppCredentials>) -> Option<OAuthApp> 
 /// How often a Sandcastle on a stored App looks for new credentials.
 const CREDENTIALS_POLL: Duration = Duration::from_secs(3);
 
-async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+/// Run Sandcastle until SIGTERM or Ctrl-C.
+pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let client = crate::serve::kube_client(&args.kube).await?;
     let settings = settings_of(&args);
     let parts = |github, settings, webhook_secrets| crate::serve::Parts {
@@ -243,30 +234,5 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = term => {}
-    }
-}
-
-/// Print a generated file, or with `--check` compare it with the copy on disk.
-fn generated(
-    yaml: &str,
-    args: &GeneratedArgs,
-    what: &str,
-    command: &str,
-) -> anyhow::Result<ExitCode> {
-    let Some(path) = &args.check else {
-        print!("{yaml}");
-        return Ok(ExitCode::SUCCESS);
-    };
-    let on_disk =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    if on_disk == yaml {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        eprintln!(
-            "{} differs from {what}; run `sandcastle {command} > {}`",
-            path.display(),
-            path.display()
-        );
-        Ok(ExitCode::FAILURE)
     }
 }
