@@ -1,11 +1,11 @@
-# Sandcastle's image: a static-enough release build on a distroless base, running as the non-root
-# user the Helm chart expects (65532). Built without the `demo` feature: the image holds no GitHub
-# stand-in and no test key.
+# Sandcastle's image: a release build of the server (the `sandcastle` crate, which holds no
+# GitHub stand-in and no test key) on a distroless base, running as the non-root user the Helm
+# chart expects (65532).
 #   docker build -t REGISTRY/sandcastle:0.1.0 . && docker push REGISTRY/sandcastle:0.1.0
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked --no-default-features --bin sandcastle
+RUN cargo build --release --locked -p sandcastle --bin sandcastle
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /src/target/release/sandcastle /usr/local/bin/sandcastle
