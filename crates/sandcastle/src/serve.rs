@@ -137,91 +137,29 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
     // One set of metrics per running Sandcastle, shown at `/metrics`.
     let metrics = Metrics::default();
     let github = parts.github.clone().with_metrics(metrics.github.clone());
-
-    let (store, writer) = reflector::store::<Blueprint>();
-    let blueprints: Api<Blueprint> = Api::namespaced(parts.client.clone(), &parts.settings.home);
-    let stream = watcher(blueprints, watcher::Config::default())
-        .default_backoff()
-        .reflect(writer)
-        .applied_objects();
-    let until = stop.clone().cancelled_owned();
-    tasks.push((
-        "blueprint cache",
-        tokio::spawn(async move {
-            tokio::select! {
-                () = stream.for_each(|_| async {}) => {}
-                () = until => {}
-            }
-        }),
-    ));
-
+    let home = &parts.settings.home;
+    let store = cache::<Blueprint>(&parts, "blueprint cache", &stop, &mut tasks);
     // The clusters previews live in, kept in step with their Secrets and checked on an
     // interval, in every replica (each answers `/readyz` for itself).
     let clusters =
         crate::k8s::clusters::Clusters::new(parts.client.clone(), metrics.clusters.clone());
-    {
-        let (clusters, client, home) = (
+    tasks.push((
+        "clusters",
+        tokio::spawn(crate::k8s::clusters::watch::run(
             clusters.clone(),
             parts.client.clone(),
-            parts.settings.home.clone(),
-        );
-        let (interval, clock) = (parts.settings.cluster_check_interval, parts.clock.clone());
-        let until = stop.clone().cancelled_owned();
-        tasks.push((
-            "clusters",
-            tokio::spawn(crate::k8s::clusters::watch::run(
-                clusters, client, home, interval, clock, until,
-            )),
-        ));
-    }
-
-    // PreviewEnvironments, for the API's lists (reads of one preview go to the API server).
-    let (previews, writer) = reflector::store::<PreviewEnvironment>();
-    let api: Api<PreviewEnvironment> = Api::namespaced(parts.client.clone(), &parts.settings.home);
-    let stream = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .reflect(writer)
-        .applied_objects();
-    let until = stop.clone().cancelled_owned();
-    tasks.push((
-        "preview cache",
-        tokio::spawn(async move {
-            tokio::select! {
-                () = stream.for_each(|_| async {}) => {}
-                () = until => {}
-            }
-        }),
+            home.clone(),
+            parts.settings.cluster_check_interval,
+            parts.clock.clone(),
+            stop.clone().cancelled_owned(),
+        )),
     ));
-    let agent = Agent {
-        client: parts.client.clone(),
-        home: parts.settings.home.clone(),
-        addresses: Addresses {
-            public_url: parts.settings.public_url.clone(),
-            github_api: github.api_url().to_owned(),
-            github_web: Addresses::web_of(github.api_url()),
-            namespace_prefix: parts.settings.namespace_prefix.clone(),
-        },
-        github: github.clone(),
-        clock: parts.clock.clone(),
-        previews: previews.clone(),
-        authority: Authority::new(parts.client.clone(), &parts.settings.home).with_clusters(
-            TokenClusters {
-                clusters: clusters.clone(),
-                previews,
-                namespace_prefix: parts.settings.namespace_prefix.clone(),
-            },
-        ),
-        limits: Limits {
-            token_lifetime: parts.settings.token_lifetime,
-            wait: parts.settings.api_max_wait,
-            ..Limits::default()
-        },
-        clusters: clusters.clone(),
-    };
-
+    // PreviewEnvironments, for the API's lists (reads of one preview go to the API server).
+    let previews = cache::<PreviewEnvironment>(&parts, "preview cache", &stop, &mut tasks);
+    let agent = agent(&parts, &github, previews, &clusters);
     let state = AppState::new(http::Shared {
         client: parts.client.clone(),
-        home: parts.settings.home.clone(),
+        home: home.clone(),
         webhook_secrets: Arc::from(parts.webhook_secrets.clone()),
         deliveries: Deliveries::new(10_000),
         blueprints: store,
@@ -244,37 +182,13 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
             tracing::debug!(error = %e, "TCP_NODELAY not set on a connection");
         }
     });
-    let mcp = {
-        let (agent, writes, clock) = (
-            state.agent.clone(),
-            parts.settings.mcp_write,
-            parts.clock.clone(),
-        );
-        // Replicas share the webhook secret, so each accepts the others' destroy confirmations.
-        let secret = parts
-            .webhook_secrets
-            .first()
-            .map_or(&b""[..], |s| s.expose().as_bytes());
-        let confirmations = Arc::new(Confirmations::from_secret(secret));
-        let guard = agent.clone();
-        mcp::router(
-            move || Mcp {
-                backend: Backend::Local(Box::new(agent.clone())),
-                writes,
-                confirmations: confirmations.clone(),
-                clock: clock.clone(),
-            },
-            guard,
-            mcp::SessionLimits::default(),
-        )
-    };
+    let mcp = mcp_routes(&parts, &state);
     let wake_addr = match parts.wake_listen {
         Some(at) => Some(serve_wake(at, state.clone(), &stop, &mut tasks).await?),
         None => None,
     };
     let router = http::app(state, mcp);
     tasks.push(("http server", spawn_server(listener, router, &stop)));
-
     let (leading_tx, leading) = watch::channel(false);
     if parts.controller {
         let mut ctx = Context::new(
@@ -285,30 +199,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         )
         .with_clusters(clusters);
         ctx.metrics = metrics.controller.clone();
-        match parts.settings.leader_election.clone() {
-            None => {
-                leading_tx.send_replace(true);
-                tasks.push((
-                    "controller",
-                    tokio::spawn(controller::run(ctx, stop.clone().cancelled_owned())),
-                ));
-            }
-            // Every replica serves HTTP; the controller runs only while this one leads.
-            Some(le) => {
-                let client = parts.client.clone();
-                let home = parts.settings.home.clone();
-                let shutdown = stop.clone();
-                tasks.push((
-                    "controller",
-                    tokio::spawn(async move {
-                        controller::leader::run(client, &home, le, leading_tx, shutdown, |token| {
-                            controller::run(ctx.clone(), token.cancelled_owned())
-                        })
-                        .await;
-                    }),
-                ));
-            }
-        }
+        tasks.push(("controller", run_controller(&parts, ctx, leading_tx, &stop)));
     }
     tracing::info!(%addr, "Sandcastle is listening");
     Ok(Running {
@@ -317,6 +208,128 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         stop,
         tasks,
         leading,
+    })
+}
+
+/// A watch cache of Sandcastle's `K`s in its namespace, kept filled by a task until `stop`.
+fn cache<K>(
+    parts: &Parts,
+    name: &'static str,
+    stop: &CancellationToken,
+    tasks: &mut Vec<(&'static str, JoinHandle<()>)>,
+) -> reflector::Store<K>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (store, writer) = reflector::store::<K>();
+    let api: Api<K> = Api::namespaced(parts.client.clone(), &parts.settings.home);
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
+    let until = stop.clone().cancelled_owned();
+    tasks.push((
+        name,
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stream.for_each(|_| async {}) => {}
+                () = until => {}
+            }
+        }),
+    ));
+    store
+}
+
+/// The operations on previews, for the API, MCP and the dashboard.
+fn agent(
+    parts: &Parts,
+    github: &GitHubApp,
+    previews: reflector::Store<PreviewEnvironment>,
+    clusters: &crate::k8s::clusters::Clusters,
+) -> Agent {
+    let settings = &parts.settings;
+    let tokens = TokenClusters {
+        clusters: clusters.clone(),
+        previews: previews.clone(),
+        namespace_prefix: settings.namespace_prefix.clone(),
+    };
+    Agent {
+        client: parts.client.clone(),
+        home: settings.home.clone(),
+        addresses: Addresses {
+            public_url: settings.public_url.clone(),
+            github_api: github.api_url().to_owned(),
+            github_web: Addresses::web_of(github.api_url()),
+            namespace_prefix: settings.namespace_prefix.clone(),
+        },
+        github: github.clone(),
+        clock: parts.clock.clone(),
+        previews,
+        authority: Authority::new(parts.client.clone(), &settings.home).with_clusters(tokens),
+        limits: Limits {
+            token_lifetime: settings.token_lifetime,
+            wait: settings.api_max_wait,
+            ..Limits::default()
+        },
+        clusters: clusters.clone(),
+    }
+}
+
+/// `/mcp`: one MCP server per session over the agent's operations.
+fn mcp_routes(parts: &Parts, state: &AppState) -> axum::Router {
+    let (agent, writes, clock) = (
+        state.agent.clone(),
+        parts.settings.mcp_write,
+        parts.clock.clone(),
+    );
+    // Replicas share the webhook secret, so each accepts the others' destroy confirmations.
+    let secret = parts
+        .webhook_secrets
+        .first()
+        .map_or(&b""[..], |s| s.expose().as_bytes());
+    let confirmations = Arc::new(Confirmations::from_secret(secret));
+    let guard = agent.clone();
+    mcp::router(
+        move || Mcp {
+            backend: Backend::Local(Box::new(agent.clone())),
+            writes,
+            confirmations: confirmations.clone(),
+            clock: clock.clone(),
+        },
+        guard,
+        mcp::SessionLimits::default(),
+    )
+}
+
+/// The controller, run until `stop`: at once, or while this replica leads (every replica serves
+/// HTTP). `leading` says which.
+fn run_controller(
+    parts: &Parts,
+    ctx: Context,
+    leading: watch::Sender<bool>,
+    stop: &CancellationToken,
+) -> JoinHandle<()> {
+    let Some(le) = parts.settings.leader_election.clone() else {
+        leading.send_replace(true);
+        return tokio::spawn(controller::run(ctx, stop.clone().cancelled_owned()));
+    };
+    let (client, home, shutdown) = (
+        parts.client.clone(),
+        parts.settings.home.clone(),
+        stop.clone(),
+    );
+    tokio::spawn(async move {
+        controller::leader::run(client, &home, le, leading, shutdown, |token| {
+            controller::run(ctx.clone(), token.cancelled_owned())
+        })
+        .await;
     })
 }
 

@@ -1,5 +1,5 @@
 //! The dashboard: every preview the viewer may see (`/`), one preview's page (`/previews/{name}`,
-//! GitHub's `log_url`) with its actions, and signing in with GitHub (`/login`, `/oauth/callback`,
+//! GitHub's `log_url`) with its actions, and signing in with GitHub (`signin`: `/login`, `/oauth/callback`,
 //! `/logout`). Private by default: a person signed in with the App's OAuth sees the previews of
 //! the repositories they can read and acts where they may write (as for PR commands); the API's
 //! bearer token works too (RBAC decides); `--public-pages` shows read-only pages to anyone.
@@ -9,6 +9,9 @@
 mod render;
 mod session;
 pub mod setup;
+mod signin;
+
+pub(crate) use signin::{callback, login, logout};
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -27,7 +30,7 @@ use sandcastle_agent::{AgentError, Caller, GitHubAccess, ListFilter, PreviewView
 use sandcastle_crd::Phase;
 use sandcastle_domain::Secret;
 use sandcastle_github::user::{OAuthApp, SignInError};
-use session::{COOKIE, LIFETIME, STATE_COOKIE, Session, cookie};
+use session::{COOKIE, Session, cookie};
 pub use session::{Sessions, random_state};
 
 /// How long what GitHub said a person may see is reused.
@@ -473,137 +476,5 @@ pub(super) async fn act(
             e.status(),
             render::message("Not done", &viewer.who(d), &e.to_string(), None),
         ),
-    }
-}
-
-#[derive(Debug, Deserialize, Default)]
-pub(super) struct LoginQuery {
-    #[serde(default)]
-    next: Option<String>,
-}
-
-/// A path on this site to go back to after signing in (never another site).
-fn local(next: Option<&str>) -> String {
-    match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
-        _ => "/".to_owned(),
-    }
-}
-
-fn callback_url(state: &AppState) -> String {
-    format!("{}/oauth/callback", state.public_url.trim_end_matches('/'))
-}
-
-pub(super) async fn login(State(state): State<AppState>, Query(q): Query<LoginQuery>) -> Response {
-    let d = &state.dashboard;
-    let Some(oauth) = &d.oauth else {
-        return sign_in_first(d, "/");
-    };
-    let nonce = random_state();
-    let next = local(q.next.as_deref());
-    let remembered = format!(
-        "{nonce}|{}",
-        percent_encoding::utf8_percent_encode(&next, percent_encoding::NON_ALPHANUMERIC)
-    );
-    let cookie = d
-        .sessions
-        .cookie(STATE_COOKIE, &remembered, Duration::from_secs(600));
-    let to = oauth.authorize_url(&callback_url(&state), &nonce);
-    ([(header::SET_COOKIE, cookie)], Redirect::to(&to)).into_response()
-}
-
-#[derive(Debug, Deserialize, Default)]
-pub(super) struct CallbackQuery {
-    #[serde(default)]
-    code: String,
-    #[serde(default)]
-    state: String,
-}
-
-pub(super) async fn callback(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<CallbackQuery>,
-) -> Response {
-    let d = &state.dashboard;
-    let Some(oauth) = &d.oauth else {
-        return sign_in_first(d, "/");
-    };
-    let who = Who::Public { can_sign_in: true };
-    let remembered = cookie(&headers, STATE_COOKIE).unwrap_or_default();
-    let (nonce, next) = remembered.split_once('|').unwrap_or(("", ""));
-    if nonce.is_empty() || nonce != q.state || q.code.is_empty() {
-        let text = "This sign-in was not started here, or took too long; sign in again.";
-        return page(
-            StatusCode::BAD_REQUEST,
-            render::message("Sign-in refused", &who, text, Some("/")),
-        );
-    }
-    let next = percent_encoding::percent_decode_str(next).decode_utf8_lossy();
-    let signed_in = async {
-        let token = oauth.exchange(&q.code, &callback_url(&state)).await?;
-        let access = d.access(oauth, token.expose()).await?;
-        Ok::<_, SignInError>(d.sessions.start(&access.login, &token))
-    };
-    match signed_in.await {
-        Ok(session) => {
-            let set = d
-                .sessions
-                .cookie(COOKIE, &d.sessions.seal(&session), LIFETIME);
-            let clear = d.sessions.cookie(STATE_COOKIE, "", Duration::ZERO);
-            tracing::info!(target: "audit", actor = %format!("github:{}", session.login), action = "sign-in", via = "dashboard", "signed in");
-            (
-                axum::response::AppendHeaders([
-                    (header::SET_COOKIE, set),
-                    (header::SET_COOKIE, clear),
-                ]),
-                Redirect::to(&local(Some(&next))),
-            )
-                .into_response()
-        }
-        Err(e) => page(
-            StatusCode::BAD_GATEWAY,
-            render::message("Sign-in failed", &who, &e.to_string(), Some("/")),
-        ),
-    }
-}
-
-#[derive(Debug, Deserialize, Default)]
-pub(super) struct LogoutForm {
-    #[serde(default)]
-    csrf: String,
-}
-
-pub(super) async fn logout(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<LogoutForm>,
-) -> Response {
-    let d = &state.dashboard;
-    let session = cookie(&headers, COOKIE).and_then(|v| d.sessions.open(v));
-    if let Some(s) = &session
-        && !d.sessions.csrf_ok(s, &form.csrf)
-    {
-        let text = "This form is out of date; reload the page and try again.";
-        return page(
-            StatusCode::FORBIDDEN,
-            render::message("Refused", &Who::Public { can_sign_in: true }, text, None),
-        );
-    }
-    let clear = d.sessions.cookie(COOKIE, "", Duration::ZERO);
-    ([(header::SET_COOKIE, clear)], Redirect::to("/")).into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn after_sign_in_people_go_back_only_to_this_site() {
-        assert_eq!(local(Some("/previews/shop-pr-1")), "/previews/shop-pr-1");
-        assert_eq!(local(Some("//evil.example.com/")), "/");
-        assert_eq!(local(Some("https://evil.example.com/")), "/");
-        assert_eq!(local(Some("/\\evil.example.com")), "/");
-        assert_eq!(local(None), "/");
     }
 }

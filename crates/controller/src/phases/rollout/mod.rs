@@ -14,10 +14,8 @@ use kube::ResourceExt;
 
 use super::checks::{self, Gate};
 use super::hooks;
-use super::steps::{
-    Step, apply_failure, failure_description, plan_hash, progress_message, rollout_steps,
-};
-use super::{adopt, probe, reset};
+use super::steps::{failure_description, plan_hash, rollout_steps};
+use super::{adopt, reset};
 use crate::context::Context;
 use crate::error::Error;
 use crate::report::Report;
@@ -28,12 +26,13 @@ use sandcastle_domain::guardrails;
 use sandcastle_domain::naming;
 use sandcastle_domain::plan::{self, PreviewContext};
 use sandcastle_domain::{NamespaceName, PrNumber, RepoName, Sha};
-use sandcastle_github::text::statuses::Failure;
 use sandcastle_kube::clusters::Cluster;
-use sandcastle_kube::diagnose::{self, Logs};
 use sandcastle_kube::namespace::{self, NamespaceError};
-use sandcastle_kube::readiness::{self, Health};
 use std::sync::Arc;
+
+mod apply;
+
+use apply::apply_and_wait;
 
 /// How soon a failure that may heal by itself (a Blueprint fixed, a source readable again) is
 /// looked at again when nothing wakes it sooner.
@@ -381,147 +380,4 @@ async fn ensure_namespace(
     )
     .await?;
     Ok(ns.metadata.uid)
-}
-
-/// Apply each step not applied yet and wait for it to be ready, up to the first that is not.
-async fn apply_and_wait(
-    pe: &PreviewEnvironment,
-    mut st: PreviewStatus,
-    blueprint: &Blueprint,
-    pctx: &PreviewContext,
-    steps: &[(Step, Vec<serde_json::Value>)],
-    plan: &plan::Plan,
-    at: &Where<'_>,
-) -> Result<Verdict, Error> {
-    let (cluster, ctx) = (at.cluster, at.ctx);
-    let client = cluster.client();
-    let now = ctx.clock.now();
-    let timeout = blueprint.spec.readiness_timeout.get();
-    let ns = pctx.namespace.as_str();
-    let mut services = Vec::new();
-    for (index, (step, objects)) in steps.iter().enumerate() {
-        let index = u32::try_from(index).unwrap_or(u32::MAX);
-        let rollout = st.rollout.as_mut().expect("a rollout is under way");
-        if rollout.applied_steps <= index {
-            if let Err(e) = cluster.resolver.apply_all(ns, objects).await {
-                if e.is_transient() {
-                    return Err(Error::Transient(e.to_string()));
-                }
-                return Ok(fail_rollout(
-                    pe,
-                    st,
-                    apply_failure(*step, &e),
-                    blueprint,
-                    ctx,
-                ));
-            }
-            rollout.applied_steps = index + 1;
-            rollout.step_started_at = Time(now);
-        }
-        // Pre-delete hooks wait, suspended, for the teardown.
-        let states = if *step == Step::Hooks {
-            Vec::new()
-        } else {
-            readiness::workload_states(client, ns, objects).await?
-        };
-        services.extend(
-            states
-                .iter()
-                .filter(|w| w.kind != "Job")
-                .map(readiness::WorkloadState::service_status),
-        );
-        if let Some(failed) = states
-            .iter()
-            .find(|w| matches!(w.health, Health::Failed(_)))
-        {
-            let why = readiness::job_failure(client, ns, failed).await;
-            let message = if *step == Step::Plan(plan::Stage::Seed) {
-                Failure::SeedJobFailed {
-                    job: failed.name.clone(),
-                    reason: why.reason,
-                    exit_code: why.exit_code,
-                }
-                .to_string()
-            } else {
-                let exit = why.exit_code.map(|c| format!(" (exit {c})"));
-                let exit = exit.unwrap_or_default();
-                format!("job {} failed: {}{exit}", failed.name, why.reason)
-            };
-            st.diagnosis = diagnose::diagnose(client, ns, failed, Logs::Fetch).await;
-            return Ok(fail_rollout(pe, st, message, blueprint, ctx));
-        }
-        if let Some(waiting) = states.iter().find(|w| w.health != Health::Ready) {
-            let rollout = st.rollout.as_ref().expect("a rollout is under way");
-            if elapsed(&rollout.step_started_at, now) > timeout {
-                let found = diagnose::diagnose(client, ns, waiting, Logs::Fetch).await;
-                let failure = Failure::NotReady {
-                    after: timeout,
-                    workload: format!("{}/{}", waiting.kind.to_lowercase(), waiting.name),
-                    ready: waiting.ready,
-                    desired: waiting.desired,
-                    cause: found.as_ref().map(|d| diagnose::cause(d).to_owned()),
-                };
-                st.diagnosis = found;
-                return Ok(fail_rollout(pe, st, failure.to_string(), blueprint, ctx));
-            }
-            // What the pods are stuck on (unschedulable, an image that cannot be pulled) is
-            // said as soon as the cluster says it, not only when the readiness timeout ends.
-            let found = diagnose::diagnose(client, ns, waiting, Logs::Skip).await;
-            let blocker = found.as_ref().map(|d| diagnose::cause(d).to_owned());
-            let message = progress_message(*step, waiting, blocker.as_deref());
-            set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
-            st.stuck_on = blocker;
-            st.diagnosis = found;
-            st.services = services;
-            return Ok(Verdict::new(st, Next::Soon).reporting(Report::InProgress));
-        }
-        let rollout = st.rollout.as_mut().expect("a rollout is under way");
-        rollout.ready_steps = rollout.ready_steps.max(index + 1);
-    }
-
-    st.services = services;
-    st.url = plan.url.clone();
-    if let Some(http) = blueprint
-        .spec
-        .readiness
-        .as_ref()
-        .and_then(|r| r.http.as_ref())
-    {
-        let at = probe::Probed {
-            url: plan.url.as_deref(),
-            backend: plan.backend(),
-            namespace: ns,
-            local: cluster.is_local(),
-        };
-        let rollout = st.rollout.as_mut().expect("a rollout is under way");
-        match probe::gate(http, rollout, &pctx.sha, &at, ctx).await {
-            probe::Gate::Passed => {}
-            probe::Gate::Waiting {
-                message,
-                seen,
-                again,
-            } => {
-                set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
-                st.diagnosis = Some(diagnose::http_probe(&seen));
-                st.stuck_on = Some(seen);
-                return Ok(Verdict::new(st, Next::After(again)).reporting(Report::InProgress));
-            }
-            probe::Gate::Failed(why) => {
-                st.diagnosis = Some(diagnose::http_probe(&why));
-                return Ok(fail_rollout(pe, st, why, blueprint, ctx));
-            }
-        }
-    }
-    // Woken and Ready: the hosts go back from the waking page to the app.
-    if st.wake_page {
-        let restored = sandcastle_kube::wake_route::unpark(client, ns).await?;
-        tracing::debug!(preview = %pe.name_any(), restored, "ingresses routed back to the app");
-        st.wake_page = false;
-    }
-    let ready = st.services.iter().filter(|s| s.ready >= s.desired).count();
-    st.deployed_sha = Some(pe.spec.sha.clone());
-    let message = format!("{ready}/{} services ready", st.services.len());
-    set_phase(&mut st, Phase::Ready, message, now, Some(&pe.spec.sha));
-    let next = until_deadline(pe, blueprint, ctx);
-    Ok(Verdict::new(st, next).reporting(Report::Success))
 }
