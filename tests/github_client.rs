@@ -162,11 +162,17 @@ async fn jwt_signed_by_another_key_is_refused() {
         .get_pull(&e.repo, pr(7))
         .await
         .unwrap_err();
-    assert!(matches!(err, GitHubError::CredentialsRejected(_)), "{err:?}");
+    assert!(
+        matches!(err, GitHubError::CredentialsRejected(_)),
+        "{err:?}"
+    );
     assert!(!err.is_retryable());
     assert!(!format!("{err} {err:?}").contains("PRIVATE KEY"));
     let err = impostor.list_installations().await.unwrap_err();
-    assert!(matches!(err, GitHubError::CredentialsRejected(_)), "{err:?}");
+    assert!(
+        matches!(err, GitHubError::CredentialsRejected(_)),
+        "{err:?}"
+    );
 
     let mints = e.fake.check(TOKENS);
     assert_eq!(mints.len(), 1);
