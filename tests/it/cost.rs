@@ -191,11 +191,16 @@ async fn the_keep_label_holds_the_expiry_and_each_expiry_is_warned_of_once() {
             && said[0].contains("add the `preview-keep` label"),
         "{said:#?}"
     );
-    let pe = world.wait_phase("keep-pr-1", Phase::Ready, T).await;
-    assert_eq!(
-        pe.status.unwrap().expiry_warned.map(|t| t.0),
-        Some(hours(4))
-    );
+    // The reply is posted before the pass that posts it writes the status: wait for that write.
+    eventually("the warning recorded on the preview", T, || async {
+        let pe = world.previews().get("keep-pr-1").await.unwrap();
+        let st = pe.status.unwrap_or_default();
+        match (st.phase, st.expiry_warned.map(|t| t.0)) {
+            (Some(Phase::Ready), Some(at)) if at == hours(4) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 
     // `preview-keep`: held to the longest life, 12 h from creation.
     let (status, _) = world
