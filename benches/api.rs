@@ -128,7 +128,7 @@ async fn pr_to_ready(stage: &Stage, api: &Api<PreviewEnvironment>, n: u64) -> Du
     );
     let t = Instant::now();
     let (status, _) = stage.deliver(&d).await.unwrap();
-    assert_eq!(status, 200);
+    assert_eq!(status, 202, "opened recorded");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
     while let Ok(Some(Ok(pe))) = tokio::time::timeout_at(deadline, events.next()).await {
         if pe.status.and_then(|s| s.phase) == Some(Phase::Ready) {

@@ -322,7 +322,7 @@ async fn sandcastle(client: &Client, bin: &std::path::Path, spec_json: &Value, t
                     .request(req.body(Full::new(Bytes::from(d.body.clone()))).unwrap())
                     .await
                     .unwrap();
-                assert_eq!(resp.status(), 200, "opened accepted");
+                assert_eq!(resp.status(), 202, "opened recorded");
                 let _ = resp.into_body().collect().await;
                 format!("burst-pr-{}", d.json()["number"])
             }

@@ -49,7 +49,7 @@ async fn main() {
         );
         let t = Instant::now();
         let (status, _) = stage.deliver(&d).await.unwrap();
-        assert_eq!(status, 200);
+        assert_eq!(status, 202, "opened recorded");
         let mut applied_at = None;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
         while let Ok(Some(Ok(pe))) = tokio::time::timeout_at(deadline, events.next()).await {

@@ -101,7 +101,7 @@ async fn event_cost(
         let d = gh.push(repo, PrNumber::new(n).unwrap(), &sha);
         let t = Instant::now();
         let (status, took) = sc.deliver(&d).await;
-        assert_eq!(status, 200, "synchronize accepted");
+        assert_eq!(status, 202, "synchronize recorded");
         answer.push(took);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
         loop {
@@ -188,7 +188,7 @@ async fn main() {
             futures::stream::iter(batch)
                 .map(|(name, d)| async move {
                     let (status, _) = sc.deliver(&d).await;
-                    assert_eq!(status, 200, "opened accepted");
+                    assert_eq!(status, 202, "opened recorded");
                     name
                 })
                 .buffer_unordered(4)

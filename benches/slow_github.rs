@@ -37,7 +37,7 @@ async fn main() {
     let opened = stage
         .gh
         .open_pull_request(&stage.repo, PrSpec::new(pr(2), sha(), "b"));
-    assert_eq!(stage.deliver(&opened).await.unwrap().0, 200);
+    assert_eq!(stage.deliver(&opened).await.unwrap().0, 202);
     let mut draft = PrSpec::new(pr(3), sha(), "c");
     draft.draft = true;
     let draft_opened = stage.gh.open_pull_request(&stage.repo, draft);

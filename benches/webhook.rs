@@ -81,7 +81,7 @@ async fn main() {
         let t = Instant::now();
         let (status, _) = stage.deliver(d).await.unwrap();
         one_at_a_time.push(t.elapsed());
-        assert_eq!(status, 200);
+        assert_eq!(status, 202);
     }
     println!(
         "one at a time:        {}",
@@ -98,7 +98,7 @@ async fn main() {
             tokio::time::sleep_until(at.into()).await;
             let t = Instant::now();
             let (status, _) = stage.deliver(&d).await.unwrap();
-            assert_eq!(status, 200);
+            assert_eq!(status, 202);
             t.elapsed()
         }));
     }

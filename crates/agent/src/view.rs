@@ -33,6 +33,9 @@ pub struct PreviewView {
     /// What the rollout is stuck on, when the cluster says (unschedulable pods, an image that
     /// cannot be pulled).
     pub stuck_on: Option<String>,
+    /// While an event of its pull request waits for GitHub (the repository's configuration, the
+    /// changed files): what it waits for. Sandcastle asks again until GitHub answers.
+    pub waiting_for_github: Option<String>,
     /// While deploying or failed: why it is not Ready, classified, with the failing
     /// container's last log lines (redacted).
     pub diagnosis: Option<sandcastle_crd::Diagnosis>,
@@ -246,6 +249,10 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
         phase: st.phase.unwrap_or(Phase::Pending),
         reason: st.message.clone(),
         stuck_on: st.stuck_on.clone(),
+        waiting_for_github: pe
+            .annotations()
+            .get(sandcastle_crd::labels::WAITING_FOR_GITHUB)
+            .cloned(),
         diagnosis: st.diagnosis.clone(),
         url: st.url.clone(),
         commit: Commits {

@@ -143,6 +143,9 @@ pub struct Context {
     /// the queue).
     pub(crate) pokes:
         Option<futures::channel::mpsc::UnboundedSender<ObjectRef<PreviewEnvironment>>>,
+    /// Pull request events waiting behind one that finished, looked at again at once.
+    pub(crate) event_pokes:
+        Option<futures::channel::mpsc::UnboundedSender<ObjectRef<sandcastle_crd::PreviewEvent>>>,
     /// Set while the controller runs: its cache of PreviewEnvironments.
     pub(crate) previews: Option<Store<PreviewEnvironment>>,
     /// Set while the controller runs: its cache of Blueprints (`Context::blueprint`).
@@ -277,6 +280,7 @@ impl Context {
             retry: Retry::default(),
             metrics: ControllerMetrics::default(),
             pokes: None,
+            event_pokes: None,
             previews: None,
             blueprints: None,
             admission: std::sync::Arc::default(),

@@ -9,6 +9,7 @@
 pub mod commands;
 pub mod context;
 mod error;
+pub mod events;
 mod finalizer;
 pub mod housekeeping;
 pub mod leader;
@@ -41,7 +42,7 @@ pub use context::{Context, Settings};
 pub use error::Error;
 
 use sandcastle_crd::labels::{LAST_ACTIVITY, MANAGED_BY, MANAGER, PREVIEW};
-use sandcastle_crd::{Blueprint, PreviewCommand, PreviewEnvironment};
+use sandcastle_crd::{Blueprint, PreviewCommand, PreviewEnvironment, PreviewEvent};
 
 /// Map an object Sandcastle created (labelled with its preview) back to the preview.
 fn owner_of<K: Resource>(obj: &K, home: &str) -> Option<ObjectRef<PreviewEnvironment>> {
@@ -125,6 +126,26 @@ pub async fn run(
     // Changes in the other clusters previews live in, and to those clusters themselves.
     let elsewhere = remote::triggers(&ctx, shutdown.clone());
     // `/preview` commands the webhook recorded, carried out beside the previews.
+    // Pull request events the webhook recorded, carried out in each pull request's order.
+    let (event_pokes, events_poked) = futures::channel::mpsc::unbounded();
+    ctx.event_pokes = Some(event_pokes);
+    let events = Controller::new(
+        Api::<PreviewEvent>::namespaced(client.clone(), &home),
+        watcher::Config::default(),
+    )
+    .reconcile_on(events_poked)
+    .reconcile_all_on(ctx.clock.ticks())
+    .graceful_shutdown_on(shutdown.clone())
+    .run(
+        events::reconcile,
+        events::error_policy,
+        Arc::new(ctx.clone()),
+    )
+    .for_each(|res| async move {
+        if let Err(e) = res {
+            tracing::debug!(error = %e, "event loop");
+        }
+    });
     let commands = Controller::new(
         Api::<PreviewCommand>::namespaced(client.clone(), &home),
         watcher::Config::default(),
@@ -196,7 +217,7 @@ pub async fn run(
         started
     });
     tokio::select! {
-        _ = async { futures::join!(controller, commands, housekeeping) } => {}
+        _ = async { futures::join!(controller, events, commands, housekeeping) } => {}
         waited = deadline => if waited {
             tracing::warn!("reconciles still running {SHUTDOWN_GRACE:?} after shutdown; dropping them");
         },

@@ -60,6 +60,9 @@ pub const STICKY_REFRESH: &str = "sandcastle.dev/sticky-refresh";
 /// Annotation on a `PreviewEnvironment`: the last check run that completed on its commit, a nudge
 /// for the controller to look at the checks again (it also looks on its own).
 pub const CHECKS_CHANGED: &str = "sandcastle.dev/checks-changed";
+/// Annotation on a preview: what an event of its pull request waits for from GitHub (the
+/// repository's configuration, the changed files), while it waits; shown wherever the preview is.
+pub const WAITING_FOR_GITHUB: &str = "sandcastle.dev/waiting-for-github";
 /// The last request written to a preview (who, what, when), for the controller's Events.
 pub const LAST_REQUEST: &str = "sandcastle.dev/last-request";
 /// Annotation on a preview: the last requests written to it (JSON array, newest last), which

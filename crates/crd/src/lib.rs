@@ -6,6 +6,7 @@ mod command;
 mod diagnosis;
 pub mod duration;
 mod egress;
+mod event;
 pub mod labels;
 mod preview;
 pub mod quote;
@@ -17,6 +18,7 @@ pub use command::*;
 pub use diagnosis::*;
 pub use duration::GoDuration;
 pub use egress::*;
+pub use event::*;
 pub use preview::*;
 pub use readiness::*;
 
@@ -29,6 +31,7 @@ pub fn definitions() -> Vec<CustomResourceDefinition> {
         Blueprint::crd(),
         PreviewEnvironment::crd(),
         PreviewCommand::crd(),
+        PreviewEvent::crd(),
     ]
     .into_iter()
     .map(with_known_formats)

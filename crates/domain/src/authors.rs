@@ -17,6 +17,16 @@ pub enum Association {
 }
 
 impl Association {
+    /// GitHub's word for it (`Other` as `NONE`): [`Association::parse`] reads it back.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Owner => "OWNER",
+            Self::Member => "MEMBER",
+            Self::Collaborator => "COLLABORATOR",
+            Self::Other => "NONE",
+        }
+    }
+
     pub fn parse(s: &str) -> Self {
         match s {
             "OWNER" => Self::Owner,

@@ -2,7 +2,8 @@
 //! `paths` and `ignorePaths` (`domain::paths`). GitHub is asked for the files once per event,
 //! and only when a Blueprint filters: the pull request's files (paged; cut at 3,000, seen from
 //! its `changed_files`), or for a push the comparison of its `before` and `after` (cut at 300).
-//! A list cut short, a GitHub failure or a glob that cannot be read all mean "deploy".
+//! A list cut short or a glob that cannot be read means "deploy"; GitHub failing to give the list
+//! is an error, so that the caller asks again later rather than guess.
 
 use crate::client::Installation;
 use crate::event::{PrAction, PullRequestEvent};
@@ -18,7 +19,8 @@ pub const ONLY_IGNORED: &str =
     "only files outside the Blueprint's paths (or in its ignorePaths) changed";
 
 /// Drop from `intents` the deploys (those `judged` selects) whose Blueprint's paths the change
-/// of `ev` does not touch, saying why in `skipped`.
+/// of `ev` does not touch, saying why in `skipped`. GitHub not giving the changed files is an
+/// error (`intents` is then left as it was).
 pub async fn filter(
     gh: &Installation,
     ev: &PullRequestEvent,
@@ -26,35 +28,35 @@ pub async fn filter(
     intents: &mut Vec<Intent>,
     skipped: &mut Vec<Skipped>,
     judged: impl Fn(&Intent) -> bool,
-) {
+) -> Result<(), String> {
     // A label added (`preview-keep`) changes no files.
     if ev.action == PrAction::Labeled {
-        return;
+        return Ok(());
     }
-    let mut files: Option<Option<Vec<String>>> = None;
-    let mut kept = Vec::with_capacity(intents.len());
-    for intent in intents.drain(..) {
-        let filter = specs
+    let filter_for = |intent: &Intent| {
+        specs
             .iter()
             .find(|(n, _)| *n == intent.blueprint)
-            .and_then(|(name, spec)| filter_of(name, spec));
-        let Some(filter) = filter.filter(|_| deploys(&intent) && judged(&intent)) else {
-            kept.push(intent);
-            continue;
-        };
-        if files.is_none() {
-            files = Some(changed(gh, ev).await);
-        }
-        if filter.concerns(files.as_ref().and_then(Option::as_deref)) {
-            kept.push(intent);
-        } else {
-            skipped.push(Skipped {
+            .and_then(|(name, spec)| filter_of(name, spec))
+            .filter(|_| deploys(intent) && judged(intent))
+    };
+    if !intents.iter().any(|i| filter_for(i).is_some()) {
+        return Ok(());
+    }
+    // Asked once per event, and before anything is dropped.
+    let files = changed(gh, ev).await?;
+    let mut kept = Vec::with_capacity(intents.len());
+    for intent in std::mem::take(intents) {
+        match filter_for(&intent) {
+            Some(filter) if !filter.concerns(files.as_deref()) => skipped.push(Skipped {
                 blueprint: intent.blueprint.clone(),
                 reason: ONLY_IGNORED.to_owned(),
-            });
+            }),
+            _ => kept.push(intent),
         }
     }
     *intents = kept;
+    Ok(())
 }
 
 fn deploys(intent: &Intent) -> bool {
@@ -74,8 +76,8 @@ fn filter_of(name: &str, spec: &BlueprintSpec) -> Option<PathFilter> {
     }
 }
 
-/// The files `ev` changes, or `None` when GitHub's list is cut short or cannot be had.
-async fn changed(gh: &Installation, ev: &PullRequestEvent) -> Option<Vec<String>> {
+/// The files `ev` changes, `None` when GitHub's list is cut short, or why GitHub did not give it.
+async fn changed(gh: &Installation, ev: &PullRequestEvent) -> Result<Option<Vec<String>>, String> {
     let listed = match (&ev.action, &ev.before) {
         (PrAction::Synchronize, Some(before)) => gh
             .compare_files(&ev.repo, before, &ev.head.sha)
@@ -88,11 +90,8 @@ async fn changed(gh: &Installation, ev: &PullRequestEvent) -> Option<Vec<String>
             whole.then_some(f)
         }),
     };
-    match listed {
-        Ok(files) => files,
-        Err(e) => {
-            tracing::warn!(repo = %ev.repo, pr = %ev.number, error = %e, "could not list the changed files; deploying");
-            None
-        }
-    }
+    listed.map_err(|e| {
+        tracing::warn!(repo = %ev.repo, pr = %ev.number, error = %e, "could not list the changed files");
+        format!("listing the changed files: {e}")
+    })
 }

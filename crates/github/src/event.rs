@@ -9,6 +9,9 @@ use serde::de::DeserializeOwned;
 
 use sandcastle_domain::{PrNumber, RepoName, Sha};
 
+pub use record::{from_record, to_record};
+
+mod record;
 mod wire;
 
 #[cfg(test)]
@@ -310,7 +313,7 @@ impl PrAction {
     }
 }
 
-fn pr_action(action: &str) -> Option<PrAction> {
+pub(crate) fn pr_action(action: &str) -> Option<PrAction> {
     Some(match action {
         "opened" => PrAction::Opened,
         "reopened" => PrAction::Reopened,

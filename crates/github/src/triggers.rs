@@ -160,6 +160,24 @@ pub fn from_pull_request(
     (intents, skipped)
 }
 
+/// Whether an event of `ev`'s kind can change any preview (so that it is worth recording): a
+/// moved head, a close, a draft, the `no-preview` or `preview-keep` label. Decided from the event
+/// alone, before any Blueprint or GitHub is asked.
+pub fn may_act(ev: &PullRequestEvent) -> bool {
+    let label = ev.label.as_deref();
+    match ev.action {
+        PrAction::Opened
+        | PrAction::Reopened
+        | PrAction::Synchronize
+        | PrAction::ReadyForReview
+        | PrAction::ConvertedToDraft
+        | PrAction::Closed => true,
+        PrAction::Labeled => label == Some(NO_PREVIEW_LABEL) || label == Some(KEEP_LABEL),
+        PrAction::Unlabeled => label == Some(NO_PREVIEW_LABEL),
+        PrAction::Edited { .. } => false,
+    }
+}
+
 /// The teardown a pull request `action` reverses by its meaning (see `Intent::undoes`).
 fn undone_by(action: &PrAction, about_no_preview: bool) -> Option<TeardownReason> {
     match action {

@@ -21,10 +21,11 @@ pub(super) async fn healthz() -> Response {
     (StatusCode::OK, Json(json!({"status": "ok"}))).into_response()
 }
 
-const CRDS: [&str; 3] = [
+const CRDS: [&str; 4] = [
     "blueprints.sandcastle.dev",
     "previewenvironments.sandcastle.dev",
     "previewcommands.sandcastle.dev",
+    "previewevents.sandcastle.dev",
 ];
 
 async fn problems(state: &AppState) -> Vec<String> {

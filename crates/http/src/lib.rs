@@ -14,6 +14,7 @@ mod deliveries;
 pub mod discovery;
 pub mod error;
 mod health;
+mod pulls;
 pub mod wake;
 pub mod webhook;
 

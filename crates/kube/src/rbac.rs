@@ -249,6 +249,8 @@ pub fn namespace_rules() -> Vec<PolicyRule> {
                 "previewenvironments/status",
                 "previewcommands",
                 "previewcommands/status",
+                "previewevents",
+                "previewevents/status",
             ],
             WRITE,
         ),

@@ -372,9 +372,59 @@ impl World {
             .addr
     }
 
-    /// POST a delivery, signed with the world's secret; returns status and JSON body.
-    pub async fn deliver(&self, d: &Delivery) -> (u16, Value) {
+    /// POST a delivery, signed with the world's secret; returns the webhook's status and JSON
+    /// body as it answered (a pull request event: `202 {"status": "recorded", "record": …}`).
+    pub async fn post_delivery(&self, d: &Delivery) -> (u16, Value) {
         self.post(d.body.clone(), d.signed_headers(SECRET)).await
+    }
+
+    /// POST a delivery and, when the webhook recorded it (a pull request event), wait until the
+    /// controller has carried it out; returns what it came to in the shape the tests read:
+    /// `200 {"status": "accepted"|"duplicate", "previews": [{"preview", "result"}]}` for
+    /// previews written, `202 {"status": "ignored", "reason"}` when no preview was written
+    /// (the first Blueprint passed over, and why), `503` when the event failed. Any other answer
+    /// (a command, a check run, a refusal, a redelivery) is returned as the webhook gave it.
+    pub async fn deliver(&self, d: &Delivery) -> (u16, Value) {
+        let (status, body) = self.post_delivery(d).await;
+        if body["status"] != "recorded" {
+            return (status, body);
+        }
+        let record = body["record"].as_str().expect("a recorded event is named");
+        let done = self.event_outcome(record).await;
+        let st = done.status.clone().unwrap_or_default();
+        if st.state != Some(sandcastle::crd::EventState::Done) {
+            return (503, json!({"status": "failed", "message": st.message}));
+        }
+        let outcome = st.outcome.unwrap_or_default();
+        if outcome.previews.is_empty() {
+            let reason = outcome.skipped.first().map_or_else(
+                || "nothing to do for this action".to_owned(),
+                |s| format!("{}: {}", s.blueprint, s.reason),
+            );
+            return (202, json!({"status": "ignored", "reason": reason}));
+        }
+        let duplicate = outcome.previews.iter().all(|p| p.result == "duplicate");
+        let status = if duplicate { "duplicate" } else { "accepted" };
+        (200, json!({"status": status, "previews": outcome.previews}))
+    }
+
+    /// The pull request event recorded as `record`, once the controller finished it.
+    pub async fn event_outcome(&self, record: &str) -> sandcastle::crd::PreviewEvent {
+        let api: Api<sandcastle::crd::PreviewEvent> =
+            Api::namespaced(self.client.clone(), &self.home.name);
+        crate::support::eventually(
+            &format!("pull request event {record} carried out"),
+            Duration::from_secs(60),
+            || async {
+                let e = api.get(record).await.map_err(|e| e.to_string())?;
+                if e.status.as_ref().is_some_and(|s| s.finished_at.is_some()) {
+                    Ok(e)
+                } else {
+                    Err(format!("{:?}", e.status))
+                }
+            },
+        )
+        .await
     }
 
     /// POST raw bytes with the given headers to the webhook endpoint of Sandcastle at `addr`.

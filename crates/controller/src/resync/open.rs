@@ -142,7 +142,7 @@ async fn follow_repo(
             sandcastle_github::triggers::from_pull_request(&event, specs, config);
         // Only a preview it would make is worth asking GitHub for the files.
         let missing = |i: &Intent| !existing.contains_key(i.preview.as_str());
-        sandcastle_github::changed_files::filter(
+        let filtered = sandcastle_github::changed_files::filter(
             gh,
             &event,
             specs,
@@ -151,6 +151,11 @@ async fn follow_repo(
             missing,
         )
         .await;
+        if let Err(why) = filtered {
+            // The next resync asks again; guessing could deploy what the paths leave out.
+            tracing::warn!(repo = %pr.base.repo, pr = %pr.number, error = %why, "resync: skipping a pull request for now");
+            continue;
+        }
         for intent in intents {
             follow_one(r, &intent, existing.get(intent.preview.as_str()), pr, specs).await?;
         }

@@ -294,6 +294,7 @@ fn facts(p: &PreviewView, now: Timestamp) -> Markup {
         table { tbody {
             tr { th scope="row" { "Phase" } td class=(p.phase.as_str()) { (p.phase.as_str()) } }
             @if let Some(r) = &p.reason { tr { th scope="row" { "Status" } td { (r) } } }
+            @if let Some(w) = &p.waiting_for_github { tr { th scope="row" { "GitHub" } td { (w) } } }
             tr { th scope="row" { "URL" } td { @if let Some(u) = &p.url { a href=(u) { (u) } } @else { span.muted { "none yet" } } } }
             tr { th scope="row" { "Repository" } td { (p.repository) " " (pr_link(p)) " · " (p.branch) } }
             tr { th scope="row" { "Commit" } td {
@@ -410,6 +411,7 @@ mod tests {
             phase,
             reason: Some("<script>alert(1)</script>".into()),
             stuck_on: None,
+            waiting_for_github: None,
             diagnosis: None,
             url: Some("http://1-shop.preview.example.com".into()),
             commit: Commits {

@@ -121,6 +121,9 @@ pub fn preview(p: &PreviewView, now: Timestamp) -> String {
     if let Some(stuck) = &p.stuck_on {
         field("Stuck on", stuck.clone());
     }
+    if let Some(waiting) = &p.waiting_for_github {
+        field("GitHub", waiting.clone());
+    }
     if let Some(d) = &p.diagnosis {
         field(
             "Diagnosis",
@@ -382,6 +385,7 @@ mod tests {
             phase: Phase::Ready,
             reason: Some("2/2 services ready".into()),
             stuck_on: None,
+            waiting_for_github: None,
             diagnosis: None,
             url: Some(format!("http://{name}.preview.example.com")),
             commit: Commits {

@@ -1,0 +1,244 @@
+//! Carrying out pull request events, recorded by the webhook as `PreviewEvent`s: each pull
+//! request's events one at a time, in GitHub's order (`updated_at`, then the order they were
+//! recorded), each by `act` — the repository's configuration, the triggers, the changed files,
+//! the desired-state writes. What GitHub cannot give now is asked again after a growing pause,
+//! the record saying what it waits for (and so does each preview of the pull request); after
+//! [`GIVE_UP`] the event fails with the reason. A finished record is deleted after [`KEEP`];
+//! until then a redelivery of its delivery is recognised by its name.
+
+mod act;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams};
+use kube::runtime::controller::Action;
+
+use super::context::Context;
+use super::error::Error;
+use sandcastle_crd::labels::{FIELD_MANAGER, PR, REPO};
+use sandcastle_crd::{EventState, PreviewEvent, PreviewEventStatus};
+use sandcastle_domain::RepoName;
+use sandcastle_domain::naming::repo_label_value;
+use sandcastle_kube::status;
+
+/// How long a finished event's record is kept.
+pub const KEEP: Duration = Duration::from_secs(3600);
+/// How long GitHub may stay unreachable before an event is given up.
+pub const GIVE_UP: Duration = Duration::from_secs(3600);
+/// The longest pause between two tries while GitHub does not answer.
+const MAX_PAUSE: Duration = Duration::from_secs(60);
+
+pub(super) async fn reconcile(
+    cached: Arc<PreviewEvent>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let api: Api<PreviewEvent> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
+    let Some(record) = api.get_opt(&cached.name_any()).await? else {
+        return Ok(Action::await_change());
+    };
+    let mut st = record.status.clone().unwrap_or_default();
+    if let Some(at) = &st.finished_at {
+        return forget_when_kept(&api, &record, at, &ctx).await;
+    }
+    if let Some(earlier) = earlier_unfinished(&api, &record).await? {
+        // The pull request's earlier events come first; the earlier one finishing pokes this
+        // one (the requeue is a safety net).
+        tracing::debug!(event = %record.name_any(), earlier, "waiting for an earlier event");
+        return Ok(Action::requeue(Duration::from_secs(30)));
+    }
+    let ev = match sandcastle_github::event::from_record(&record.spec.event) {
+        Ok(ev) => ev,
+        Err(why) => {
+            st.message = Some(format!("the record cannot be read: {why}"));
+            return finish(&api, &record, st, EventState::Failed, &ctx).await;
+        }
+    };
+    match act::carry_out(&ctx, &ev, &record.spec.delivery).await {
+        Ok(outcome) => {
+            st.outcome = Some(outcome);
+            st.message = None;
+            act::waiting_said(&ctx, &ev, None).await;
+            finish(&api, &record, st, EventState::Done, &ctx).await
+        }
+        Err(act::Later::Kube(e)) => Err(e.into()),
+        Err(act::Later::Retry(why)) => {
+            act::waiting_said(&ctx, &ev, Some(&why)).await;
+            retry(&api, &record, st, why, &ctx).await
+        }
+    }
+}
+
+pub(super) fn error_policy(record: Arc<PreviewEvent>, err: &Error, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(event = %record.name_any(), error = %err, "carrying out a pull request event failed; retrying");
+    Action::requeue(Duration::from_secs(5))
+}
+
+/// Where an event stands in its pull request's order: GitHub's time, then when it was recorded,
+/// then its name (two deliveries of the same second recorded in the same second).
+fn order_key(e: &PreviewEvent) -> (i64, i64, String) {
+    (
+        e.spec.updated_at.0.as_second(),
+        e.metadata
+            .creation_timestamp
+            .as_ref()
+            .map_or(0, |t| t.0.as_second()),
+        e.name_any(),
+    )
+}
+
+/// The name of an event of the same pull request that goes before `record` and is not finished.
+async fn earlier_unfinished(
+    api: &Api<PreviewEvent>,
+    record: &PreviewEvent,
+) -> Result<Option<String>, kube::Error> {
+    let Ok(repo) = RepoName::new(&record.spec.repository) else {
+        return Ok(None);
+    };
+    let selector = format!(
+        "{REPO}={},{PR}={}",
+        repo_label_value(&repo),
+        record.spec.pull_request
+    );
+    let list = api.list(&ListParams::default().labels(&selector)).await?;
+    let mine = order_key(record);
+    Ok(list
+        .items
+        .iter()
+        .filter(|other| order_key(other) < mine)
+        .find(|other| {
+            other
+                .status
+                .as_ref()
+                .is_none_or(|s| s.finished_at.is_none())
+        })
+        .map(ResourceExt::name_any))
+}
+
+/// GitHub could not give what the event needs: try again after a pause that grows with the
+/// attempts (at most [`MAX_PAUSE`]), or give up once the event is older than [`GIVE_UP`].
+async fn retry(
+    api: &Api<PreviewEvent>,
+    record: &PreviewEvent,
+    mut st: PreviewEventStatus,
+    why: String,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    tracing::warn!(event = %record.name_any(), attempt = st.attempts + 1, error = %why, "a pull request event waits for GitHub");
+    st.attempts += 1;
+    st.message = Some(format!("waiting for GitHub: {why}"));
+    let age: Duration = ctx
+        .clock
+        .now()
+        .duration_since(record.spec.received_at.0)
+        .try_into()
+        .unwrap_or_default();
+    if age >= GIVE_UP {
+        st.message = Some(format!("gave up waiting for GitHub: {why}"));
+        return finish(api, record, st, EventState::Failed, ctx).await;
+    }
+    st.state = Some(EventState::WaitingForGitHub);
+    save(api, record, &st).await?;
+    Ok(Action::requeue(pause(st.attempts)))
+}
+
+/// The pause before try `attempts + 1`: 1 s, 2 s, 4 s, … up to [`MAX_PAUSE`].
+fn pause(attempts: u32) -> Duration {
+    Duration::from_secs(2u64.saturating_pow(attempts.saturating_sub(1).min(10))).min(MAX_PAUSE)
+}
+
+async fn finish(
+    api: &Api<PreviewEvent>,
+    record: &PreviewEvent,
+    mut st: PreviewEventStatus,
+    state: EventState,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    st.state = Some(state);
+    st.finished_at = Some(Time(ctx.clock.now()));
+    let writes = st
+        .outcome
+        .as_ref()
+        .map(|o| serde_json::to_string(&o.previews).unwrap_or_default())
+        .unwrap_or_default();
+    tracing::info!(target: "audit", action = %record.spec.action, repo = %record.spec.repository, pr = record.spec.pull_request, result = ?state, previews = %writes, delivery = %record.spec.delivery, "pull request event carried out");
+    save(api, record, &st).await?;
+    poke_next(api, record, ctx).await;
+    Ok(Action::requeue(KEEP))
+}
+
+/// Look at once at the pull request's events that waited for `record`.
+async fn poke_next(api: &Api<PreviewEvent>, record: &PreviewEvent, ctx: &Context) {
+    let Some(pokes) = &ctx.event_pokes else {
+        return;
+    };
+    let Ok(repo) = RepoName::new(&record.spec.repository) else {
+        return;
+    };
+    let selector = format!(
+        "{REPO}={},{PR}={}",
+        repo_label_value(&repo),
+        record.spec.pull_request
+    );
+    let Ok(list) = api.list(&ListParams::default().labels(&selector)).await else {
+        return;
+    };
+    for other in list
+        .items
+        .iter()
+        .filter(|o| o.status.as_ref().is_none_or(|s| s.finished_at.is_none()))
+    {
+        let _ = pokes.unbounded_send(kube::runtime::reflector::ObjectRef::from_obj(other));
+    }
+}
+
+/// A finished record goes [`KEEP`] after it finished.
+async fn forget_when_kept(
+    api: &Api<PreviewEvent>,
+    record: &PreviewEvent,
+    finished: &Time,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    let age: Duration = ctx
+        .clock
+        .now()
+        .duration_since(finished.0)
+        .try_into()
+        .unwrap_or_default();
+    if age < KEEP {
+        return Ok(Action::requeue(KEEP - age));
+    }
+    match api
+        .delete(&record.name_any(), &DeleteParams::default())
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(r)) if r.code == 404 => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(Action::await_change())
+}
+
+async fn save(
+    api: &Api<PreviewEvent>,
+    record: &PreviewEvent,
+    st: &PreviewEventStatus,
+) -> Result<(), kube::Error> {
+    if record.status.as_ref() == Some(st) {
+        return Ok(());
+    }
+    status::apply(api, &record.name_any(), FIELD_MANAGER, st).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pause_grows_to_a_minute() {
+        let pauses: Vec<u64> = (1..=9).map(|a| pause(a).as_secs()).collect();
+        assert_eq!(pauses, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
+}
