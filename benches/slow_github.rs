@@ -1,19 +1,25 @@
-//! How long the webhook takes to answer when GitHub is slow: every GitHub call the delivery's
-//! handling makes answers after 3 s (GitHub gives up on a delivery after 10 s). Measures a
-//! pull request `opened` (reads `.github/sandcastle.yml`, bounded at 4 s), a `/preview` comment
-//! on a pull request without a preview and a `/preview stop` on one with a preview (recorded,
-//! carried out by the controller, which is off here), through real HTTP against the local
-//! control plane (run with `scripts/bench-slow-github`).
+//! How long the webhook takes to answer, and how long until the preview is Ready, when GitHub is
+//! slow: for each latency (0, 3 and 6 s before every GitHub answer; GitHub gives up on a delivery
+//! after 10 s) a fresh Sandcastle with its controller, then the first pull request `opened` after
+//! start-up, an `opened` with no `paths` filter, an `opened` under a Blueprint with
+//! `paths: ["src/**"]`, and a `/preview` comment on a pull request without a preview — through
+//! real HTTP against the local control plane (run with `scripts/bench-slow-github`).
+//! The webhook makes no GitHub call, so every answer should be milliseconds; the preview becomes
+//! Ready once GitHub has answered the controller's calls.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
-use sandcastle::domain::{PrNumber, Sha};
+use kube::api::{Api, Patch, PatchParams};
+use sandcastle::crd::{Blueprint, Phase, PreviewEnvironment};
+use sandcastle::domain::{PrNumber, RepoName, Sha};
 use sandcastle_demo::stage::Stage;
 use sandcastle_fake_github::{Fault, PrSpec, Role};
+use serde_json::json;
 
-const SLOW: Duration = Duration::from_secs(3);
+/// The longest a preview may take to become Ready here before the bench gives up on it.
+const READY_DEADLINE: Duration = Duration::from_secs(300);
 
 fn sha() -> Sha {
     Sha::new(&hex::encode(rand::random::<[u8; 20]>())).unwrap()
@@ -25,54 +31,116 @@ fn pr(n: u64) -> PrNumber {
 
 #[tokio::main]
 async fn main() {
+    let latencies: Vec<u64> = std::env::var("SANDCASTLE_BENCH_LATENCIES")
+        .unwrap_or_else(|_| "0,3,6".into())
+        .split(',')
+        .map(|s| s.trim().parse().expect("latencies are whole seconds"))
+        .collect();
+    println!(
+        "{:<8} {:<34} {:>10} {:>7} {:>10} {:>12}",
+        "latency", "case", "answer ms", "status", "answer", "Ready after"
+    );
+    for latency in latencies {
+        run(Duration::from_secs(latency)).await;
+    }
+}
+
+/// One Sandcastle, GitHub answering after `latency`, every case in turn.
+async fn run(latency: Duration) {
     let client = support::client().await;
     let home = support::unique("bench-home");
     let staging = support::unique("bench-staging");
-    // The controller is off: only the webhook's own calls reach GitHub.
-    let stage = Stage::prepare(client, &home, &staging, 0, false)
+    // Blueprint `paths` (for `acme/paths`, `paths: ["src/**"]`) is there before Sandcastle starts.
+    sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30))
+        .await
+        .expect("CRDs");
+    sandcastle_demo::stage::ensure_namespace(&client, &home)
+        .await
+        .expect("home");
+    let blueprints: Api<Blueprint> = Api::namespaced(client.clone(), &home);
+    blueprints
+        .patch(
+            "paths",
+            &PatchParams::apply("bench-slow-github").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint",
+                "metadata": {"name": "paths"},
+                "spec": {
+                    "source": {"namespace": staging},
+                    "repositories": ["acme/paths"],
+                    "paths": ["src/**"],
+                    "host": "{{pr}}-{{repo}}.preview.localhost",
+                    "primaryService": "frontend",
+                }
+            })),
+        )
+        .await
+        .expect("Blueprint paths");
+    let stage = Stage::prepare(client.clone(), &home, &staging, 0, true)
         .await
         .expect("stage");
+    let with_paths = RepoName::new("acme/paths").unwrap();
+    stage.gh.add_repo(1, &with_paths);
     stage.gh.set_role(&stage.repo, "maria", Role::Write);
-    // PR 2 has a preview already (delivered while GitHub is fast).
-    let opened = stage
-        .gh
-        .open_pull_request(&stage.repo, PrSpec::new(pr(2), sha(), "b"));
-    assert_eq!(stage.deliver(&opened).await.unwrap().0, 202);
-    let mut draft = PrSpec::new(pr(3), sha(), "c");
+    let mut draft = PrSpec::new(pr(4), sha(), "d");
     draft.draft = true;
-    let draft_opened = stage.gh.open_pull_request(&stage.repo, draft);
-    assert_eq!(stage.deliver(&draft_opened).await.unwrap().0, 202);
+    // On GitHub only: its `opened` is not delivered (a draft gets no preview by itself).
+    stage.gh.open_pull_request(&stage.repo, draft);
+    stage.gh.fail_next("/**", 1_000_000, Fault::Slow(latency));
 
-    stage.gh.fail_next("/**", 10_000, Fault::Slow(SLOW));
+    let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
+    let open = |repo: &RepoName, n: u64| {
+        stage
+            .gh
+            .open_pull_request(repo, PrSpec::new(pr(n), sha(), &format!("b{n}")))
+    };
     let cases = [
         (
-            "pull_request opened",
-            stage
-                .gh
-                .open_pull_request(&stage.repo, PrSpec::new(pr(1), sha(), "a")),
+            "opened, first after start-up",
+            open(&stage.repo, 1),
+            "guestbook-pr-1",
+        ),
+        ("opened, no paths", open(&stage.repo, 2), "guestbook-pr-2"),
+        (
+            "opened, paths: [src/**]",
+            open(&with_paths, 3),
+            "paths-pr-3",
         ),
         (
-            "/preview on a PR without preview",
-            stage.gh.comment(&stage.repo, pr(3), "maria", "/preview"),
-        ),
-        (
-            "/preview stop",
-            stage
-                .gh
-                .comment(&stage.repo, pr(2), "maria", "/preview stop"),
+            "/preview",
+            stage.gh.comment(&stage.repo, pr(4), "maria", "/preview"),
+            "guestbook-pr-4",
         ),
     ];
-    println!("GitHub answering every call after {} s:", SLOW.as_secs());
-    for (name, delivery) in cases {
-        let calls_before = stage.gh.calls().len();
+    for (name, delivery, preview) in cases {
         let t = Instant::now();
-        let (status, body) = stage.deliver(&delivery).await.unwrap();
-        let took = t.elapsed();
-        let calls = stage.gh.calls().len() - calls_before;
+        let (status, body) = stage.deliver(&delivery).await.expect("deliver");
+        let answered = t.elapsed();
+        let ready = wait_ready(&previews, preview, t).await;
         println!(
-            "  {name:<36} answered {status} after {:>8.1} ms ({calls} GitHub calls before the answer); {}",
-            took.as_secs_f64() * 1000.0,
-            body["status"].as_str().unwrap_or_default()
+            "{:<8} {name:<34} {:>10.1} {status:>7} {:>10} {:>12}",
+            format!("{} s", latency.as_secs()),
+            answered.as_secs_f64() * 1000.0,
+            body["status"].as_str().unwrap_or_default(),
+            ready.map_or("never".to_owned(), |d| format!("{:.1} s", d.as_secs_f64())),
         );
     }
+    stage.running.shutdown().await;
+}
+
+/// How long after `since` the preview `name` was Ready, or `None` past the deadline.
+async fn wait_ready(
+    previews: &Api<PreviewEnvironment>,
+    name: &str,
+    since: Instant,
+) -> Option<Duration> {
+    while since.elapsed() < READY_DEADLINE {
+        if let Ok(Some(pe)) = previews.get_opt(name).await
+            && pe.status.and_then(|s| s.phase) == Some(Phase::Ready)
+        {
+            return Some(since.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
 }

@@ -687,7 +687,10 @@ async fn every_write_is_audited_three_ways_that_agree() {
                     .any(|p| p.contains("audited-pr-9"))
         })
     };
-    assert!(line("octocat", "Opened"), "webhook audit line: {lines:#?}");
+    assert!(
+        line("octocat", "opened"),
+        "pull request event audit line: {lines:#?}"
+    );
     assert!(line("maria", "stop"), "command audit line");
     assert!(line(&user, "wake"), "API audit line");
 }

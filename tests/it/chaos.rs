@@ -3,13 +3,15 @@
 //! and `/preview` commands — some deliveries duplicated, some held back and delivered late —
 //! against two `sandcastle serve` processes electing a leader, while the leader is killed at
 //! random points, kube-apiserver is restarted, and the GitHub stand-in answers 500s, secondary
-//! rate limits and slow responses. Then, once everything has settled: every open pull request
+//! rate limits and slow responses — and, for stretches, is slow on every call (past what the
+//! webhook used to wait for) or down. Then, once everything has settled: every open pull request
 //! has exactly one preview at its head commit and Ready, every closed one's namespace is gone,
 //! one GitHub deployment per (preview, commit) life, statuses in a valid order, one sticky
 //! comment per preview and no orphan namespace. It prints the run as a table.
 //!
 //! Knobs (environment): `SANDCASTLE_CHAOS_SEED`, `_PRS`, `_STEPS`, `_RESTARTS` (of
-//! kube-apiserver), `_KILLS` (of the leader), `_SETTLE` (seconds to converge).
+//! kube-apiserver), `_KILLS` (of the leader), `_SLOW` (stretches of a slow or absent GitHub),
+//! `_SETTLE` (seconds to converge).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -293,6 +295,22 @@ fn inject_fault(world: &World, rng: &mut StdRng, tally: &mut Tally) {
     *tally.faults.entry(name).or_default() += times;
 }
 
+/// A stretch of a GitHub that answers every call after 5 s, or not at all, for the next calls.
+fn slow_github(world: &World, rng: &mut StdRng, tally: &mut Tally) -> &'static str {
+    let (fault, name) = if rng.random_bool(0.5) {
+        (
+            Fault::Slow(Duration::from_secs(5)),
+            "slow GitHub (5 s a call)",
+        )
+    } else {
+        (Fault::Down, "GitHub down")
+    };
+    let calls = rng.random_range(20..=40);
+    world.gh.fail_next("/**", calls, fault);
+    *tally.faults.entry(name).or_default() += calls;
+    name
+}
+
 /// Steps (distinct, away from the ends) at which something happens `count` times.
 fn schedule(rng: &mut StdRng, steps: u64, count: u64) -> BTreeSet<u64> {
     let mut at = BTreeSet::new();
@@ -453,6 +471,7 @@ async fn chaos_loses_nothing_and_duplicates_nothing() {
 
     let kills = schedule(&mut rng, steps, knob("KILLS", 2));
     let restarts = schedule(&mut rng, steps, knob("RESTARTS", 1));
+    let slow = schedule(&mut rng, steps, knob("SLOW", 2));
     let mut tally = Tally::default();
     let mut pulls: Vec<Pull> = Vec::new();
     let mut held: Vec<Held> = Vec::new();
@@ -471,6 +490,11 @@ async fn chaos_loses_nothing_and_duplicates_nothing() {
             println!("step {step}: restarting kube-apiserver");
             restarting = Some(harness.restart_apiserver());
             tally.restarts += 1;
+        }
+        if slow.contains(&step) {
+            let what = slow_github(&world, &mut rng, &mut tally);
+            println!("step {step}: {what}");
+            journal.push((0, format!("step {step}: {what}")));
         }
         if rng.random_bool(0.1) {
             inject_fault(&world, &mut rng, &mut tally);

@@ -707,7 +707,11 @@ async fn only_the_leader_reconciles_and_another_takes_over_mid_deploy() {
             opened.signed_headers(crate::support::world::SECRET),
         )
         .await;
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (202, Some("recorded")),
+        "{body}"
+    );
     world.wait_phase("lead-pr-1", Phase::Deploying, T).await;
     assert!(a.is_leader() && !b.is_leader(), "one leader at a time");
 

@@ -183,7 +183,7 @@ async fn no_secret_appears_in_any_log_status_event_comment_or_answer() {
         .gh
         .open_pull_request(&world.repo, PrSpec::new(pr(1), sha(), "b1"));
     let answer = deliver(opened).await;
-    assert_eq!(answer.0, 200, "{}", answer.1);
+    assert_eq!(answer.0, 202, "{}", answer.1);
     log.add("opened → answer", answer.1.to_string());
     world.wait_phase("hygiene-pr-1", Phase::Ready, T).await;
     for body in ["/preview", "/preview help", "/preview destroy please"] {

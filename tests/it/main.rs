@@ -47,6 +47,7 @@ mod probe;
 mod schemathesis;
 mod serve;
 mod server_side_apply;
+mod slow_github;
 mod stolen_token;
 mod supersede;
 mod wait_after_write;

@@ -34,7 +34,11 @@ async fn serve_runs_from_environment_and_stops_on_sigterm() {
     let (status, body) = world
         .post_to(addr, d.body.clone(), d.signed_headers(SECRET))
         .await;
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (202, Some("recorded")),
+        "{body}"
+    );
     world
         .wait_phase("guestbook-pr-21", Phase::Ready, Duration::from_secs(90))
         .await;

@@ -284,8 +284,14 @@ async fn kubernetes_unreachable_means_503_and_nothing_written() {
             opened.signed_headers(SECRET),
         )
         .await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["previews"][0]["result"], "created");
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (202, Some("recorded")),
+        "{body}"
+    );
+    let record = body["record"].as_str().unwrap();
+    let done = world.event_outcome(record).await.status.unwrap();
+    assert_eq!(done.outcome.unwrap().previews[0].result, "created");
     running.abort();
 }
 
@@ -380,7 +386,7 @@ async fn deliveries_no_blueprint_covers_are_answered_from_the_watch_cache() {
                 let (status, reply) = world
                     .post_to(addr, d.body.clone(), d.signed_headers(SECRET))
                     .await;
-                (status == 200)
+                (status == 202 && reply["status"] == "recorded")
                     .then_some(())
                     .ok_or(format!("{status} {reply}"))
             }

@@ -49,6 +49,10 @@ pub struct PreviewEventSpec {
     pub delivery: String,
     /// When the webhook received it.
     pub received_at: Time,
+    /// The same, in nanoseconds since 1970: the order of two events of one second (GitHub's
+    /// `updated_at` has whole seconds, and so does `receivedAt`).
+    #[serde(default)]
+    pub received_ns: i64,
     /// The event in Sandcastle's own form (no payload text beyond what Sandcastle reads).
     #[schemars(schema_with = "any_object")]
     pub event: serde_json::Value,

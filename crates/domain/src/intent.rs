@@ -27,6 +27,9 @@ pub struct Intent {
     /// teardown when both carry the same `updated_at`, which has whole seconds — the reversal
     /// cannot have happened first.
     pub undoes: Option<TeardownReason>,
+    /// The pull request's `opened`, its first event: whatever was applied at the same second
+    /// (`updated_at` has whole seconds) came after it, so it loses that tie.
+    pub opens: bool,
     pub change: Change,
 }
 

@@ -172,6 +172,12 @@ pub fn may_revive(
     Ok(())
 }
 
+/// Whether `intent` happened before the last event applied to its preview: an older time, or
+/// the same second for the pull request's `opened`, which nothing can precede.
+fn comes_before(intent: &Intent, last: Option<Timestamp>) -> bool {
+    last.is_some_and(|l| intent.event_time < l || (intent.opens && intent.event_time == l))
+}
+
 /// Bring a torn-down preview back as a new incarnation: the controller takes down whatever the
 /// old one left and rolls the new one out from scratch.
 pub fn revive(next: &mut PreviewEnvironment) {
@@ -199,7 +205,7 @@ pub fn change(
             if let Some(t) = &pe.spec.teardown {
                 may_revive(t, last, *create, intent.event_time, intent.undoes)?;
                 revive(&mut next);
-            } else if last.is_some_and(|l| intent.event_time < l) {
+            } else if comes_before(intent, last) {
                 return Err(Outcome::Stale);
             }
             next.spec.sha = intent.sha.to_string();
@@ -219,7 +225,7 @@ pub fn change(
                 next.spec.pinned = false;
                 next.spec.awaiting_approval = true;
                 next.spec.expires_at = None;
-            } else if last.is_some_and(|l| intent.event_time < l) {
+            } else if comes_before(intent, last) {
                 return Err(Outcome::Stale);
             }
             // A pinned preview stays on the approved commit; one still waiting follows the head.
@@ -336,6 +342,7 @@ mod tests {
             installation_id: Some(1),
             event_time: at(event_time),
             undoes: None,
+            opens: false,
             change,
         }
     }
@@ -420,6 +427,22 @@ mod tests {
         let next = change(&pe, &reopened, now).unwrap();
         assert!(next.spec.teardown.is_none());
         assert_eq!(next.spec.incarnation, 1);
+    }
+
+    #[test]
+    fn an_opened_of_the_same_second_as_a_push_already_applied_is_stale() {
+        let now = at("2026-11-29T12:00:30Z");
+        let same = "2026-11-29T12:00:00Z";
+        let pushed = intent(deploy(true), same);
+        let pe = new_preview(&pushed, now);
+        let mut opened = intent(deploy(true), same);
+        opened.opens = true;
+        opened.sha = Sha::new(&"a".repeat(40)).unwrap();
+        assert_eq!(change(&pe, &opened, now).err(), Some(Outcome::Stale));
+        // A push of the same second as one applied still moves the preview.
+        let mut again = intent(deploy(true), same);
+        again.sha = Sha::new(&"c".repeat(40)).unwrap();
+        assert_eq!(change(&pe, &again, now).unwrap().spec.sha, "c".repeat(40));
     }
 
     #[test]

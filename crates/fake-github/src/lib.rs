@@ -336,6 +336,11 @@ impl FakeGitHub {
         });
     }
 
+    /// Drops every fault not used up yet: GitHub answers normally again.
+    pub fn clear_faults(&self) {
+        self.with(|st| st.faults.clear());
+    }
+
     // --- inspection ----------------------------------------------------------------------------
 
     pub fn pull(&self, repo: &RepoName, number: PrNumber) -> PullRecord {

@@ -153,6 +153,7 @@ pub fn from_pull_request(
                 installation_id: ev.installation_id,
                 event_time: ev.updated_at,
                 undoes: undone_by(&ev.action, about_no_preview),
+                opens: ev.action == PrAction::Opened,
                 change,
             });
         }

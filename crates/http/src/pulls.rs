@@ -100,6 +100,7 @@ fn record(state: &AppState, ev: &PullRequestEvent, delivery: &str, name: &str) -
             updated_at: Time(ev.updated_at),
             delivery: delivery.to_owned(),
             received_at: Time(state.clock.now()),
+            received_ns: i64::try_from(state.clock.now().as_nanosecond()).unwrap_or(i64::MAX),
             event: to_record(ev),
         },
     );

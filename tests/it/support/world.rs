@@ -391,7 +391,7 @@ impl World {
         }
         let record = body["record"].as_str().expect("a recorded event is named");
         let done = self.event_outcome(record).await;
-        let st = done.status.clone().unwrap_or_default();
+        let st = done.status.unwrap_or_default();
         if st.state != Some(sandcastle::crd::EventState::Done) {
             return (503, json!({"status": "failed", "message": st.message}));
         }

@@ -222,6 +222,7 @@ async fn deploy(
             installation_id: Some(cmd.spec.installation_id),
             event_time: pull.updated_at,
             undoes: None,
+            opens: false,
             change: Change::Deploy {
                 create: true,
                 requested_by: cmd.spec.author.clone(),

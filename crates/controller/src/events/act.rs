@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use futures::FutureExt as _;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 
 use crate::context::Context;
@@ -13,7 +14,7 @@ use sandcastle_crd::labels::WAITING_FOR_GITHUB;
 use sandcastle_crd::{
     Blueprint, BlueprintSpec, CommandWrite, EventOutcome, EventSkip, PreviewEnvironment,
 };
-use sandcastle_domain::intent;
+use sandcastle_domain::{RepoName, intent};
 use sandcastle_github::client::Installation;
 use sandcastle_github::event::{PrAction, PullRequestEvent};
 use sandcastle_github::repo_config::RepoConfig;
@@ -45,7 +46,7 @@ pub(super) async fn carry_out(
     ev: &PullRequestEvent,
     delivery: &str,
 ) -> Result<EventOutcome, Later> {
-    let blueprints = blueprints(ctx).await?;
+    let blueprints = blueprints(ctx, &ev.repo).await?;
     let specs: Vec<(&str, &BlueprintSpec)> = blueprints
         .iter()
         .filter_map(|b| b.metadata.name.as_deref().map(|n| (n, &b.spec)))
@@ -111,10 +112,19 @@ pub(super) async fn carry_out(
     })
 }
 
-/// The Blueprints, from the controller's watch cache while it runs, else from the API.
-async fn blueprints(ctx: &Context) -> Result<Vec<Blueprint>, kube::Error> {
+/// The Blueprints, from the controller's watch cache once it is filled and knows one that covers
+/// `repo` (the webhook recorded the event because one does: a cache that knows none lags behind
+/// a Blueprint made a moment ago); from the API otherwise.
+async fn blueprints(ctx: &Context, repo: &RepoName) -> Result<Vec<Blueprint>, kube::Error> {
     if let Some(cache) = &ctx.blueprints {
-        return Ok(cache.state().iter().map(|b| Blueprint::clone(b)).collect());
+        let filled = cache
+            .wait_until_ready()
+            .now_or_never()
+            .is_some_and(|r| r.is_ok());
+        let state = cache.state();
+        if filled && state.iter().any(|b| intent::covers_repo(&b.spec, repo)) {
+            return Ok(state.iter().map(|b| Blueprint::clone(b)).collect());
+        }
     }
     let api: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
     Ok(api.list(&ListParams::default()).await?.items)
@@ -207,7 +217,7 @@ async fn tell_classes_off(
 /// Say on each preview of `ev`'s pull request what its event waits for from GitHub (`None`: no
 /// longer), so that the API, MCP and the dashboard show it. Best effort: the record says it too.
 pub(super) async fn waiting_said(ctx: &Context, ev: &PullRequestEvent, why: Option<&str>) {
-    let Ok(blueprints) = blueprints(ctx).await else {
+    let Ok(blueprints) = blueprints(ctx, &ev.repo).await else {
         return;
     };
     let api: Api<PreviewEnvironment> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);

@@ -76,15 +76,15 @@ pub(super) fn error_policy(record: Arc<PreviewEvent>, err: &Error, _ctx: Arc<Con
     Action::requeue(Duration::from_secs(5))
 }
 
-/// Where an event stands in its pull request's order: GitHub's time, then when it was recorded,
-/// then its name (two deliveries of the same second recorded in the same second).
-fn order_key(e: &PreviewEvent) -> (i64, i64, String) {
+/// Where an event stands in its pull request's order: GitHub's time (whole seconds), then the
+/// pull request's `opened` before anything else of its second (it is always the first event),
+/// then when the webhook received it (nanoseconds: GitHub delivers a pull request's events in
+/// order, so two of the same second are carried out as they came), then its name.
+fn order_key(e: &PreviewEvent) -> (i64, bool, i64, String) {
     (
         e.spec.updated_at.0.as_second(),
-        e.metadata
-            .creation_timestamp
-            .as_ref()
-            .map_or(0, |t| t.0.as_second()),
+        e.spec.action != "opened",
+        e.spec.received_ns,
         e.name_any(),
     )
 }

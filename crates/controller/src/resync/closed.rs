@@ -64,6 +64,7 @@ pub(super) async fn tear_down(
             installation_id: p.spec.installation_id,
             event_time,
             undoes: None,
+            opens: false,
             change: Change::Teardown {
                 reason,
                 actor: None,
