@@ -116,7 +116,12 @@ async fn run(latency: Duration) {
         let t = Instant::now();
         let (status, body) = stage.deliver(&delivery).await.expect("deliver");
         let answered = t.elapsed();
-        let ready = wait_ready(&previews, preview, t).await;
+        // A refused delivery records nothing and GitHub does not redeliver it by itself.
+        let ready = if status >= 500 {
+            None
+        } else {
+            wait_ready(&previews, preview, t).await
+        };
         println!(
             "{:<8} {name:<34} {:>10.1} {status:>7} {:>10} {:>12}",
             format!("{} s", latency.as_secs()),

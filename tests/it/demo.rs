@@ -29,7 +29,7 @@ async fn the_demo_shows_the_comment_as_the_ready_pull_request_reads() {
     let said = Arc::new(Mutex::new(Vec::new()));
     let lines = said.clone();
     let mut say = move |line: String| lines.lock().unwrap().push(line);
-    let figures = story::play(&mut say, &client, &stage, &home.name, async {})
+    let figures = story::play(&mut say, &client, &stage, &home.name, async {}, async {})
         .await
         .expect("the story is told");
     stage.running.shutdown().await;

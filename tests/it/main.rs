@@ -3,6 +3,9 @@
 
 mod support;
 
+/// These tests run on the fast tier (kwok's fake nodes).
+const TIER: support::cluster::Tier = support::cluster::Tier::Fast;
+
 mod adoption;
 mod api;
 mod api_answers;

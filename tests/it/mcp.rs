@@ -5,7 +5,6 @@
 //! and `client.mjs` (each asserts what it sees and prints a JSON summary); this side sets up
 //! real previews on the local control plane and checks what happened to them.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use sandcastle::crd::PreviewEnvironment;
@@ -14,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::support::api::{ALL, account, call};
 use crate::support::logs::{ContainerLogs, set_pod_logs};
+use crate::support::mcp_clients::{clients_dir, python, run_client};
 use crate::support::world::{World, sha};
 use crate::support::{audit, eventually, wait_for};
 
@@ -43,45 +43,6 @@ const READ_TOOLS: [&str; 6] = [
     "get_events",
     "diagnose_preview",
 ];
-
-fn clients_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp")
-}
-
-/// Run `program client scenario` with `case`; the client's JSON summary.
-pub(crate) async fn run_client(program: &str, client: &str, scenario: &str, case: &Value) -> Value {
-    let out = tokio::time::timeout(
-        Duration::from_secs(300),
-        tokio::process::Command::new(program)
-            .arg(clients_dir().join(client))
-            .arg(scenario)
-            .env("SANDCASTLE_MCP_CASE", case.to_string())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("{client} {scenario} ends within 5 minutes"))
-    .unwrap_or_else(|e| panic!("{program} runs: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{client} {scenario} failed ({:?}):\n{stdout}\n{stderr}",
-        out.status.code()
-    );
-    let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last)
-        .unwrap_or_else(|e| panic!("{client} {scenario} printed no JSON summary ({e}):\n{stdout}"))
-}
-
-/// The Python with the `mcp` SDK (`SANDCASTLE_MCP_PYTHON`, set by `scripts/test`).
-pub(crate) fn python() -> String {
-    std::env::var("SANDCASTLE_MCP_PYTHON").unwrap_or_else(|_| {
-        panic!(
-            "SANDCASTLE_MCP_PYTHON is not set: it names a Python with the `mcp` SDK (pip install -r tests/requirements.txt); scripts/test sets it (scripts/test-clients)"
-        )
-    })
-}
 
 /// Node, with the TypeScript SDK installed in tests/mcp/node_modules.
 fn node() -> String {

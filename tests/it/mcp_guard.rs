@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::api_guard::promise;
-use crate::mcp::{python, run_client};
 use crate::support::api::{ALL, account, answer_before_the_body_ends, client};
+use crate::support::mcp_clients::{python, run_client};
 use crate::support::world::World;
 
 const T: Duration = Duration::from_secs(60);

@@ -3,6 +3,7 @@
 //! Sandcastle against a local GitHub stand-in, sends signed pull request deliveries through the
 //! real webhook endpoint and narrates what happens, then tears everything down.
 
+pub mod real;
 pub mod stage;
 pub mod story;
 
@@ -27,15 +28,22 @@ pub struct DemoArgs {
     /// Port for the Sandcastle server (0: any free port).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
+
+    /// Run the previews for real: a node that runs containers behind Traefik (root on Linux;
+    /// the first build takes about half an hour, docs/real-tier.md), and print a URL to open in
+    /// a browser. Without it the pods run on fake nodes and the URL answers nothing.
+    #[arg(long)]
+    pub real: bool,
 }
 
 const HOME: &str = "sandcastle";
 const STAGING: &str = "guestbook-staging";
+const REAL_STAGING: &str = "shop-staging";
 fn say(s: impl AsRef<str>) {
     println!("{}", s.as_ref());
 }
 
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
@@ -43,12 +51,15 @@ fn repo_root() -> PathBuf {
 struct ControlPlane {
     dir: String,
     kubeconfig: PathBuf,
+    /// Traefik's entry point, on the real tier.
+    ingress: Option<String>,
 }
 
 impl ControlPlane {
-    fn start(root: &Path) -> anyhow::Result<Self> {
+    fn start(root: &Path, real: bool) -> anyhow::Result<Self> {
         let out = std::process::Command::new(root.join("scripts/kube-harness"))
             .arg("start")
+            .args(real.then_some("--real"))
             .stderr(std::process::Stdio::inherit())
             .output()
             .context(
@@ -68,6 +79,7 @@ impl ControlPlane {
         Ok(Self {
             dir,
             kubeconfig: kubeconfig.into(),
+            ingress: value("SANDCASTLE_INGRESS_HTTP"),
         })
     }
 }
@@ -82,11 +94,9 @@ impl Drop for ControlPlane {
     }
 }
 
-async fn wait_for_user() {
+async fn wait_for_user(what: &str) {
     say("");
-    say(
-        "The preview stays up. Press Enter (or Ctrl-C) to close the pull request and tear it down.",
-    );
+    say(what);
     let mut line = String::new();
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     tokio::select! {
@@ -103,7 +113,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     say(
         "Starting the local control plane (built from source on first use; this can take several minutes)…",
     );
-    let cp = ControlPlane::start(&root)?;
+    let cp = ControlPlane::start(&root, args.real)?;
     let client = serve::kube_client(&KubeArgs {
         kubeconfig: Some(cp.kubeconfig.clone()),
         namespace: HOME.into(),
@@ -115,11 +125,34 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         cp.kubeconfig.display()
     ));
 
-    let stage = stage::Stage::prepare(client.clone(), HOME, STAGING, args.port, true).await?;
-    say(format!(
-        "Loaded the guestbook example ({} objects) into namespace {STAGING} and made it Blueprint `guestbook` for acme/guestbook.",
-        stage.objects
-    ));
+    let stage = match &cp.ingress {
+        Some(ingress) => {
+            say(format!(
+                "A real node runs the pods; Traefik serves every preview host on {ingress}."
+            ));
+            let tier = real::RealTier {
+                ingress: ingress.clone(),
+                harness_dir: cp.dir.clone(),
+            };
+            let stage =
+                stage::Stage::prepare_real(client.clone(), HOME, REAL_STAGING, args.port, tier)
+                    .await?;
+            say(format!(
+                "Loaded the test app and Redis ({} objects) into namespace {REAL_STAGING} and made it Blueprint `shop` for acme/shop.",
+                stage.objects
+            ));
+            stage
+        }
+        None => {
+            let stage =
+                stage::Stage::prepare(client.clone(), HOME, STAGING, args.port, true).await?;
+            say(format!(
+                "Loaded the guestbook example ({} objects) into namespace {STAGING} and made it Blueprint `guestbook` for acme/guestbook.",
+                stage.objects
+            ));
+            stage
+        }
+    };
     say(format!(
         "GitHub: a local stand-in of GitHub's REST API at {} (nothing leaves this machine).",
         stage.gh.url()
@@ -129,12 +162,22 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "Sandcastle is listening on http://{addr} (webhook: POST /github/webhook)."
     ));
     let mut out = |line: String| say(line);
-    let pause = async {
-        if !args.no_wait {
-            wait_for_user().await;
+    let wait = !args.no_wait;
+    let before_push = async {
+        if wait && args.real {
+            wait_for_user("Open the URL above. Press Enter (or Ctrl-C) to push a new commit.")
+                .await;
         }
     };
-    story::play(&mut out, &client, &stage, HOME, pause).await?;
+    let before_merge = async {
+        if wait {
+            wait_for_user(
+                "The preview stays up. Press Enter (or Ctrl-C) to close the pull request and tear it down.",
+            )
+            .await;
+        }
+    };
+    story::play(&mut out, &client, &stage, HOME, before_push, before_merge).await?;
     stage.running.shutdown().await;
     drop(cp);
     say("Done.");

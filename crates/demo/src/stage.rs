@@ -16,6 +16,8 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
+use crate::real::{RealTier, TESTAPP_YAML};
+
 use sandcastle::controller::Settings;
 use sandcastle::crd;
 use sandcastle::domain::RepoName;
@@ -23,6 +25,7 @@ use sandcastle::domain::Secret;
 use sandcastle::domain::clock::Clock;
 use sandcastle::github::client::{ClientSettings, GitHubApp};
 use sandcastle::k8s::apply::Resolver;
+use sandcastle::probe::ProbeVia;
 use sandcastle::serve::{self, Parts, Running};
 use sandcastle_fake_github::{
     Delivery, FakeConfig, FakeGitHub, TEST_APP_ID, TEST_APP_PRIVATE_KEY_PEM,
@@ -95,6 +98,12 @@ pub async fn ensure_namespace(client: &Client, name: &str) -> anyhow::Result<()>
 pub struct Stage {
     pub gh: FakeGitHub,
     pub repo: RepoName,
+    /// The Blueprint's name (previews are `<blueprint>-pr-<n>`).
+    pub blueprint: String,
+    /// The Deployment whose image follows the pull request's commit.
+    pub app: String,
+    /// The real tier the stage runs on (`sandcastle demo --real`), if any.
+    pub real: Option<RealTier>,
     pub running: Running,
     /// Objects loaded into the staging namespace.
     pub objects: usize,
@@ -125,31 +134,87 @@ impl Stage {
         controller: bool,
         namespace_prefix: &str,
     ) -> anyhow::Result<Self> {
+        Self::set_up(
+            client,
+            home,
+            staging,
+            port,
+            controller,
+            namespace_prefix,
+            None,
+        )
+        .await
+    }
+
+    /// The test app and Redis on the real tier as Blueprint `shop` for `acme/shop`: each commit
+    /// is its own image, and a preview is Ready once its page, fetched through Traefik with its
+    /// host, shows the commit.
+    pub async fn prepare_real(
+        client: Client,
+        home: &str,
+        staging: &str,
+        port: u16,
+        tier: RealTier,
+    ) -> anyhow::Result<Self> {
+        Self::set_up(client, home, staging, port, true, "", Some(tier)).await
+    }
+
+    async fn set_up(
+        client: Client,
+        home: &str,
+        staging: &str,
+        port: u16,
+        controller: bool,
+        namespace_prefix: &str,
+        real: Option<RealTier>,
+    ) -> anyhow::Result<Self> {
         sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30)).await?;
         ensure_namespace(&client, home).await?;
         ensure_namespace(&client, staging).await?;
-        let objects = load(&client, staging, &guestbook_yaml()?).await?;
+        let (name, app, yaml, blueprint) = match &real {
+            None => (
+                "guestbook",
+                "frontend",
+                guestbook_yaml()?,
+                json!({
+                    "source": {"namespace": staging},
+                    "repositories": ["acme/guestbook"],
+                    "images": [{"repository": "gcr.io/google-samples/gb-frontend", "tag": "{{shortSha}}"}],
+                    "host": "{{pr}}-{{repo}}.preview.localhost",
+                    "primaryService": "frontend",
+                }),
+            ),
+            Some(_) => (
+                "shop",
+                "app",
+                TESTAPP_YAML.to_owned(),
+                json!({
+                    "source": {"namespace": staging},
+                    "repositories": ["acme/shop"],
+                    "images": [{"repository": "sandcastle.test/app", "tag": "{{sha}}"}],
+                    "host": "{{pr}}-{{repo}}.preview.localhost",
+                    "primaryService": "app",
+                    "readiness": {"http": {"path": "/healthz", "interval": "1s",
+                        "commit": {"header": "X-Commit"}}},
+                }),
+            ),
+        };
+        let objects = load(&client, staging, &yaml).await?;
         let blueprint = json!({
-            "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint", "metadata": {"name": "guestbook"},
-            "spec": {
-                "source": {"namespace": staging},
-                "repositories": ["acme/guestbook"],
-                "images": [{"repository": "gcr.io/google-samples/gb-frontend", "tag": "{{shortSha}}"}],
-                "host": "{{pr}}-{{repo}}.preview.localhost",
-                "primaryService": "frontend",
-            }
+            "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint", "metadata": {"name": name},
+            "spec": blueprint,
         });
         let blueprints: Api<crd::Blueprint> = Api::namespaced(client.clone(), home);
         blueprints
             .patch(
-                "guestbook",
+                name,
                 &PatchParams::apply("sandcastle-demo").force(),
                 &Patch::Apply(&blueprint),
             )
             .await?;
 
         let gh = FakeGitHub::start(FakeConfig::test_app()).await?;
-        let repo = RepoName::new("acme/guestbook")?;
+        let repo = RepoName::new(&format!("acme/{name}"))?;
         gh.add_installation(1, "acme");
         gh.add_repo(1, &repo);
 
@@ -162,6 +227,9 @@ impl Stage {
         let mut settings = Settings::for_namespace(home);
         settings.progress_interval = Duration::from_millis(500);
         namespace_prefix.clone_into(&mut settings.namespace_prefix);
+        if let Some(tier) = &real {
+            settings.probe_via = ProbeVia::ConnectTo(tier.ingress.clone());
+        }
         let running = serve::start(Parts {
             client,
             github,
@@ -176,6 +244,9 @@ impl Stage {
         Ok(Self {
             gh,
             repo,
+            blueprint: name.to_owned(),
+            app: app.to_owned(),
+            real,
             running,
             objects,
             http: HttpClient::builder(TokioExecutor::new()).build_http(),

@@ -166,19 +166,56 @@ pub struct Figures {
     pub comment_lag_ms: Vec<i64>,
 }
 
+/// On the real tier: fetch the preview's page through Traefik and say where a browser opens it
+/// and which commit it shows (an error when it does not show `sha`).
+async fn show_page(
+    say: Say<'_>,
+    stage: &Stage,
+    st: &sandcastle::crd::PreviewStatus,
+    sha: &Sha,
+) -> anyhow::Result<()> {
+    let Some(tier) = &stage.real else {
+        return Ok(());
+    };
+    let url = st.url.clone().unwrap_or_default();
+    let host = url
+        .split("://")
+        .nth(1)
+        .unwrap_or_default()
+        .trim_end_matches('/');
+    let page = tier.get(host, "/").await?;
+    if page.commit.as_deref() != Some(sha.as_str()) {
+        bail!(
+            "the page of {host} answered {} with commit {:?}, not {}",
+            page.status,
+            page.commit,
+            sha.short()
+        );
+    }
+    say(format!(
+        "   Open {} in a browser: the page shows commit {} (fetched through Traefik: HTTP {}).",
+        tier.browser_url(host),
+        sha.short(),
+        page.status
+    ));
+    Ok(())
+}
+
 /// Tell the story on `stage` (its Sandcastle running with the controller in namespace `home`);
-/// `pause` is awaited before the pull request is merged.
+/// `before_push` is awaited before the push, `before_merge` before the pull request is merged.
 pub async fn play(
     say: Say<'_>,
     client: &Client,
     stage: &Stage,
     home: &str,
-    pause: impl Future<Output = ()>,
+    before_push: impl Future<Output = ()>,
+    before_merge: impl Future<Output = ()>,
 ) -> anyhow::Result<Figures> {
     let (gh, repo) = (stage.gh.clone(), stage.repo.clone());
     let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), home);
     let number = PrNumber::new(42)?;
-    let name = "guestbook-pr-42";
+    let name = &format!("{}-pr-42", stage.blueprint);
+    let name = name.as_str();
     let mut figures = Figures::default();
     gh.set_role(&repo, AUTHOR, Role::Write);
 
@@ -189,6 +226,9 @@ pub async fn play(
          feature/login of {repo}. Sending the signed delivery…",
         first.short()
     ));
+    if let Some(tier) = &stage.real {
+        tier.image_for(&crate::repo_root(), &first)?;
+    }
     let mut pull = PrSpec::new(number, first.clone(), "feature/login");
     AUTHOR.clone_into(&mut pull.author);
     let (status, body) = stage.deliver(&gh.open_pull_request(&repo, pull)).await?;
@@ -208,19 +248,24 @@ pub async fn play(
             s.kind, s.name, s.ready, s.desired
         ));
     }
+    show_page(say, stage, &st, &first).await?;
     let lag = show_comment(say, &gh, &repo, number, &first, 0).await?;
     figures.comment_lag_ms.push(lag);
     let seen = github_calls(say, &gh, 0);
 
+    before_push.await;
     say(String::new());
     let second = Sha::new(&hex::encode(rand::random::<[u8; 20]>()))?;
+    if let Some(tier) = &stage.real {
+        tier.image_for(&crate::repo_root(), &second)?;
+    }
     say(format!(
         "2. New commit {} pushed (synchronize). Sending the delivery…",
         second.short()
     ));
     let (status, body) = stage.deliver(&gh.push(&repo, number, &second)).await?;
     say(format!("   webhook answered {status} {body}"));
-    follow(
+    let pe = follow(
         say,
         &previews,
         name,
@@ -230,21 +275,23 @@ pub async fn play(
     )
     .await?;
     let d: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), &ns);
-    let frontend = d.get("frontend").await?;
+    let frontend = d.get(&stage.app).await?;
     let image = frontend
         .spec
         .and_then(|s| s.template.spec)
         .map(|s| s.containers[0].image.clone().unwrap_or_default())
         .unwrap_or_default();
     say(format!(
-        "   Ready at {}: the frontend now runs {image}",
-        second.short()
+        "   Ready at {}: {} now runs {image}",
+        second.short(),
+        stage.app
     ));
+    show_page(say, stage, &pe.status.clone().unwrap_or_default(), &second).await?;
     let lag = show_comment(say, &gh, &repo, number, &second, seen).await?;
     figures.comment_lag_ms.push(lag);
     let seen = github_calls(say, &gh, seen);
 
-    pause.await;
+    before_merge.await;
     say(String::new());
     say("3. Pull request #42 merged. Sending the delivery…".to_owned());
     let (status, body) = stage.deliver(&gh.close(&repo, number, true)).await?;

@@ -12,14 +12,40 @@ use kube::{Client, Config, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
-const HOW_TO_START: &str = "start the local control plane first: `eval \"$(scripts/kube-harness start)\"` \
-     (or run `scripts/test`, which does it), or point SANDCASTLE_TEST_KUBECONFIG at a cluster";
+/// Which control plane a test binary runs against (each binary's root says, as `TIER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)] // each binary constructs one
+pub enum Tier {
+    /// kwok's fake nodes: `SANDCASTLE_TEST_KUBECONFIG`, else `KUBECONFIG`.
+    Fast,
+    /// A node that runs containers behind Traefik: `SANDCASTLE_REAL_KUBECONFIG`.
+    Real,
+}
 
-/// Which kubeconfig the tests use: `SANDCASTLE_TEST_KUBECONFIG`, else `KUBECONFIG`.
-fn kubeconfig_path() -> String {
-    std::env::var("SANDCASTLE_TEST_KUBECONFIG")
-        .or_else(|_| std::env::var("KUBECONFIG"))
-        .unwrap_or_else(|_| panic!("no kubeconfig for the tests: {HOW_TO_START}"))
+fn how_to_start() -> &'static str {
+    match crate::TIER {
+        Tier::Fast => {
+            "start the local control plane first: `eval \"$(scripts/kube-harness start)\"` \
+             (or run `scripts/test`, which does it), or point SANDCASTLE_TEST_KUBECONFIG at a cluster"
+        }
+        Tier::Real => {
+            "these tests need the real tier (a node that runs containers, docs/real-tier.md): \
+             run `scripts/test`, which starts it, or `scripts/kube-harness start --real` and set \
+             SANDCASTLE_REAL_KUBECONFIG to its KUBECONFIG and SANDCASTLE_REAL_HARNESS_DIR to its \
+             SANDCASTLE_HARNESS_DIR, with its other lines exported"
+        }
+    }
+}
+
+/// Which kubeconfig the tests use (see [`Tier`]).
+pub fn kubeconfig_path() -> String {
+    let found = match crate::TIER {
+        Tier::Fast => {
+            std::env::var("SANDCASTLE_TEST_KUBECONFIG").or_else(|_| std::env::var("KUBECONFIG"))
+        }
+        Tier::Real => std::env::var("SANDCASTLE_REAL_KUBECONFIG"),
+    };
+    found.unwrap_or_else(|_| panic!("no kubeconfig for the tests: {}", how_to_start()))
 }
 
 /// The kube config every test client is built from, read once.
@@ -28,8 +54,9 @@ pub async fn config() -> Config {
     CONFIG
         .get_or_init(|| async {
             let path = kubeconfig_path();
-            let kc = Kubeconfig::read_from(&path)
-                .unwrap_or_else(|e| panic!("cannot read kubeconfig {path}: {e}; {HOW_TO_START}"));
+            let kc = Kubeconfig::read_from(&path).unwrap_or_else(|e| {
+                panic!("cannot read kubeconfig {path}: {e}; {}", how_to_start())
+            });
             Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
                 .await
                 .unwrap_or_else(|e| panic!("invalid kubeconfig {path}: {e}"))
@@ -44,7 +71,10 @@ pub async fn client() -> Client {
     let url = config.cluster_url.clone();
     let client = Client::try_from(config).expect("building a kube client");
     if let Err(e) = client.apiserver_version().await {
-        panic!("the test cluster at {url} does not answer ({e}); {HOW_TO_START}");
+        panic!(
+            "the test cluster at {url} does not answer ({e}); {}",
+            how_to_start()
+        );
     }
     client
 }

@@ -6,11 +6,13 @@
 
 pub mod api;
 pub mod audit;
+pub mod browser;
 pub mod cluster;
 pub mod clusters;
 pub mod fixtures;
 pub mod ingress;
 pub mod logs;
+pub mod mcp_clients;
 pub mod process;
 pub mod proxy;
 pub mod world;

@@ -40,16 +40,33 @@ impl ServeProcess {
     /// Starts it for `world` with `webhook_secret`, the settings every process needs and `extra`
     /// (later entries win); returns once `/readyz` answers 200.
     pub async fn start(world: &World, webhook_secret: &str, extra: &[(&str, String)]) -> Self {
+        Self::start_under(world, webhook_secret, extra, &[]).await
+    }
+
+    /// [`ServeProcess::start`], the process run by `wrapper` (a command that ends by running
+    /// its last arguments, e.g. `unshare`): `wrapper… sandcastle serve`.
+    pub async fn start_under(
+        world: &World,
+        webhook_secret: &str,
+        extra: &[(&str, String)],
+        wrapper: &[String],
+    ) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let kubeconfig = std::env::var("SANDCASTLE_TEST_KUBECONFIG")
-            .or_else(|_| std::env::var("KUBECONFIG"))
-            .expect("SANDCASTLE_TEST_KUBECONFIG names the control plane");
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandcastle-dev"));
+        let kubeconfig = cluster::kubeconfig_path();
+        let bin = env!("CARGO_BIN_EXE_sandcastle-dev");
+        let mut cmd = match wrapper.split_first() {
+            None => tokio::process::Command::new(bin),
+            Some((program, args)) => {
+                let mut c = tokio::process::Command::new(program);
+                c.args(args).arg(bin);
+                c
+            }
+        };
         cmd.arg("serve")
             .env_clear()
             .env("KUBECONFIG", kubeconfig)

@@ -1,0 +1,198 @@
+//! The preview path on the real tier, side by side (run with `scripts/bench-real`):
+//!
+//! - a pull request `opened` → its URL, fetched through Traefik with its host, serves the
+//!   commit; against the same objects (the test app, Redis, the seed Job, the Ingress) applied
+//!   directly by server-side apply into a fresh namespace and waited on the same way. Rounds
+//!   alternate the two, one at a time, so both see the same node (`SANDCASTLE_BENCH_PRS`, 10).
+//! - a visit to a stopped preview's host → the app answers (real pods started again).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, Patch, PatchParams};
+use sandcastle::crd::{Phase, PreviewEnvironment};
+use sandcastle::domain::{PrNumber, Sha};
+use sandcastle_demo::real::{RealTier, TESTAPP_YAML};
+use sandcastle_demo::stage::{Stage, ensure_namespace};
+use sandcastle_fake_github::PrSpec;
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(300);
+
+fn sha() -> Sha {
+    Sha::new(&hex::encode(rand::random::<[u8; 20]>())).unwrap()
+}
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        eprintln!("{name} is not set: run this benchmark through scripts/bench-real");
+        std::process::exit(2);
+    })
+}
+
+/// Poll `host` through Traefik until it answers 200 with `X-Commit: commit`; how long it took.
+async fn until_served(tier: &RealTier, host: &str, commit: &str, since: Instant) -> Duration {
+    while since.elapsed() < DEADLINE {
+        if let Ok(page) = tier.get(host, "/healthz").await
+            && page.status == 200
+            && page.commit.as_deref() == Some(commit)
+        {
+            return since.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{host} did not serve {commit} within {DEADLINE:?}");
+}
+
+/// The test app's objects as they would be applied by hand for `commit` at `host`.
+fn direct_objects(commit: &Sha, host: &str) -> Vec<Value> {
+    let mut objects = sandcastle::domain::plan::parse_manifests(TESTAPP_YAML).unwrap();
+    for o in &mut objects {
+        if o["kind"] == "Deployment" {
+            o["spec"]["template"]["spec"]["containers"][0]["image"] =
+                json!(format!("sandcastle.test/app:{commit}"));
+        }
+        if o["kind"] == "Ingress" {
+            o["spec"]["rules"][0]["host"] = json!(host);
+        }
+    }
+    objects
+}
+
+async fn apply_directly(client: &kube::Client, ns: &str, objects: &[Value]) {
+    let resolver = sandcastle::k8s::apply::Resolver::new(client.clone());
+    for doc in objects {
+        let mut doc = doc.clone();
+        doc["metadata"]["namespace"] = json!(ns);
+        let api = resolver.api_for(ns, &doc).await.unwrap();
+        let name = doc["metadata"]["name"].as_str().unwrap().to_owned();
+        api.patch(
+            &name,
+            &PatchParams::apply("bench-direct").force(),
+            &Patch::Apply(&doc),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let rounds: u64 = std::env::var("SANDCASTLE_BENCH_PRS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10);
+    let tier = RealTier {
+        ingress: env("SANDCASTLE_INGRESS_HTTP"),
+        harness_dir: env("SANDCASTLE_HARNESS_DIR"),
+    };
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let client = support::client().await;
+    let home = support::unique("bench-home");
+    let staging = support::unique("bench-staging");
+    let stage = Stage::prepare_real(client.clone(), &home, &staging, 0, tier.clone())
+        .await
+        .expect("the real stage");
+    let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
+
+    let (mut via_sandcastle, mut direct) = (Vec::new(), Vec::new());
+    for n in 1..=rounds {
+        let commit = sha();
+        tier.image_for(&root, &commit).unwrap();
+        let pr = PrSpec::new(PrNumber::new(n).unwrap(), commit.clone(), &format!("b{n}"));
+        let t = Instant::now();
+        let (status, _) = stage
+            .deliver(&stage.gh.open_pull_request(&stage.repo, pr))
+            .await
+            .unwrap();
+        assert!(status < 300, "the webhook answered {status}");
+        via_sandcastle.push(
+            until_served(
+                &tier,
+                &format!("{n}-shop.preview.localhost"),
+                commit.as_str(),
+                t,
+            )
+            .await,
+        );
+
+        let ns = support::unique("bench-direct");
+        let host = format!("{ns}.direct.localhost");
+        let t = Instant::now();
+        ensure_namespace(&client, &ns).await.unwrap();
+        apply_directly(&client, &ns, &direct_objects(&commit, &host)).await;
+        direct.push(until_served(&tier, &host, commit.as_str(), t).await);
+        println!(
+            "round {n}: Sandcastle {:.1} s, direct {:.1} s",
+            via_sandcastle.last().unwrap().as_secs_f64(),
+            direct.last().unwrap().as_secs_f64()
+        );
+    }
+    let ratio = |q: f64| pick(&via_sandcastle, q) / pick(&direct, q);
+    let (p50, p95) = (ratio(0.5), ratio(0.95));
+    println!(
+        "opened → serving the commit, Sandcastle: {}",
+        support::summary(&mut via_sandcastle)
+    );
+    println!(
+        "opened → serving the commit, direct:     {}",
+        support::summary(&mut direct)
+    );
+    println!("ratio p50 {p50:.2}×, p95 {p95:.2}×");
+
+    // Wake on visit needs Sandcastle's wake listener, which this stage does not run: stop each
+    // preview by its desired state and start it again, timing until the app answers.
+    let mut woken = Vec::new();
+    for n in 1..=rounds.min(5) {
+        let name = format!("shop-pr-{n}");
+        let host = format!("{n}-shop.preview.localhost");
+        set_stopped(&previews, &name, true).await;
+        wait_phase(&previews, &name, Phase::Stopped).await;
+        let commit = previews
+            .get(&name)
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .deployed_sha
+            .unwrap();
+        let t = Instant::now();
+        set_stopped(&previews, &name, false).await;
+        woken.push(until_served(&tier, &host, &commit, t).await);
+    }
+    println!(
+        "stopped → woken → serving (real pods):   {}",
+        support::summary(&mut woken)
+    );
+    stage.running.shutdown().await;
+}
+
+fn pick(samples: &[Duration], q: f64) -> f64 {
+    let mut s = samples.to_vec();
+    s.sort();
+    s[((s.len() as f64 - 1.0) * q).round() as usize].as_secs_f64()
+}
+
+async fn set_stopped(previews: &Api<PreviewEnvironment>, name: &str, stopped: bool) {
+    previews
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"stopped": stopped}})),
+        )
+        .await
+        .unwrap();
+}
+
+async fn wait_phase(previews: &Api<PreviewEnvironment>, name: &str, phase: Phase) {
+    let t = Instant::now();
+    while t.elapsed() < DEADLINE {
+        let pe = previews.get(name).await.unwrap();
+        if pe.status.and_then(|s| s.phase) == Some(phase) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{name} never {phase:?}");
+}

@@ -1,0 +1,100 @@
+//! Wake on visit through Traefik with real pods: a preview stopped for idleness has no app
+//! container left and its host shows Sandcastle's waking page (Traefik follows the parked Ingress to the
+//! wake listener, an ExternalName Service); the visit starts the app's containers again and the
+//! visitor's reload of the same path lands in the app, serving the same commit. The time from
+//! the visit to the app answering is printed (`visit to serving`) for `scripts/bench-real`.
+
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use sandcastle::crd::Phase;
+use sandcastle::domain::clock::Clock;
+use serde_json::json;
+
+use crate::support::eventually;
+use crate::support::world::{World, sha};
+use crate::tier::{self, T, host_of, open_at};
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn a_visit_to_a_stopped_preview_starts_its_containers_and_the_reload_lands_in_the_app() {
+    let tier = tier::tier();
+    let mut world = World::unstarted(
+        "wake",
+        tier::REAL_APP,
+        // The clock is manual here, so no HTTP probe (its interval would never pass): the page
+        // is checked by the test instead.
+        tier::blueprint(json!({"stopAfterIdle": "1h", "ttl": "24h", "readiness": {}})),
+    )
+    .await;
+    world.clock = Clock::manual(Timestamp::from_second(Timestamp::now().as_second()).unwrap());
+    world.probe_via = Some(tier.probe_via());
+    world.wake_on_visit();
+    world.start().await;
+
+    let head = sha();
+    tier.image_for(&head);
+    open_at(&world, 1, &head).await;
+    world.wait_phase("wake-pr-1", Phase::Ready, T).await;
+    let host = host_of(&world, "wake-pr-1").await;
+    let ns = world.namespace_of("wake-pr-1");
+    eventually("the app serves the commit", T, || async {
+        let page = tier.get(&host, "/api/info").await;
+        if page.commit.as_deref() == Some(head.as_str()) {
+            Ok(())
+        } else {
+            Err(format!("{page:?}"))
+        }
+    })
+    .await;
+
+    // An hour idle: stopped, the app's containers gone, the host answered by the waking page.
+    let app_pods = tier::pods(&world, &ns, "web").await;
+    assert_eq!(app_pods.len(), 1, "{app_pods:?}");
+    world.clock.advance(61 * MINUTE);
+    world.wait_phase("wake-pr-1", Phase::Stopped, T).await;
+    eventually("the stopped app's containers are gone", T, || async {
+        match tier.containers_of_pod(&ns, &app_pods[0].0) {
+            c if c.is_empty() => Ok(()),
+            c => Err(format!("{c:?}")),
+        }
+    })
+    .await;
+    let waking = eventually("Traefik serves the waking page", T, || async {
+        let page = tier.get(&host, "/api/info").await;
+        if page.status == 503 && page.body.contains("Waking up this preview") {
+            Ok(page)
+        } else {
+            Err(format!("{page:?}"))
+        }
+    })
+    .await;
+    let visited = Instant::now();
+    assert!(
+        waking.body.contains(r#"http-equiv="refresh""#),
+        "{waking:?}"
+    );
+
+    // The visitor's reload of the same path lands in the app, at the same commit.
+    let page = eventually("the reload lands in the app", T, || async {
+        let page = tier.get(&host, "/api/info").await;
+        if page.status == 200 {
+            Ok(page)
+        } else {
+            Err(format!(
+                "{} {}",
+                page.status,
+                page.body.chars().take(200).collect::<String>()
+            ))
+        }
+    })
+    .await;
+    println!(
+        "visit to serving (real pods): {:.1} s",
+        visited.elapsed().as_secs_f64()
+    );
+    assert_eq!(page.commit.as_deref(), Some(head.as_str()), "{page:?}");
+    assert_eq!(tier::pods(&world, &ns, "web").await.len(), 1);
+    world.wait_phase("wake-pr-1", Phase::Ready, T).await;
+}
