@@ -69,7 +69,14 @@ pub fn deployment_state(d: &Deployment) -> WorkloadState {
     let updated = st.updated_replicas.unwrap_or(0);
     let available = st.available_replicas.unwrap_or(0);
     let total = st.replicas.unwrap_or(0);
-    let ready = observed && updated == desired && available == desired && total == desired;
+    // Pods of the old revision still terminating may still be routed to (an ingress controller
+    // drops an endpoint a moment after the API does): the rollout is over once they are gone.
+    let terminating = st.terminating_replicas.unwrap_or(0);
+    let ready = observed
+        && updated == desired
+        && available == desired
+        && total == desired
+        && terminating == 0;
     WorkloadState {
         kind: "Deployment".into(),
         name: d.name_any(),
@@ -124,8 +131,11 @@ pub fn replicaset_state(rs: &ReplicaSet) -> WorkloadState {
     let observed = st.observed_generation.unwrap_or(-1) >= generation;
     let ready_replicas = st.ready_replicas.unwrap_or(0);
     let available = st.available_replicas.unwrap_or(0);
-    let ready =
-        observed && st.replicas == desired && ready_replicas == desired && available == desired;
+    let ready = observed
+        && st.replicas == desired
+        && ready_replicas == desired
+        && available == desired
+        && st.terminating_replicas.unwrap_or(0) == 0;
     WorkloadState {
         kind: "ReplicaSet".into(),
         name: rs.name_any(),
@@ -368,6 +378,15 @@ mod tests {
             "status": {"observedGeneration": 2, "replicas": 3, "updatedReplicas": 1, "availableReplicas": 2}
         }));
         assert_eq!(deployment_state(&rolling).health, Health::Waiting);
+
+        // The new pods are all there, an old one is still shutting down.
+        let draining = deployment(json!({
+            "metadata": {"name": "api", "generation": 2},
+            "spec": {"replicas": 2, "selector": {}, "template": {}},
+            "status": {"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2,
+                       "availableReplicas": 2, "terminatingReplicas": 1}
+        }));
+        assert_eq!(deployment_state(&draining).health, Health::Waiting);
     }
 
     #[test]
@@ -404,6 +423,7 @@ mod tests {
             json!({"observedGeneration": 1, "replicas": 2, "readyReplicas": 2, "availableReplicas": 2}),
             json!({"observedGeneration": 2, "replicas": 2, "readyReplicas": 2, "availableReplicas": 1}),
             json!({"observedGeneration": 2, "replicas": 3, "readyReplicas": 2, "availableReplicas": 2}),
+            json!({"observedGeneration": 2, "replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "terminatingReplicas": 1}),
             json!({"replicas": 0}),
         ] {
             assert_eq!(
