@@ -27,6 +27,9 @@ enum Answer {
     Status(u16),
     /// 200 with this commit in `X-Commit`.
     Commit(String),
+    /// As an ingress controller balancing over a new pod and an old one it still routes to:
+    /// the first commit, then the second, in turn.
+    Alternate(String, String),
 }
 
 /// The requests it saw: `(Host, path)`.
@@ -66,7 +69,11 @@ async fn serve(State(app): State<App>, headers: HeaderMap, uri: Uri) -> impl Int
         .and_then(|h| h.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    app.seen.lock().unwrap().push((host, uri.path().to_owned()));
+    let turn = {
+        let mut seen = app.seen.lock().unwrap();
+        seen.push((host, uri.path().to_owned()));
+        seen.len()
+    };
     let answer = app.answer.lock().unwrap().clone();
     match answer {
         Answer::Status(code) => (
@@ -75,6 +82,10 @@ async fn serve(State(app): State<App>, headers: HeaderMap, uri: Uri) -> impl Int
             "no",
         ),
         Answer::Commit(c) => (StatusCode::OK, [("x-commit", c)], "guestbook"),
+        Answer::Alternate(new, old) => {
+            let c = if turn % 2 == 1 { new } else { old };
+            (StatusCode::OK, [("x-commit", c)], "guestbook")
+        }
     }
 }
 
@@ -191,6 +202,37 @@ async fn success_waits_until_the_url_serves_the_commit() {
         );
         assert_eq!(path, "/healthz");
     }
+}
+
+#[tokio::test]
+async fn one_good_answer_is_not_enough_while_an_old_pod_still_gets_every_other_request() {
+    let commit = sha();
+    let old = sha();
+    let (app, addr) = App::start(Answer::Status(503)).await;
+    let world = world(addr, "5m").await;
+    app.answer(Answer::Alternate(commit.to_string(), old.to_string()));
+    let opened = world
+        .gh
+        .open_pull_request(&world.repo, PrSpec::new(pr(9), commit.clone(), "b"));
+    assert_eq!(world.deliver(&opened).await.0, 200);
+    let name = "guestbook-pr-9";
+    // Every try's first answer shows the commit, the next one the old pod's.
+    let msg = wait_message(&world, name, "in a row").await;
+    assert!(
+        msg.contains(&format!(
+            "X-Commit {old} is not {} (answer 2 of 3 in a row)",
+            commit.short()
+        )),
+        "{msg}"
+    );
+    let pe = world.previews().get(name).await.unwrap();
+    assert_eq!(pe.status.unwrap().phase, Some(Phase::Deploying));
+    assert!(!states(&world, &commit).contains(&"success".to_owned()));
+
+    // The old pod is gone from the balancer: three answers in a row show the commit.
+    app.answer(Answer::Commit(commit.to_string()));
+    world.wait_github_state(&commit, "success", T).await;
+    world.wait_phase(name, Phase::Ready, T).await;
 }
 
 #[tokio::test]

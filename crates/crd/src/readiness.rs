@@ -24,6 +24,14 @@ fn default_deadline() -> GoDuration {
     DEFAULT_PROBE_DEADLINE
 }
 
+/// Answers in a row a try must get: one more than the replicas of a preview's usual Deployment
+/// plus an old pod an ingress controller may still route to (see `successThreshold`).
+pub const DEFAULT_SUCCESS_THRESHOLD: u32 = 3;
+
+fn default_success_threshold() -> u32 {
+    DEFAULT_SUCCESS_THRESHOLD
+}
+
 /// What must hold before a preview is Ready, besides its workloads being ready.
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
@@ -65,6 +73,13 @@ pub struct HttpReadiness {
     /// Where the answer must show the deployed commit (full or short sha).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<CommitCheck>,
+    /// How many requests in a row, sent back to back in one try, must each pass. An ingress
+    /// controller spreads requests over a Service's endpoints and learns of a gone pod a moment
+    /// after the API server: one good answer does not prove the next visitor lands on the new
+    /// commit, answers in a row do. With more replicas, set it above their number.
+    #[serde(default = "default_success_threshold")]
+    #[schemars(range(min = 1, max = 10))]
+    pub success_threshold: u32,
 }
 
 impl Default for HttpReadiness {
@@ -75,6 +90,7 @@ impl Default for HttpReadiness {
             interval: default_interval(),
             deadline: default_deadline(),
             commit: None,
+            success_threshold: default_success_threshold(),
         }
     }
 }

@@ -110,6 +110,17 @@ fn shorten(v: &str) -> String {
     format!("{cut}…")
 }
 
+/// An answer that did not pass as the `n`th of a row of `row` that must: after good answers it
+/// says so (`GET / → timed out (answer 2 of 3 in a row)`), since the earlier ones came from
+/// another backend.
+pub fn in_row(last: &str, n: u32, row: u32) -> String {
+    if n <= 1 {
+        last.to_owned()
+    } else {
+        format!("{last} (answer {n} of {row} in a row)")
+    }
+}
+
 /// What the probe has seen so far: `GET / → 502, 6 tries`.
 pub fn progress(last: &str, tries: u32) -> String {
     match tries {
@@ -121,6 +132,19 @@ pub fn progress(last: &str, tries: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_after_good_answers_says_where_in_the_row_it_came() {
+        assert_eq!(in_row("GET / → 502", 1, 3), "GET / → 502");
+        assert_eq!(
+            in_row("GET / → timed out", 2, 3),
+            "GET / → timed out (answer 2 of 3 in a row)"
+        );
+        assert_eq!(
+            progress(&in_row("GET / → 502", 3, 3), 4),
+            "GET / → 502 (answer 3 of 3 in a row), 4 tries"
+        );
+    }
 
     fn sha() -> Sha {
         Sha::new("abc1234def5678abc1234def5678abc1234def56").unwrap()

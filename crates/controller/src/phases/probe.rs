@@ -1,5 +1,5 @@
-//! The Blueprint's HTTP readiness gate, once a rollout's workloads are ready: one request per
-//! pass, no more often than the probe's interval, its last answer kept in the rollout's status
+//! The Blueprint's HTTP readiness gate, once a rollout's workloads are ready: one try per pass
+//! (`successThreshold` requests back to back), no more often than the probe's interval, its last answer kept in the rollout's status
 //! (`GET / → 502, 6 tries`) for the status message and the sticky comment; passed once the
 //! preview answers with an accepted status showing the rollout's commit, failed past the
 //! deadline with what it last saw.
@@ -83,10 +83,7 @@ pub(super) async fn gate(
     let seen = match Target::new(url, &spec.path, via, backend) {
         Ok(target) => {
             let timeout = interval.clamp(Duration::from_secs(1), REQUEST_TIMEOUT_CAP);
-            match ask(&target, timeout).await {
-                Ok(answer) => probe::judge(spec, sha, &answer),
-                Err(why) => Err(format!("{} → {why}", probe::request_line(spec))),
-            }
+            in_a_row(spec, sha, &target, timeout).await
         }
         Err(why) => return Gate::Failed(format!("readiness.http: {why}")),
     };
@@ -123,6 +120,27 @@ pub(super) async fn gate(
             }
         }
     }
+}
+
+/// Ask `target` `successThreshold` times back to back; the first answer that does not pass
+/// ends the try (saying which of the row it was).
+async fn in_a_row(
+    spec: &HttpReadiness,
+    sha: &Sha,
+    target: &Target,
+    timeout: Duration,
+) -> Result<(), String> {
+    let row = spec.success_threshold.max(1);
+    for n in 1..=row {
+        let seen = match ask(target, timeout).await {
+            Ok(answer) => probe::judge(spec, sha, &answer),
+            Err(why) => Err(format!("{} → {why}", probe::request_line(spec))),
+        };
+        if let Err(last) = seen {
+            return Err(probe::in_row(&last, n, row));
+        }
+    }
+    Ok(())
 }
 
 fn waiting(last: &str, tries: u32) -> String {
