@@ -1,8 +1,9 @@
 //! `/healthz` (the process is up), `/readyz` (the Kubernetes API answers, Sandcastle's CRDs
-//! are installed with the schema this build writes, and the Blueprint cache is filled; it also
-//! reports each registered cluster, down or not, without failing for one) and `/metrics`
-//! (Prometheus).
+//! are installed with the schema this build writes, the Blueprint cache is filled, and — checked
+//! once — the webhook's records can be written; it also reports each registered cluster, down or
+//! not, without failing for one) and `/metrics` (Prometheus).
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::Json;
@@ -10,8 +11,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, PostParams};
+use sandcastle_crd::{PreviewCommand, PreviewCommandSpec, PreviewEvent, PreviewEventSpec};
 use serde_json::json;
 
 use super::AppState;
@@ -60,7 +63,77 @@ async fn problems(state: &AppState) -> Vec<String> {
     {
         out.push("the Blueprint cache is not filled yet".to_owned());
     }
+    if out.is_empty() && !state.records_checked.load(Ordering::Relaxed) {
+        match records_writable(state).await {
+            Ok(()) => state.records_checked.store(true, Ordering::Relaxed),
+            Err(problem) => out.push(problem),
+        }
+    }
     out
+}
+
+/// Whether the webhook can record what it receives: a server-side dry run of each record it
+/// writes (nothing is stored). Beyond the permission, it readies the API server for them: the
+/// first write of a kind there pays a one-time cost (its quota admission learns the kind, about
+/// 2 s), which would otherwise fall on the first delivery GitHub sends.
+async fn records_writable(state: &AppState) -> Result<(), String> {
+    let now = Time(state.clock.now());
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let event = PreviewEvent::new(
+        "sandcastle-readyz",
+        PreviewEventSpec {
+            repository: "sandcastle/readyz".to_owned(),
+            pull_request: 1,
+            action: "opened".to_owned(),
+            sha: "0".repeat(40),
+            updated_at: now.clone(),
+            delivery: "readyz".to_owned(),
+            received_at: now.clone(),
+            received_ns: 0,
+            event: json!({}),
+        },
+    );
+    let command = PreviewCommand::new(
+        "sandcastle-readyz",
+        PreviewCommandSpec {
+            repository: "sandcastle/readyz".to_owned(),
+            pull_request: 1,
+            installation_id: 1,
+            comment_id: 1,
+            author: "sandcastle".to_owned(),
+            command: "/preview".to_owned(),
+            delivery: "readyz".to_owned(),
+            received_at: now,
+        },
+    );
+    let events: Api<PreviewEvent> = Api::namespaced(state.client.clone(), &state.home);
+    let commands: Api<PreviewCommand> = Api::namespaced(state.client.clone(), &state.home);
+    let within = Duration::from_secs(5);
+    let said = |kind: &str, r: Result<Result<(), kube::Error>, _>| match r {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!(
+            "cannot record {kind}s in namespace {}: {e}",
+            state.home
+        )),
+        Err(_) => Err(format!(
+            "recording a {kind} (a dry run) took over {within:?}"
+        )),
+    };
+    said(
+        "PreviewEvent",
+        tokio::time::timeout(within, events.create(&dry, &event))
+            .await
+            .map(|r| r.map(drop)),
+    )?;
+    said(
+        "PreviewCommand",
+        tokio::time::timeout(within, commands.create(&dry, &command))
+            .await
+            .map(|r| r.map(drop)),
+    )
 }
 
 pub(super) async fn readyz(State(state): State<AppState>) -> Response {

@@ -84,6 +84,8 @@ pub struct Shared {
     pub agent: Agent,
     /// The dashboard's sign-in, sessions and whether its pages are public.
     pub dashboard: dashboard::Dashboard,
+    /// Set once `/readyz` has seen this replica able to record what the webhook receives.
+    pub records_checked: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Shared {

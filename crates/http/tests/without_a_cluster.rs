@@ -67,6 +67,7 @@ fn state() -> AppState {
         metrics,
         agent,
         dashboard: Dashboard::new(None, Sessions::new(&Secret::new(SECRET), false), false),
+        records_checked: Default::default(),
     })
 }
 

@@ -170,6 +170,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         metrics: metrics.clone(),
         agent,
         dashboard: dashboard(&parts),
+        records_checked: Default::default(),
     });
     let listener = tokio::net::TcpListener::bind(parts.listen)
         .await
