@@ -257,6 +257,25 @@ impl Stage {
         self.running.addr
     }
 
+    /// Wait until Sandcastle's `/readyz` answers 200, as a Service's readiness probe waits
+    /// before it sends the pod any traffic; an error after `deadline`.
+    pub async fn until_ready(&self, deadline: std::time::Duration) -> anyhow::Result<()> {
+        let start = std::time::Instant::now();
+        loop {
+            let req = http::Request::get(format!("http://{}/readyz", self.addr()))
+                .body(Full::new(Bytes::new()))?;
+            if let Ok(resp) = self.http.request(req).await
+                && resp.status() == http::StatusCode::OK
+            {
+                return Ok(());
+            }
+            if start.elapsed() > deadline {
+                anyhow::bail!("Sandcastle was not ready within {deadline:?}");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// POST a delivery, signed with [`SECRET`], to the webhook; returns status and JSON body.
     pub async fn deliver(&self, d: &Delivery) -> anyhow::Result<(u16, Value)> {
         let mut req = http::Request::post(format!("http://{}/github/webhook", self.addr()));
