@@ -2,8 +2,10 @@
 //!
 //! - a pull request `opened` → its URL, fetched through Traefik with its host, serves the
 //!   commit; against the same objects (the test app, Redis, the seed Job, the Ingress) applied
-//!   directly by server-side apply into a fresh namespace and waited on the same way. Rounds
-//!   alternate the two, one at a time, so both see the same node (`SANDCASTLE_BENCH_PRS`, 10).
+//!   directly by server-side apply into a fresh namespace and waited on the same way, and
+//!   applied directly in Sandcastle's order (data tier ready, then the seed Job complete, then
+//!   the app: what the staged order costs by itself). Rounds alternate the three, one at a
+//!   time, so all see the same node (`SANDCASTLE_BENCH_PRS`, 10).
 //! - a visit to a stopped preview's host → the app answers (real pods started again).
 
 mod support;
@@ -60,6 +62,71 @@ fn direct_objects(commit: &Sha, host: &str) -> Vec<Value> {
     objects
 }
 
+/// Sandcastle's apply order (docs/cloning.md §7): a phase of the objects.
+fn phase_of(o: &Value) -> u8 {
+    match o["kind"].as_str() {
+        Some("StatefulSet") => 1,
+        Some("Job") => 2,
+        Some("Deployment" | "ReplicaSet" | "CronJob") => 3,
+        Some("Ingress") => 4,
+        _ => 0,
+    }
+}
+
+/// Apply `objects` directly but in Sandcastle's order, as a careful script would: the data tier
+/// ready before the seed Job, the seed Job complete before the app.
+async fn apply_in_order(client: &kube::Client, ns: &str, objects: &[Value]) {
+    for phase in 0..=4 {
+        let these: Vec<Value> = objects
+            .iter()
+            .filter(|o| phase_of(o) == phase)
+            .cloned()
+            .collect();
+        apply_directly(client, ns, &these).await;
+        for o in &these {
+            let name = o["metadata"]["name"].as_str().unwrap();
+            match phase {
+                1 => {
+                    until(client, ns, "StatefulSet", name, |st| {
+                        st["readyReplicas"].as_i64().unwrap_or(0)
+                            >= st["replicas"].as_i64().unwrap_or(1).max(1)
+                    })
+                    .await;
+                }
+                2 => {
+                    until(client, ns, "Job", name, |st| {
+                        st["succeeded"].as_i64().unwrap_or(0) >= 1
+                    })
+                    .await;
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Poll `kind/name` (apps/v1 or batch/v1) until `done` holds of its status.
+async fn until(client: &kube::Client, ns: &str, kind: &str, name: &str, done: fn(&Value) -> bool) {
+    use k8s_openapi::api::{apps::v1::StatefulSet, batch::v1::Job};
+    let t = Instant::now();
+    while t.elapsed() < DEADLINE {
+        let status = if kind == "Job" {
+            let j = Api::<Job>::namespaced(client.clone(), ns).get(name).await;
+            j.ok().and_then(|j| serde_json::to_value(j.status).ok())
+        } else {
+            let s = Api::<StatefulSet>::namespaced(client.clone(), ns)
+                .get(name)
+                .await;
+            s.ok().and_then(|s| serde_json::to_value(s.status).ok())
+        };
+        if status.as_ref().is_some_and(done) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{kind} {ns}/{name} not done within {DEADLINE:?}");
+}
+
 async fn apply_directly(client: &kube::Client, ns: &str, objects: &[Value]) {
     let resolver = sandcastle::k8s::apply::Resolver::new(client.clone());
     for doc in objects {
@@ -96,7 +163,7 @@ async fn main() {
         .expect("the real stage");
     let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
 
-    let (mut via_sandcastle, mut direct) = (Vec::new(), Vec::new());
+    let (mut via_sandcastle, mut direct, mut ordered) = (Vec::new(), Vec::new(), Vec::new());
     for n in 1..=rounds {
         let commit = sha();
         tier.image_for(&root, &commit).unwrap();
@@ -123,14 +190,23 @@ async fn main() {
         ensure_namespace(&client, &ns).await.unwrap();
         apply_directly(&client, &ns, &direct_objects(&commit, &host)).await;
         direct.push(until_served(&tier, &host, commit.as_str(), t).await);
+
+        let ns = support::unique("bench-ordered");
+        let host = format!("{ns}.direct.localhost");
+        let t = Instant::now();
+        ensure_namespace(&client, &ns).await.unwrap();
+        apply_in_order(&client, &ns, &direct_objects(&commit, &host)).await;
+        ordered.push(until_served(&tier, &host, commit.as_str(), t).await);
         println!(
-            "round {n}: Sandcastle {:.1} s, direct {:.1} s",
+            "round {n}: Sandcastle {:.1} s, direct {:.1} s, direct in Sandcastle's order {:.1} s",
             via_sandcastle.last().unwrap().as_secs_f64(),
-            direct.last().unwrap().as_secs_f64()
+            direct.last().unwrap().as_secs_f64(),
+            ordered.last().unwrap().as_secs_f64()
         );
     }
-    let ratio = |q: f64| pick(&via_sandcastle, q) / pick(&direct, q);
-    let (p50, p95) = (ratio(0.5), ratio(0.95));
+    let ratio = |q: f64, base: &[Duration]| pick(&via_sandcastle, q) / pick(base, q);
+    let (p50, p95) = (ratio(0.5, &direct), ratio(0.95, &direct));
+    let (o50, o95) = (ratio(0.5, &ordered), ratio(0.95, &ordered));
     println!(
         "opened → serving the commit, Sandcastle: {}",
         support::summary(&mut via_sandcastle)
@@ -139,7 +215,12 @@ async fn main() {
         "opened → serving the commit, direct:     {}",
         support::summary(&mut direct)
     );
-    println!("ratio p50 {p50:.2}×, p95 {p95:.2}×");
+    println!(
+        "opened → serving the commit, direct in Sandcastle's order: {}",
+        support::summary(&mut ordered)
+    );
+    println!("ratio to direct p50 {p50:.2}×, p95 {p95:.2}×");
+    println!("ratio to direct in Sandcastle's order p50 {o50:.2}×, p95 {o95:.2}×");
 
     // Wake on visit needs Sandcastle's wake listener, which this stage does not run: stop each
     // preview by its desired state and start it again, timing until the app answers.
@@ -149,6 +230,16 @@ async fn main() {
         let host = format!("{n}-shop.preview.localhost");
         set_stopped(&previews, &name, true).await;
         wait_phase(&previews, &name, Phase::Stopped).await;
+        // Stopped is said once the workloads are scaled to zero; the pods take a moment more.
+        let ns = previews
+            .get(&name)
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .namespace
+            .unwrap();
+        until_no_pods(&client, &ns).await;
         let commit = previews
             .get(&name)
             .await
@@ -166,6 +257,25 @@ async fn main() {
         support::summary(&mut woken)
     );
     stage.running.shutdown().await;
+}
+
+/// Wait until namespace `ns` has no pod left running (a finished seed Job's pod stays).
+async fn until_no_pods(client: &kube::Client, ns: &str) {
+    use k8s_openapi::api::core::v1::Pod;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let t = Instant::now();
+    while t.elapsed() < DEADLINE {
+        if pods.list(&Default::default()).await.is_ok_and(|l| {
+            l.items.iter().all(|p| {
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                matches!(phase, Some("Succeeded" | "Failed"))
+            })
+        }) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{ns} still has pods after {DEADLINE:?}");
 }
 
 fn pick(samples: &[Duration], q: f64) -> f64 {
