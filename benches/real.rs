@@ -74,8 +74,11 @@ fn phase_of(o: &Value) -> u8 {
 }
 
 /// Apply `objects` directly but in Sandcastle's order, as a careful script would: the data tier
-/// ready before the seed Job, the seed Job complete before the app.
+/// ready before the seed Job, the seed Job complete before the app — judged by Sandcastle's own
+/// readiness rules.
 async fn apply_in_order(client: &kube::Client, ns: &str, objects: &[Value]) {
+    use k8s_openapi::api::batch::v1::Job;
+    use sandcastle::k8s::readiness::{job_state, statefulset_state};
     for phase in 0..=4 {
         let these: Vec<Value> = objects
             .iter()
@@ -86,45 +89,64 @@ async fn apply_in_order(client: &kube::Client, ns: &str, objects: &[Value]) {
         for o in &these {
             let name = o["metadata"]["name"].as_str().unwrap();
             match phase {
-                1 => {
-                    until(client, ns, "StatefulSet", name, |st| {
-                        st["readyReplicas"].as_i64().unwrap_or(0)
-                            >= st["replicas"].as_i64().unwrap_or(1).max(1)
-                    })
-                    .await;
-                }
-                2 => {
-                    until(client, ns, "Job", name, |st| {
-                        st["succeeded"].as_i64().unwrap_or(0) >= 1
-                    })
-                    .await;
-                }
+                1 => until_ready(client, ns, name, statefulset_state).await,
+                2 => until_ready::<Job>(client, ns, name, job_state).await,
                 _ => {}
             }
         }
     }
 }
 
-/// Poll `kind/name` (apps/v1 or batch/v1) until `done` holds of its status.
-async fn until(client: &kube::Client, ns: &str, kind: &str, name: &str, done: fn(&Value) -> bool) {
-    use k8s_openapi::api::{apps::v1::StatefulSet, batch::v1::Job};
+/// Poll `name` until Sandcastle's readiness rule `state` says it is ready.
+async fn until_ready<K>(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    state: fn(&K) -> sandcastle::k8s::readiness::WorkloadState,
+) where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned,
+    K::DynamicType: Default,
+{
+    use sandcastle::k8s::readiness::Health;
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
     let t = Instant::now();
     while t.elapsed() < DEADLINE {
-        let status = if kind == "Job" {
-            let j = Api::<Job>::namespaced(client.clone(), ns).get(name).await;
-            j.ok().and_then(|j| serde_json::to_value(j.status).ok())
-        } else {
-            let s = Api::<StatefulSet>::namespaced(client.clone(), ns)
-                .get(name)
-                .await;
-            s.ok().and_then(|s| serde_json::to_value(s.status).ok())
-        };
-        if status.as_ref().is_some_and(done) {
+        if let Ok(obj) = api.get(name).await
+            && state(&obj).health == Health::Ready
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("{kind} {ns}/{name} not done within {DEADLINE:?}");
+    panic!("{ns}/{name} not ready within {DEADLINE:?}");
+}
+
+/// The same objects applied directly into a fresh namespace (all at once, or in Sandcastle's
+/// order); how long until the page serves `commit`.
+async fn direct_round(
+    client: &kube::Client,
+    tier: &RealTier,
+    commit: &Sha,
+    in_order: bool,
+) -> Duration {
+    let ns = support::unique(if in_order {
+        "bench-ordered"
+    } else {
+        "bench-direct"
+    });
+    let host = format!("{ns}.direct.localhost");
+    let objects = direct_objects(commit, &host);
+    let t = Instant::now();
+    ensure_namespace(client, &ns).await.unwrap();
+    if in_order {
+        apply_in_order(client, &ns, &objects).await;
+    } else {
+        apply_directly(client, &ns, &objects).await;
+    }
+    until_served(tier, &host, commit.as_str(), t).await
 }
 
 async fn apply_directly(client: &kube::Client, ns: &str, objects: &[Value]) {
@@ -184,19 +206,8 @@ async fn main() {
             .await,
         );
 
-        let ns = support::unique("bench-direct");
-        let host = format!("{ns}.direct.localhost");
-        let t = Instant::now();
-        ensure_namespace(&client, &ns).await.unwrap();
-        apply_directly(&client, &ns, &direct_objects(&commit, &host)).await;
-        direct.push(until_served(&tier, &host, commit.as_str(), t).await);
-
-        let ns = support::unique("bench-ordered");
-        let host = format!("{ns}.direct.localhost");
-        let t = Instant::now();
-        ensure_namespace(&client, &ns).await.unwrap();
-        apply_in_order(&client, &ns, &direct_objects(&commit, &host)).await;
-        ordered.push(until_served(&tier, &host, commit.as_str(), t).await);
+        direct.push(direct_round(&client, &tier, &commit, false).await);
+        ordered.push(direct_round(&client, &tier, &commit, true).await);
         println!(
             "round {n}: Sandcastle {:.1} s, direct {:.1} s, direct in Sandcastle's order {:.1} s",
             via_sandcastle.last().unwrap().as_secs_f64(),
