@@ -1,7 +1,8 @@
 //! Wake on visit through Traefik with real pods: a preview stopped for idleness has no app
 //! container left and its host shows Sandcastle's waking page (Traefik follows the parked Ingress to the
 //! wake listener, an ExternalName Service); the visit starts the app's containers again and the
-//! visitor's reload of the same path lands in the app, serving the same commit. The time from
+//! visitor's reload of the same path lands in the app, serving the same commit; without a wake
+//! listener the host answers 503 at once while stopped and the app after. The time from
 //! the visit to the app answering is printed (`visit to serving`) for `scripts/bench-real`.
 
 use std::time::{Duration, Instant};
@@ -97,4 +98,96 @@ async fn a_visit_to_a_stopped_preview_starts_its_containers_and_the_reload_lands
     assert_eq!(page.commit.as_deref(), Some(head.as_str()), "{page:?}");
     assert_eq!(tier::pods(&world, &ns, "web").await.len(), 1);
     world.wait_phase("wake-pr-1", Phase::Ready, T).await;
+}
+
+/// Without a wake listener a stopped preview's Ingress is parked all the same, on a Service with
+/// no endpoints: its host answers 503 at once while stopped, and once the preview is started
+/// again every request answers at once until one lands in the app. (Left on the app's Service,
+/// Traefik kept the gone pod's address: the first request after the restart waited 30 s for it
+/// and answered 504.)
+#[tokio::test]
+async fn a_preview_stopped_without_a_wake_listener_answers_at_once_and_its_first_request_after_lands_in_the_app()
+ {
+    let tier = tier::tier();
+    let world = tier::world(&tier, "closed", json!({})).await;
+    let head = sha();
+    tier.image_for(&head);
+    open_at(&world, 1, &head).await;
+    world.wait_github_state(&head, "success", T).await;
+    let host = host_of(&world, "closed-pr-1").await;
+    let ns = world.namespace_of("closed-pr-1");
+    let page = tier.get(&host, "/api/info").await;
+    assert_eq!(page.commit.as_deref(), Some(head.as_str()), "{page:?}");
+
+    let app_pods = tier::pods(&world, &ns, "web").await;
+    assert_eq!(app_pods.len(), 1, "{app_pods:?}");
+    set_stopped(&world, "closed-pr-1", true).await;
+    world.wait_phase("closed-pr-1", Phase::Stopped, T).await;
+    eventually(
+        "the stopped app's pod and containers are gone",
+        T,
+        || async {
+            let pods = tier::pods(&world, &ns, "web").await;
+            match tier.containers_of_pod(&ns, &app_pods[0].0) {
+                c if c.is_empty() && pods.is_empty() => Ok(()),
+                c => Err(format!("{pods:?} {c:?}")),
+            }
+        },
+    )
+    .await;
+    assert_eq!(backends(&world, &ns).await, ["sandcastle-wake"]);
+    // Each request gives up after 10 s (`tier.get`): one sent to the gone pod fails the test.
+    let page = tier.get(&host, "/api/info").await;
+    assert!(
+        page.status == 503 && page.commit.is_none(),
+        "a stopped preview's host answers that nothing serves it: {page:?}"
+    );
+
+    // Started again, as a reviewer does before opening the URL: every answer comes at once,
+    // the parked route's 503 until the app's own.
+    set_stopped(&world, "closed-pr-1", false).await;
+    let page = eventually("the app serves again", T, || async {
+        let page = tier.get(&host, "/api/info").await;
+        match page.status {
+            200 => Ok(page),
+            _ => Err(format!("{page:?}")),
+        }
+    })
+    .await;
+    assert_eq!(page.commit.as_deref(), Some(head.as_str()), "{page:?}");
+    world.wait_phase("closed-pr-1", Phase::Ready, T).await;
+    assert_eq!(backends(&world, &ns).await, ["app"]);
+}
+
+/// The Services the Ingresses of `ns` route to, each once.
+async fn backends(world: &World, ns: &str) -> Vec<String> {
+    use k8s_openapi::api::networking::v1::Ingress;
+    let ingresses = kube::Api::<Ingress>::namespaced(world.client.clone(), ns)
+        .list(&Default::default())
+        .await
+        .unwrap();
+    let mut names: Vec<String> = ingresses
+        .items
+        .iter()
+        .filter_map(|i| i.spec.as_ref()?.rules.as_ref())
+        .flatten()
+        .filter_map(|r| r.http.as_ref())
+        .flat_map(|h| &h.paths)
+        .filter_map(|p| Some(p.backend.service.as_ref()?.name.clone()))
+        .collect();
+    names.dedup();
+    names
+}
+
+async fn set_stopped(world: &World, name: &str, stopped: bool) {
+    use kube::api::{Patch, PatchParams};
+    world
+        .previews()
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"stopped": stopped}})),
+        )
+        .await
+        .unwrap();
 }

@@ -82,7 +82,7 @@ pub struct Settings {
     /// Dashboard pages readable without signing in (`--public-pages`).
     pub public_pages: bool,
     /// Where stopped previews' hosts are routed (Sandcastle's wake listener, as the ingress
-    /// controller reaches it); `None`: their Ingresses are left as they are.
+    /// controller reaches it); `None`: their Ingresses are parked on a Service with no endpoints.
     pub wake: Option<sandcastle_domain::wake::WakeTarget>,
     /// How often each registered cluster is checked (reachable, access).
     pub cluster_check_interval: Duration,

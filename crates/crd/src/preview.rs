@@ -297,8 +297,9 @@ pub struct PreviewStatus {
     /// while it is stopped reaches Sandcastle's waking page.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
-    /// Whether the preview's Ingresses route to Sandcastle's waking page (stopped, or woken and
-    /// not Ready yet).
+    /// Whether the preview's Ingresses are parked (stopped, or woken and not Ready yet): on
+    /// Sandcastle's waking page, or on a Service with no endpoints where no wake listener is
+    /// configured.
     #[serde(default, skip_serializing_if = "is_false")]
     pub wake_page: bool,
 }

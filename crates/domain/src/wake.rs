@@ -4,8 +4,12 @@
 //!
 //! While a preview is stopped, every backend of its Ingresses names the Service
 //! [`WAKE_SERVICE`] in the preview's namespace: an `ExternalName` Service for Sandcastle's wake
-//! listener. The Ingress's own backends are kept in an annotation and put back once the preview
-//! is Ready again, so a visitor's reload lands on the app, not on a half-started one.
+//! listener or, where no wake listener is configured, a Service with no endpoints ([`Parking`]).
+//! The Ingress's own backends are kept in an annotation and put back once the preview is Ready
+//! again, so a visitor's reload lands on the app, not on a half-started one. Parking without a
+//! listener matters too: an ingress controller left routing to the app's Service while it has
+//! no endpoints may keep the last pod's address (Traefik v3.6 does), and the first request after
+//! the preview starts again then waits for a dial timeout to a pod that is gone.
 
 use std::fmt;
 use std::str::FromStr;
@@ -79,8 +83,42 @@ impl fmt::Display for WakeTarget {
     }
 }
 
+/// Where a stopped preview's Ingresses are sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parking<'a> {
+    /// Sandcastle's waking page: a visit starts the preview.
+    WakePage(&'a WakeTarget),
+    /// Nowhere: a Service with no endpoints, so the ingress controller answers at once that
+    /// nothing serves the host (no wake listener is configured for the preview's cluster).
+    Closed,
+}
+
+impl Parking<'_> {
+    /// Whether a visit wakes the preview.
+    pub fn wakes(self) -> bool {
+        matches!(self, Parking::WakePage(_))
+    }
+
+    fn port(self) -> u16 {
+        match self {
+            Parking::WakePage(target) => target.port,
+            Parking::Closed => 80,
+        }
+    }
+}
+
 /// The [`WAKE_SERVICE`] of `preview`'s namespace.
-pub fn wake_service(target: &WakeTarget, preview: &str) -> Value {
+pub fn wake_service(parking: Parking<'_>, preview: &str) -> Value {
+    let ports = json!([{"name": "http", "port": parking.port(), "protocol": "TCP"}]);
+    let spec = match parking {
+        Parking::WakePage(target) => json!({
+            "type": "ExternalName",
+            "externalName": target.host,
+            "ports": ports,
+        }),
+        // Headless and without a selector: no address is taken and no endpoint ever appears.
+        Parking::Closed => json!({"type": "ClusterIP", "clusterIP": "None", "ports": ports}),
+    };
     json!({
         "apiVersion": "v1",
         "kind": "Service",
@@ -88,17 +126,13 @@ pub fn wake_service(target: &WakeTarget, preview: &str) -> Value {
             "name": WAKE_SERVICE,
             "labels": {MANAGED_BY: MANAGER, PREVIEW: preview},
         },
-        "spec": {
-            "type": "ExternalName",
-            "externalName": target.host,
-            "ports": [{"name": "http", "port": target.port, "protocol": "TCP"}],
-        },
+        "spec": spec,
     })
 }
 
-/// The backend naming the waking page.
-fn wake_backend(target: &WakeTarget) -> Value {
-    json!({"service": {"name": WAKE_SERVICE, "port": {"number": target.port}}})
+/// The backend naming the parked Service.
+fn wake_backend(parking: Parking<'_>) -> Value {
+    json!({"service": {"name": WAKE_SERVICE, "port": {"number": parking.port()}}})
 }
 
 fn is_wake_backend(backend: &Value) -> bool {
@@ -142,20 +176,20 @@ pub fn routes_of(spec: &Value) -> Value {
     })
 }
 
-/// `spec`'s routes with every backend sent to the waking page; `None` when it routes nothing.
-pub fn parked_routes(spec: &Value, target: &WakeTarget) -> Option<Value> {
+/// `spec`'s routes with every backend sent where `parking` says; `None` when it routes nothing.
+pub fn parked_routes(spec: &Value, parking: Parking<'_>) -> Option<Value> {
     let mut routes = routes_of(spec);
     let backends = backends_mut(&mut routes);
     if backends.is_empty() {
         return None;
     }
     for b in backends {
-        *b = wake_backend(target);
+        *b = wake_backend(parking);
     }
     Some(routes)
 }
 
-/// Whether every backend of `spec` is the waking page (and there is one).
+/// Whether every backend of `spec` is parked (and there is one).
 pub fn is_parked(spec: &Value) -> bool {
     let mut spec = spec.clone();
     let backends = backends_mut(&mut spec);
@@ -292,7 +326,7 @@ mod tests {
     #[test]
     fn parking_sends_every_backend_to_the_waking_page_and_keeps_the_rest() {
         let spec = ingress_spec();
-        let parked = parked_routes(&spec, &target()).unwrap();
+        let parked = parked_routes(&spec, Parking::WakePage(&target())).unwrap();
         let mut whole = spec.clone();
         whole["rules"] = parked["rules"].clone();
         assert!(is_parked(&whole));
@@ -322,10 +356,36 @@ mod tests {
     #[test]
     fn a_default_backend_is_parked_too_and_an_ingress_without_backends_is_left_alone() {
         let spec = json!({"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}});
-        let parked = parked_routes(&spec, &target()).unwrap();
+        let parked = parked_routes(&spec, Parking::WakePage(&target())).unwrap();
         assert_eq!(parked["defaultBackend"]["service"]["name"], WAKE_SERVICE);
-        assert_eq!(parked_routes(&json!({"rules": []}), &target()), None);
+        assert_eq!(
+            parked_routes(&json!({"rules": []}), Parking::WakePage(&target())),
+            None
+        );
         assert!(!is_parked(&json!({})));
+    }
+
+    #[test]
+    fn without_a_wake_listener_routes_are_parked_on_a_service_that_has_no_endpoints() {
+        let spec = ingress_spec();
+        let parked = parked_routes(&spec, Parking::Closed).unwrap();
+        let mut whole = spec;
+        whole["rules"] = parked["rules"].clone();
+        assert!(is_parked(&whole));
+        assert_eq!(
+            parked["rules"][1]["http"]["paths"][0]["backend"],
+            json!({"service": {"name": "sandcastle-wake", "port": {"number": 80}}})
+        );
+        let svc = wake_service(Parking::Closed, "shop-pr-1");
+        assert_eq!(svc["spec"]["clusterIP"], "None");
+        assert_eq!(svc["spec"]["selector"], Value::Null);
+        assert_eq!(svc["spec"]["ports"][0]["port"], 80);
+        assert!(!Parking::Closed.wakes());
+        let t = target();
+        let svc = wake_service(Parking::WakePage(&t), "shop-pr-1");
+        assert_eq!(svc["spec"]["type"], "ExternalName");
+        assert_eq!(svc["spec"]["externalName"], t.host());
+        assert!(Parking::WakePage(&t).wakes());
     }
 
     #[test]

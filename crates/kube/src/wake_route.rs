@@ -1,4 +1,4 @@
-//! Routing a stopped preview's Ingresses to Sandcastle's waking page and back (the rules are in
+//! Routing a stopped preview's Ingresses to Sandcastle's waking page (or nowhere) and back (the rules are in
 //! [`sandcastle_domain::wake`]). One patch per Ingress carries both its parked routes and its own
 //! routes (kept in `sandcastle.dev/stopped-routes`), so a crash between two patches never loses
 //! a route.
@@ -10,7 +10,7 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use sandcastle_crd::labels::{LIFECYCLE_FIELD_MANAGER, STOPPED_ROUTES};
-use sandcastle_domain::wake::{self, WAKE_SERVICE, WakeTarget};
+use sandcastle_domain::wake::{self, Parking, WAKE_SERVICE};
 
 fn merge() -> PatchParams {
     PatchParams {
@@ -34,13 +34,13 @@ async fn patch_ingress(api: &Api<Ingress>, name: &str, body: Value) -> Result<()
     }
 }
 
-/// Send every Ingress of `ns` to the waking page at `target` (through the [`WAKE_SERVICE`] made
-/// here); returns the hosts they serve, sorted. Parking a parked Ingress changes nothing.
+/// Send every Ingress of `ns` where `parking` says (through the [`WAKE_SERVICE`] made here);
+/// returns the hosts they serve, sorted. Parking a parked Ingress changes nothing.
 pub async fn park(
     client: &Client,
     ns: &str,
     preview: &str,
-    target: &WakeTarget,
+    parking: Parking<'_>,
 ) -> Result<Vec<String>, kube::Error> {
     let services: Api<Service> = Api::namespaced(client.clone(), ns);
     let apply = PatchParams::apply(LIFECYCLE_FIELD_MANAGER).force();
@@ -48,7 +48,7 @@ pub async fn park(
         .patch(
             WAKE_SERVICE,
             &apply,
-            &Patch::Apply(&wake::wake_service(target, preview)),
+            &Patch::Apply(&wake::wake_service(parking, preview)),
         )
         .await?;
     let ingresses: Api<Ingress> = Api::namespaced(client.clone(), ns);
@@ -59,7 +59,7 @@ pub async fn park(
         if wake::is_parked(&spec) {
             continue;
         }
-        let Some(parked) = wake::parked_routes(&spec, target) else {
+        let Some(parked) = wake::parked_routes(&spec, parking) else {
             continue;
         };
         // Its own routes now (a rollout may have applied new ones since it was last parked).

@@ -5,7 +5,8 @@
 //! placed in one, or waits for one (`place`), and one whose cluster does not answer says so and
 //! waits; a preview asked to stop
 //! (`spec.stopped`) or idle for `stopAfterIdle` is scaled to zero (`idle`), its Ingresses sent to
-//! the waking page when wake on visit is on, and one that was stopped and no longer should be is
+//! the waking page when wake on visit is on (else to a Service with no endpoints, so nothing
+//! routes to pods that are gone), and one that was stopped and no longer should be is
 //! woken before the rollout goes on (its Ingresses come back once it is Ready). Time comes from the
 //! clock; each preview is requeued at its next deadline, so nothing polls every preview.
 //!
@@ -30,6 +31,7 @@ use crate::verdict::{Next, Verdict, set_phase};
 use sandcastle_crd::labels::LAST_ACTIVITY;
 use sandcastle_crd::{Blueprint, DEFAULT_TTL, Phase, PreviewEnvironment, PreviewStatus};
 use sandcastle_domain::duration;
+use sandcastle_domain::wake::Parking;
 use sandcastle_domain::{authors, lifecycle};
 use sandcastle_github::text::statuses::fit_description;
 use sandcastle_kube::clusters::Cluster;
@@ -203,17 +205,19 @@ pub(crate) async fn guard(
         None
     };
     if let Some(why) = stop {
+        let parking = match wake_target(&cluster, ctx) {
+            Some(target) => Parking::WakePage(target),
+            None => Parking::Closed,
+        };
         if let Some(ns) = st.namespace.clone() {
             st.services = idle::stop(cluster.client(), &ns).await?;
-            if let Some(target) = wake_target(&cluster, ctx) {
-                st.hosts = wake_route::park(cluster.client(), &ns, &pe.name_any(), target).await?;
-                st.wake_page = true;
-            }
+            st.hosts = wake_route::park(cluster.client(), &ns, &pe.name_any(), parking).await?;
+            st.wake_page = true;
         }
         let sandbox = pe.spec.pull_request.is_none().then(|| pe.name_any());
         let message = sandcastle_github::text::statuses::stopped_message(
             &why,
-            st.wake_page && !pe.spec.stopped,
+            parking.wakes() && st.wake_page && !pe.spec.stopped,
             sandbox.as_deref(),
         );
         if st.phase != Some(Phase::Stopped) {
@@ -253,7 +257,7 @@ pub(crate) async fn guard(
 
 /// Where a stopped preview's hosts go in `cluster`: Sandcastle's wake listener as that
 /// cluster's ingress controller reaches it (`--wake-service` in Sandcastle's own cluster, the
-/// cluster Secret's `sandcastle.dev/wake-service` in another). `None`: left as they are.
+/// cluster Secret's `sandcastle.dev/wake-service` in another). `None`: parked on nothing.
 fn wake_target<'a>(
     cluster: &'a Cluster,
     ctx: &'a Context,

@@ -202,7 +202,7 @@ pub struct PreviewArgs {
     /// Wake on visit: the wake listener as the ingress controller reaches it, `HOST:PORT`
     /// (e.g. `sandcastle.sandcastle.svc.cluster.local:8081`). A stopped preview's Ingresses
     /// then route to it through an ExternalName Service `sandcastle-wake` in its namespace.
-    /// Unset: stopped previews' Ingresses are left as they are.
+    /// Unset: stopped previews' Ingresses route to a Service with no endpoints.
     #[arg(long, env = "SANDCASTLE_WAKE_SERVICE")]
     pub wake_service: Option<crate::domain::wake::WakeTarget>,
 
