@@ -4,8 +4,10 @@
 //!   commit; against the same objects (the test app, Redis, the seed Job, the Ingress) applied
 //!   directly by server-side apply into a fresh namespace and waited on the same way, and
 //!   applied directly in Sandcastle's order (data tier ready, then the seed Job complete, then
-//!   the app: what the staged order costs by itself). Rounds alternate the three, one at a
-//!   time, so all see the same node (`SANDCASTLE_BENCH_PRS`, 10).
+//!   the app: what the staged order costs by itself); and a pull request of a second repository
+//!   whose Blueprint says `order: together` (everything applied at once, as the direct applies
+//!   are). Rounds alternate the four, one at a time, so all see the same node
+//!   (`SANDCASTLE_BENCH_PRS`, 10).
 //! - a visit to a stopped preview's host → the app answers (real pods started again).
 
 mod support;
@@ -14,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Api, Patch, PatchParams};
 use sandcastle::crd::{Phase, PreviewEnvironment};
-use sandcastle::domain::{PrNumber, Sha};
+use sandcastle::domain::{PrNumber, RepoName, Sha};
 use sandcastle_demo::real::{RealTier, TESTAPP_YAML};
 use sandcastle_demo::stage::{Stage, ensure_namespace};
 use sandcastle_fake_github::PrSpec;
@@ -185,32 +187,22 @@ async fn main() {
         .expect("the real stage");
     let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
 
+    let quick = together_blueprint(&client, &home, &stage).await;
+
     let (mut via_sandcastle, mut direct, mut ordered) = (Vec::new(), Vec::new(), Vec::new());
+    let mut together = Vec::new();
     for n in 1..=rounds {
         let commit = sha();
         tier.image_for(&root, &commit).unwrap();
-        let pr = PrSpec::new(PrNumber::new(n).unwrap(), commit.clone(), &format!("b{n}"));
-        let t = Instant::now();
-        let (status, _) = stage
-            .deliver(&stage.gh.open_pull_request(&stage.repo, pr))
-            .await
-            .unwrap();
-        assert!(status < 300, "the webhook answered {status}");
-        via_sandcastle.push(
-            until_served(
-                &tier,
-                &format!("{n}-shop.preview.localhost"),
-                commit.as_str(),
-                t,
-            )
-            .await,
-        );
-
+        via_sandcastle.push(opened_round(&stage, &stage.repo, &tier, n, &commit).await);
+        together.push(opened_round(&stage, &quick, &tier, n, &commit).await);
         direct.push(direct_round(&client, &tier, &commit, false).await);
         ordered.push(direct_round(&client, &tier, &commit, true).await);
         println!(
-            "round {n}: Sandcastle {:.1} s, direct {:.1} s, direct in Sandcastle's order {:.1} s",
+            "round {n}: Sandcastle {:.1} s, with order: together {:.1} s, direct {:.1} s, \
+             direct in Sandcastle's order {:.1} s",
             via_sandcastle.last().unwrap().as_secs_f64(),
+            together.last().unwrap().as_secs_f64(),
             direct.last().unwrap().as_secs_f64(),
             ordered.last().unwrap().as_secs_f64()
         );
@@ -218,9 +210,17 @@ async fn main() {
     let ratio = |q: f64, base: &[Duration]| pick(&via_sandcastle, q) / pick(base, q);
     let (p50, p95) = (ratio(0.5, &direct), ratio(0.95, &direct));
     let (o50, o95) = (ratio(0.5, &ordered), ratio(0.95, &ordered));
+    let (t50, t95) = (
+        pick(&together, 0.5) / pick(&direct, 0.5),
+        pick(&together, 0.95) / pick(&direct, 0.95),
+    );
     println!(
         "opened → serving the commit, Sandcastle: {}",
         support::summary(&mut via_sandcastle)
+    );
+    println!(
+        "opened → serving the commit, Sandcastle with order: together: {}",
+        support::summary(&mut together)
     );
     println!(
         "opened → serving the commit, direct:     {}",
@@ -232,6 +232,7 @@ async fn main() {
     );
     println!("ratio to direct p50 {p50:.2}×, p95 {p95:.2}×");
     println!("ratio to direct in Sandcastle's order p50 {o50:.2}×, p95 {o95:.2}×");
+    println!("ratio of order: together to direct p50 {t50:.2}×, p95 {t95:.2}×");
 
     // Wake on visit needs Sandcastle's wake listener, which this stage does not run: stop each
     // preview by its desired state and start it again, timing until the app answers.
@@ -268,6 +269,51 @@ async fn main() {
         support::summary(&mut woken)
     );
     stage.running.shutdown().await;
+}
+
+/// Open pull request `n` of `repo` at `commit` (its image is there); how long until its URL
+/// serves the commit.
+async fn opened_round(
+    stage: &Stage,
+    repo: &RepoName,
+    tier: &RealTier,
+    n: u64,
+    commit: &Sha,
+) -> Duration {
+    let pr = PrSpec::new(PrNumber::new(n).unwrap(), commit.clone(), &format!("b{n}"));
+    let t = Instant::now();
+    let (status, _) = stage
+        .deliver(&stage.gh.open_pull_request(repo, pr))
+        .await
+        .unwrap();
+    assert!(status < 300, "the webhook answered {status}");
+    let host = format!("{n}-{}.preview.localhost", repo.name());
+    until_served(tier, &host, commit.as_str(), t).await
+}
+
+/// A second repository whose Blueprint is the stage's with `order: together`.
+async fn together_blueprint(client: &kube::Client, home: &str, stage: &Stage) -> RepoName {
+    use sandcastle::crd::Blueprint;
+    let repo = RepoName::new("acme/quick").unwrap();
+    stage.gh.add_repo(1, &repo);
+    let blueprints: Api<Blueprint> = Api::namespaced(client.clone(), home);
+    let mut spec =
+        serde_json::to_value(&blueprints.get(&stage.blueprint).await.unwrap().spec).unwrap();
+    spec["repositories"] = json!([repo.as_str()]);
+    spec["order"] = json!("together");
+    let quick = json!({
+        "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": "quick"}, "spec": spec,
+    });
+    blueprints
+        .patch(
+            "quick",
+            &PatchParams::apply("bench-real").force(),
+            &Patch::Apply(&quick),
+        )
+        .await
+        .unwrap();
+    repo
 }
 
 /// Wait until namespace `ns` has no pod left running (a finished seed Job's pod stays).

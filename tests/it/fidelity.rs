@@ -969,6 +969,40 @@ async fn a_failing_seed_job_fails_the_preview_and_no_app_starts() {
     assert!(rollout.applied_steps < rollout.total_steps, "{rollout:?}");
 }
 
+#[tokio::test]
+async fn with_order_together_the_apps_start_beside_the_seed_job_whose_failure_still_fails_the_preview()
+ {
+    let world = World::new("together", FAILING_SEED, json!({"order": "together"})).await;
+    let head = sha();
+    let (status, _) = world
+        .deliver(
+            &world
+                .gh
+                .open_pull_request(&world.repo, PrSpec::new(pr(1), head.clone(), "b")),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let pe = world.wait_phase("together-pr-1", Phase::Failed, T).await;
+    let st = pe.status.unwrap();
+    assert_eq!(
+        st.message.as_deref(),
+        Some("job db-seed failed: BackoffLimitExceeded (exit 1)")
+    );
+    let rollout = st.rollout.unwrap();
+    assert_eq!(rollout.applied_steps, rollout.total_steps, "{rollout:?}");
+    let ns = world.namespace_of("together-pr-1");
+    let deployments: Api<Deployment> = Api::namespaced(world.client.clone(), &ns);
+    let names: Vec<String> = deployments
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|d| d.name_any())
+        .collect();
+    assert_eq!(names, ["api"], "applied with the seed Job, not after it");
+}
+
 const NEVER_READY: &str = r#"
 apiVersion: apps/v1
 kind: Deployment

@@ -153,6 +153,12 @@ pub struct BlueprintSpec {
     #[serde(default)]
     pub isolation: Isolation,
 
+    /// How the plan's phases are applied: `staged` (data tier ready → seed Jobs complete → apps
+    /// → Ingresses, docs/cloning.md §7) or `together` (everything at once, as `kubectl apply`
+    /// would, for apps and seed Jobs that wait for their peers themselves; Ready when all are).
+    #[serde(default)]
+    pub order: ApplyOrder,
+
     /// How long a phase may take to become ready before the preview fails.
     #[serde(default = "default_readiness_timeout")]
     pub readiness_timeout: GoDuration,
@@ -264,6 +270,18 @@ pub struct KindRef {
     /// e.g. `Certificate`.
     #[schemars(length(min = 1))]
     pub kind: String,
+}
+
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum ApplyOrder {
+    /// Each phase once the one before is ready: an app never starts before its seed Job has
+    /// completed, nor a seed Job before the data tier is ready.
+    #[default]
+    Staged,
+    /// The data tier, seed Jobs, apps and Ingresses at once, after the config phase; the
+    /// preview is Ready once all of them are (seed Jobs complete).
+    Together,
 }
 
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]

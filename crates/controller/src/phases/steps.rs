@@ -9,6 +9,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::hooks;
+use sandcastle_crd::ApplyOrder;
 use sandcastle_domain::plan::{self, Plan};
 use sandcastle_github::text::statuses::fit_description;
 use sandcastle_kube::apply::ApplyError;
@@ -23,6 +24,8 @@ pub(crate) enum Step {
     Hooks,
     /// A stage of the plan.
     Plan(plan::Stage),
+    /// Every stage after config at once (Blueprint `order: together`).
+    Together,
 }
 
 impl Step {
@@ -31,6 +34,7 @@ impl Step {
             Self::Guardrails => "guardrails",
             Self::Hooks => hooks::STEP,
             Self::Plan(stage) => stage.as_str(),
+            Self::Together => "all",
         }
     }
 }
@@ -41,10 +45,12 @@ impl fmt::Display for Step {
     }
 }
 
-/// The steps of a rollout: the guardrails, then the plan's stages, with the pre-delete hooks
+/// The steps of a rollout: the guardrails, then the plan's stages (each alone, or with `order:
+/// together` all after config as one step, in stage order), with the pre-delete hooks
 /// (suspended, see [`hooks`]) right after the config stage that they may need.
 pub(crate) fn rollout_steps(
     plan: &Plan,
+    order: ApplyOrder,
     guard: Vec<Value>,
     hook_wait: Duration,
 ) -> Vec<(Step, Vec<Value>)> {
@@ -57,7 +63,16 @@ pub(crate) fn rollout_steps(
         {
             steps.push(h);
         }
-        steps.push((Step::Plan(step.stage), step.objects.clone()));
+        let name = match order {
+            ApplyOrder::Together if step.stage > plan::Stage::Config => Step::Together,
+            _ => Step::Plan(step.stage),
+        };
+        match steps.last_mut() {
+            Some((last, objects)) if *last == Step::Together && name == Step::Together => {
+                objects.extend(step.objects.iter().cloned());
+            }
+            _ => steps.push((name, step.objects.clone())),
+        }
     }
     steps.extend(hooks_step);
     steps
@@ -103,6 +118,7 @@ pub(crate) fn progress_message(step: Step, w: &WorkloadState, blocker: Option<&s
         Step::Plan(plan::Stage::Data) => "starting data stores",
         Step::Plan(plan::Stage::Seed) => "seeding",
         Step::Plan(plan::Stage::Apps) => "starting apps",
+        Step::Together => "starting",
         _ => "applying",
     };
     let progress = if w.kind == "Job" {
@@ -145,15 +161,42 @@ mod tests {
         let names = |steps: &[(Step, Vec<Value>)]| {
             steps.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
         };
-        let steps = rollout_steps(&p, Vec::new(), Duration::from_secs(60));
+        let steps = rollout_steps(&p, ApplyOrder::Staged, Vec::new(), Duration::from_secs(60));
         assert_eq!(
             names(&steps),
             ["guardrails", "config", "hooks", "seed", "apps"]
         );
         assert_eq!(steps[2].1[0]["spec"]["suspend"], true);
         p.pre_delete.clear();
-        let steps = rollout_steps(&p, Vec::new(), Duration::from_secs(60));
+        let steps = rollout_steps(&p, ApplyOrder::Staged, Vec::new(), Duration::from_secs(60));
         assert_eq!(names(&steps), ["guardrails", "config", "seed", "apps"]);
+    }
+
+    #[test]
+    fn together_applies_every_stage_after_config_as_one_step_in_stage_order() {
+        let step = |stage, name: &str| plan::Step {
+            stage,
+            objects: vec![job(name)],
+        };
+        let p = Plan {
+            steps: vec![
+                step(plan::Stage::Config, "c"),
+                step(plan::Stage::Data, "d"),
+                step(plan::Stage::Seed, "s"),
+                step(plan::Stage::Apps, "a"),
+                step(plan::Stage::Ingress, "i"),
+            ],
+            pre_delete: vec![job("dump")],
+            url: None,
+            left_out: Vec::new(),
+        };
+        let steps = rollout_steps(&p, ApplyOrder::Together, Vec::new(), Duration::ZERO);
+        let names: Vec<&str> = steps.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["guardrails", "config", "hooks", "all"]);
+        let all: Vec<&Value> = steps[3].1.iter().map(|o| &o["metadata"]["name"]).collect();
+        assert_eq!(all, ["d", "s", "a", "i"]);
+        let staged = rollout_steps(&p, ApplyOrder::Staged, Vec::new(), Duration::ZERO);
+        assert_ne!(plan_hash(&steps, None), plan_hash(&staged, None));
     }
 
     #[test]

@@ -191,6 +191,7 @@ pub(crate) async fn run(
     let timeout = spec.readiness_timeout.get();
     let steps = rollout_steps(
         &plan,
+        spec.order,
         guardrails::guardrail_objects(&pctx, &spec.isolation, &ctx.settings.ingress_namespace),
         hooks::bound(timeout),
     );
