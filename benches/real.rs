@@ -14,6 +14,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use sandcastle::crd::{Phase, PreviewEnvironment};
 use sandcastle::domain::{PrNumber, RepoName, Sha};
@@ -316,7 +317,9 @@ async fn together_blueprint(client: &kube::Client, home: &str, stage: &Stage) ->
     repo
 }
 
-/// Wait until namespace `ns` has no pod left running (a finished seed Job's pod stays).
+/// Wait until namespace `ns` has no pod left but the finished seed Job's. A stopped pod's phase
+/// turns terminal as soon as its containers end, while its sandbox and endpoint are still being
+/// torn down: only the pod's removal says it is gone.
 async fn until_no_pods(client: &kube::Client, ns: &str) {
     use k8s_openapi::api::core::v1::Pod;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
@@ -324,8 +327,8 @@ async fn until_no_pods(client: &kube::Client, ns: &str) {
     while t.elapsed() < DEADLINE {
         if pods.list(&Default::default()).await.is_ok_and(|l| {
             l.items.iter().all(|p| {
-                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-                matches!(phase, Some("Succeeded" | "Failed"))
+                p.labels().contains_key("batch.kubernetes.io/job-name")
+                    && p.metadata.deletion_timestamp.is_none()
             })
         }) {
             return;

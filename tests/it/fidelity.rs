@@ -973,15 +973,7 @@ async fn a_failing_seed_job_fails_the_preview_and_no_app_starts() {
 async fn with_order_together_the_apps_start_beside_the_seed_job_whose_failure_still_fails_the_preview()
  {
     let world = World::new("together", FAILING_SEED, json!({"order": "together"})).await;
-    let head = sha();
-    let (status, _) = world
-        .deliver(
-            &world
-                .gh
-                .open_pull_request(&world.repo, PrSpec::new(pr(1), head.clone(), "b")),
-        )
-        .await;
-    assert_eq!(status, 200);
+    world.open(1).await;
     let pe = world.wait_phase("together-pr-1", Phase::Failed, T).await;
     let st = pe.status.unwrap();
     assert_eq!(

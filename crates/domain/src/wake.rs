@@ -6,10 +6,9 @@
 //! [`WAKE_SERVICE`] in the preview's namespace: an `ExternalName` Service for Sandcastle's wake
 //! listener or, where no wake listener is configured, a Service with no endpoints ([`Parking`]).
 //! The Ingress's own backends are kept in an annotation and put back once the preview is Ready
-//! again, so a visitor's reload lands on the app, not on a half-started one. Parking without a
-//! listener matters too: an ingress controller left routing to the app's Service while it has
-//! no endpoints may keep the last pod's address (Traefik v3.6 does), and the first request after
-//! the preview starts again then waits for a dial timeout to a pod that is gone.
+//! again, so a visitor's reload lands on the app, not on a half-started one. Without a listener
+//! they are parked all the same, so that what a stopped host answers (503 at once) does not
+//! depend on how the ingress controller treats a Service left without endpoints.
 
 use std::fmt;
 use std::str::FromStr;
