@@ -21,11 +21,13 @@ pub(super) fn present(pe: &PreviewEnvironment) -> bool {
     pe.finalizers().iter().any(|f| f == FINALIZER)
 }
 
+/// Set `pe`'s finalizers, guarded by the resourceVersion read; the object as written, or `None`
+/// if it is gone.
 async fn set(
     api: &Api<PreviewEnvironment>,
     pe: &PreviewEnvironment,
     finalizers: Vec<String>,
-) -> Result<(), kube::Error> {
+) -> Result<Option<PreviewEnvironment>, kube::Error> {
     let patch = json!({
         "metadata": {"finalizers": finalizers, "resourceVersion": pe.meta().resource_version}
     });
@@ -37,16 +39,18 @@ async fn set(
         )
         .await
     {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(r)) if r.code == 404 => Ok(()),
+        Ok(written) => Ok(Some(written)),
+        Err(kube::Error::Api(r)) if r.code == 404 => Ok(None),
         Err(e) => Err(e),
     }
 }
 
+/// Add the finalizer; the preview as written (so that the same pass can go on with it), or
+/// `None` if it is gone.
 pub(super) async fn add(
     api: &Api<PreviewEnvironment>,
     pe: &PreviewEnvironment,
-) -> Result<(), kube::Error> {
+) -> Result<Option<PreviewEnvironment>, kube::Error> {
     let mut finalizers = pe.finalizers().to_vec();
     finalizers.push(FINALIZER.to_owned());
     set(api, pe, finalizers).await
@@ -62,5 +66,5 @@ pub(super) async fn remove(
         .filter(|f| *f != FINALIZER)
         .cloned()
         .collect();
-    set(api, pe, finalizers).await
+    set(api, pe, finalizers).await.map(drop)
 }

@@ -83,12 +83,16 @@ async fn reconcile_one(
         teardown::retire(&pe, &ctx).await?
     } else if pe.spec.awaiting_approval {
         await_approval(&pe, &ctx)
-    } else if !finalizer::present(&pe) {
-        finalizer::add(&api, &pe).await?;
-        ctx.term.finalized(&pe);
-        // The update brings another pass with the finalizer in place.
-        Verdict::new(pe.status.clone().unwrap_or_default(), Next::Change)
     } else {
+        if !finalizer::present(&pe) {
+            // In place before anything is rolled out; the same pass goes on with the object as
+            // written, so that a new preview does not wait for the next pass to start.
+            let Some(written) = finalizer::add(&api, &pe).await? else {
+                return Ok(Action::await_change());
+            };
+            ctx.term.finalized(&pe);
+            pe.metadata = written.metadata;
+        }
         match admit::guard(&api, &mut pe, &mut persisted, &ctx).await? {
             Guard::Done(verdict) => *verdict,
             Guard::Proceed(next) => {

@@ -10,7 +10,7 @@
 //!   failed uses them instead of creating them again.
 //! - **Which previews are fresh**: those this term gave their finalizer. That is the first pass of
 //!   a preview's life, and nothing is posted to GitHub for it before (a deployment or a sticky
-//!   comment needs a phase, which later passes set), so no other leader can have posted anything
+//!   comment needs a phase, which is set only once the finalizer is in place), so no other leader can have posted anything
 //!   for them: the lookups that find what a crashed leader made (a deployment of the commit, the
 //!   comment carrying the marker) are skipped, two GitHub calls fewer per pull request. No clock
 //!   is involved. A sticky comment is only created without a lookup for a preview whose one
