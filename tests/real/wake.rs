@@ -2,7 +2,8 @@
 //! container left and its host shows Sandcastle's waking page (Traefik follows the parked Ingress to the
 //! wake listener, an ExternalName Service); the visit starts the app's containers again and the
 //! visitor's reload of the same path lands in the app, serving the same commit; without a wake
-//! listener the host answers 503 at once while stopped and the app after. The time from
+//! listener the host answers 503 at once while stopped and the app after; and a visitor reloading
+//! while a preview stops gets every answer at once. The time from
 //! the visit to the app answering is printed (`visit to serving`) for `scripts/bench-real`.
 
 use std::time::{Duration, Instant};
@@ -156,6 +157,85 @@ async fn a_preview_stopped_without_a_wake_listener_answers_at_once_and_its_first
     assert_eq!(page.commit.as_deref(), Some(head.as_str()), "{page:?}");
     world.wait_phase("closed-pr-1", Phase::Ready, T).await;
     assert_eq!(backends(&world, &ns).await, ["app"]);
+}
+
+/// A visitor who keeps reloading a preview while it is stopped gets every answer at once: the
+/// app's own until the ingress controller has taken the parked route in, the parked route's 503
+/// after — never a request sent to the address of a pod that is gone, which would wait for
+/// Traefik's 30 s dial timeout and answer 504. Sandcastle parks the routes first and stops the
+/// pods once Traefik (which rebuilds its routes at most every 2 s) has had time to follow.
+#[tokio::test]
+async fn a_visitor_reloading_while_a_preview_stops_gets_every_answer_at_once() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let tier = tier::tier();
+    let world = tier::world(&tier, "drain", json!({})).await;
+    let head = sha();
+    tier.image_for(&head);
+    open_at(&world, 1, &head).await;
+    world.wait_github_state(&head, "success", T).await;
+    let host = host_of(&world, "drain-pr-1").await;
+    let ns = world.namespace_of("drain-pr-1");
+    let app_pods = tier::pods(&world, &ns, "web").await;
+    assert_eq!(app_pods.len(), 1, "{app_pods:?}");
+
+    let done = Arc::new(AtomicBool::new(false));
+    let visitor = tokio::spawn({
+        let (done, ingress) = (done.clone(), tier.ingress.clone());
+        async move {
+            let client = reqwest::Client::new();
+            let mut answers = Vec::new();
+            // A reload every 50 ms at most: a visitor's pace, not a load test.
+            let mut pace = tokio::time::interval(Duration::from_millis(50));
+            while !done.load(Ordering::Relaxed) {
+                pace.tick().await;
+                let sent = client
+                    .get(format!("http://{ingress}/api/info"))
+                    .header("host", &host)
+                    .timeout(Duration::from_secs(10))
+                    .send()
+                    .await;
+                answers.push(match sent {
+                    Ok(r) => r.status().as_u16().to_string(),
+                    Err(e) => format!("no answer: {e}"),
+                });
+            }
+            answers
+        }
+    });
+    set_stopped(&world, "drain-pr-1", true).await;
+    world.wait_phase("drain-pr-1", Phase::Stopped, T).await;
+    eventually(
+        "the stopped app's pod and containers are gone",
+        T,
+        || async {
+            let pods = tier::pods(&world, &ns, "web").await;
+            match tier.containers_of_pod(&ns, &app_pods[0].0) {
+                c if c.is_empty() && pods.is_empty() => Ok(()),
+                c => Err(format!("{pods:?} {c:?}")),
+            }
+        },
+    )
+    .await;
+    done.store(true, Ordering::Relaxed);
+    let answers = visitor.await.unwrap();
+    let bad: Vec<&String> = answers
+        .iter()
+        .filter(|a| *a != "200" && *a != "503")
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "every reload answered by the app (200) or the parked route (503); {} of {} were not, \
+         the first: {:?}",
+        bad.len(),
+        answers.len(),
+        &bad[..bad.len().min(5)]
+    );
+    assert_eq!(
+        answers.last().map(String::as_str),
+        Some("503"),
+        "{answers:?}"
+    );
 }
 
 /// The Services the Ingresses of `ns` route to, each once.

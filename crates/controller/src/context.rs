@@ -154,6 +154,8 @@ pub struct Context {
     pub(crate) admission: std::sync::Arc<super::phases::capacity::line::Admissions>,
     /// GitHub's last answer about each waiting preview's checks.
     pub(crate) checks_asked: super::phases::check_answers::Asked,
+    /// Stopping previews whose routes are parked and whose pods still run (`idle::Drains`).
+    pub(crate) drains: super::phases::idle::Drains,
     /// Kubernetes Events for each preview's history (`kubectl describe`).
     pub events: sandcastle_kube::events::Events,
     /// Who may run `/preview` commands, briefly remembered.
@@ -285,6 +287,7 @@ impl Context {
             blueprints: None,
             admission: std::sync::Arc::default(),
             checks_asked: super::phases::check_answers::Asked::default(),
+            drains: super::phases::idle::Drains::default(),
             events,
             permissions: Arc::default(),
             term: Arc::default(),

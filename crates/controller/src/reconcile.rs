@@ -53,6 +53,7 @@ async fn reconcile_one(
         let mut pe = pe;
         ctx.events.forget(&pe.name_any());
         ctx.checks_asked.forget(&pe.name_any());
+        ctx.drains.forget(&pe.name_any());
         let (mut verdict, gone) = teardown::finalize(&pe, &ctx).await?;
         let released = capacity::release(&mut verdict.status);
         let (action, reported) = finish(&api, &mut persisted, &mut pe, verdict, &ctx).await?;

@@ -4,16 +4,17 @@
 //! without a slot under `maxPreviews` waits or is refused (`capacity`); one without a cluster is
 //! placed in one, or waits for one (`place`), and one whose cluster does not answer says so and
 //! waits; a preview asked to stop
-//! (`spec.stopped`) or idle for `stopAfterIdle` is scaled to zero (`idle`), its Ingresses sent to
-//! the waking page when wake on visit is on (else to a Service with no endpoints, so nothing
-//! routes to pods that are gone), and one that was stopped and no longer should be is
+//! (`spec.stopped`) or idle for `stopAfterIdle` has its Ingresses sent to the waking page when
+//! wake on visit is on (else to a Service with no endpoints, so nothing routes to pods that are
+//! gone), then, once the ingress controller has had time to take that in, is scaled to zero
+//! (`idle`); and one that was stopped and no longer should be is
 //! woken before the rollout goes on (its Ingresses come back once it is Ready). Time comes from the
 //! clock; each preview is requeued at its next deadline, so nothing polls every preview.
 //!
 //! Activity is the `sandcastle.dev/last-activity` annotation, written by the entry points
 //! (pushes, commands, API calls) and only read here: the controller's own writes never count.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -210,9 +211,17 @@ pub(crate) async fn guard(
             None => Parking::Closed,
         };
         if let Some(ns) = st.namespace.clone() {
-            st.services = idle::stop(cluster.client(), &ns).await?;
             st.hosts = wake_route::park(cluster.client(), &ns, &pe.name_any(), parking).await?;
             st.wake_page = true;
+            // Routes first, pods after (`idle::ROUTE_DRAIN`).
+            if st.phase != Some(Phase::Stopped)
+                && let Some(left) = ctx.drains.remaining(&pe.name_any(), Instant::now())
+            {
+                st.message = Some(format!("{why}: routing visitors away before the pods stop"));
+                return Ok(Guard::Done(Box::new(Verdict::new(st, Next::After(left)))));
+            }
+            ctx.drains.forget(&pe.name_any());
+            st.services = idle::stop(cluster.client(), &ns).await?;
         }
         let sandbox = pe.spec.pull_request.is_none().then(|| pe.name_any());
         let message = sandcastle_github::text::statuses::stopped_message(
@@ -229,6 +238,8 @@ pub(crate) async fn guard(
             Verdict::new(st, next).reporting(Report::Stopped(message)),
         )));
     }
+    // Not stopping (or no longer): a drain under way is called off.
+    ctx.drains.forget(&pe.name_any());
     if st.phase == Some(Phase::Stopped) {
         let restored = match st.namespace.clone() {
             Some(ns) => idle::wake(cluster.client(), &ns).await?,

@@ -8,8 +8,15 @@
 //! HorizontalPodAutoscalers are left as they are: Kubernetes disables an HPA whose target is
 //! scaled to zero (`ScalingActive=False`, reason `ScalingDisabled`) and re-enables it when the
 //! target has replicas again, so nothing has to be changed and restored.
+//!
+//! Routes first, pods after: a preview being stopped has its Ingresses parked [`ROUTE_DRAIN`]
+//! before its workloads are scaled down ([`Drains`]), so that the ingress controller has stopped
+//! sending visitors to the pods before they go.
 
+use std::collections::HashMap;
 use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::CronJob;
@@ -133,6 +140,34 @@ async fn patch_scalable(
     }
 }
 
+/// How long a stopping preview's Ingresses are parked before its pods are stopped. An ingress
+/// controller takes a moment to take a change in (Traefik rebuilds its routes at most every 2 s
+/// by default); a pod gone before then leaves a visit sent to its address waiting for the
+/// controller's dial timeout (30 s in Traefik) and answered 504.
+pub(crate) const ROUTE_DRAIN: Duration = Duration::from_secs(3);
+
+/// When each stopping preview's Ingresses were parked, in this process's memory and by the
+/// system's monotonic clock: the ingress controller drains in real time, whatever the
+/// previews' clock says; shared by the context's clones. Forgotten when the pods are stopped or the stop is called off; a
+/// leader that takes over mid-way waits the whole time again.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Drains(Arc<Mutex<HashMap<String, Instant>>>);
+
+impl Drains {
+    /// How much longer the pods of `preview`, whose Ingresses are parked, keep running (the
+    /// first call starts the wait); `None`: stop them now.
+    pub(crate) fn remaining(&self, preview: &str, now: Instant) -> Option<Duration> {
+        let mut all = self.0.lock().unwrap();
+        let since = *all.entry(preview.to_owned()).or_insert(now);
+        let left = ROUTE_DRAIN.saturating_sub(now.saturating_duration_since(since));
+        (!left.is_zero()).then_some(left)
+    }
+
+    pub(crate) fn forget(&self, preview: &str) {
+        self.0.lock().unwrap().remove(preview);
+    }
+}
+
 /// Scale everything in `ns` to zero and suspend its CronJobs. Returns the workloads as services
 /// (0 ready of the replicas they will get back).
 pub(super) async fn stop(client: &Client, ns: &str) -> Result<Vec<ServiceStatus>, kube::Error> {
@@ -202,4 +237,27 @@ pub(super) async fn wake(client: &Client, ns: &str) -> Result<usize, kube::Error
         restored += 1;
     }
     Ok(restored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pods_of_a_stopping_preview_wait_for_its_routes_to_drain_then_stop() {
+        let drains = Drains::default();
+        let t0 = Instant::now();
+        assert_eq!(drains.remaining("a", t0), Some(ROUTE_DRAIN));
+        let later = t0 + Duration::from_secs(1);
+        assert_eq!(
+            drains.remaining("a", later),
+            Some(ROUTE_DRAIN - Duration::from_secs(1))
+        );
+        // Another preview's wait is its own.
+        assert_eq!(drains.remaining("b", later), Some(ROUTE_DRAIN));
+        assert_eq!(drains.remaining("a", t0 + ROUTE_DRAIN), None);
+        // A stop called off and asked again waits the whole time again.
+        drains.forget("a");
+        assert_eq!(drains.remaining("a", t0 + ROUTE_DRAIN), Some(ROUTE_DRAIN));
+    }
 }
