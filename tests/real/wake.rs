@@ -121,20 +121,7 @@ async fn a_preview_stopped_without_a_wake_listener_answers_at_once_and_its_first
 
     let app_pods = tier::pods(&world, &ns, "web").await;
     assert_eq!(app_pods.len(), 1, "{app_pods:?}");
-    set_stopped(&world, "closed-pr-1", true).await;
-    world.wait_phase("closed-pr-1", Phase::Stopped, T).await;
-    eventually(
-        "the stopped app's pod and containers are gone",
-        T,
-        || async {
-            let pods = tier::pods(&world, &ns, "web").await;
-            match tier.containers_of_pod(&ns, &app_pods[0].0) {
-                c if c.is_empty() && pods.is_empty() => Ok(()),
-                c => Err(format!("{pods:?} {c:?}")),
-            }
-        },
-    )
-    .await;
+    stop_until_gone(&world, &tier, "closed-pr-1", &app_pods[0].0).await;
     assert_eq!(backends(&world, &ns).await, ["sandcastle-wake"]);
     // Each request gives up after 10 s (`tier.get`): one sent to the gone pod fails the test.
     let page = tier.get(&host, "/api/info").await;
@@ -203,20 +190,7 @@ async fn a_visitor_reloading_while_a_preview_stops_gets_every_answer_at_once() {
             answers
         }
     });
-    set_stopped(&world, "drain-pr-1", true).await;
-    world.wait_phase("drain-pr-1", Phase::Stopped, T).await;
-    eventually(
-        "the stopped app's pod and containers are gone",
-        T,
-        || async {
-            let pods = tier::pods(&world, &ns, "web").await;
-            match tier.containers_of_pod(&ns, &app_pods[0].0) {
-                c if c.is_empty() && pods.is_empty() => Ok(()),
-                c => Err(format!("{pods:?} {c:?}")),
-            }
-        },
-    )
-    .await;
+    stop_until_gone(&world, &tier, "drain-pr-1", &app_pods[0].0).await;
     done.store(true, Ordering::Relaxed);
     let answers = visitor.await.unwrap();
     let bad: Vec<&String> = answers
@@ -236,6 +210,26 @@ async fn a_visitor_reloading_while_a_preview_stops_gets_every_answer_at_once() {
         Some("503"),
         "{answers:?}"
     );
+}
+
+/// Stop preview `name` and wait until it says Stopped and its app's pod `pod` and that pod's
+/// containers are gone.
+async fn stop_until_gone(world: &World, tier: &tier::RealTier, name: &str, pod: &str) {
+    let ns = world.namespace_of(name);
+    set_stopped(world, name, true).await;
+    world.wait_phase(name, Phase::Stopped, T).await;
+    eventually(
+        "the stopped app's pod and containers are gone",
+        T,
+        || async {
+            let pods = tier::pods(world, &ns, "web").await;
+            match tier.containers_of_pod(&ns, pod) {
+                c if c.is_empty() && pods.is_empty() => Ok(()),
+                c => Err(format!("{pods:?} {c:?}")),
+            }
+        },
+    )
+    .await;
 }
 
 /// The Services the Ingresses of `ns` route to, each once.
