@@ -9,6 +9,10 @@
 //!   are). Rounds alternate the four, one at a time, so all see the same node
 //!   (`SANDCASTLE_BENCH_PRS`, 10).
 //! - a visit to a stopped preview's host → the app answers (real pods started again).
+//!
+//! Each path's milestones (its namespace, Ingress, app pod, its address in the Service's
+//! EndpointSlice and that pod Ready, as watched) are reported as medians beside the time to a
+//! served page: where the time goes.
 
 mod support;
 
@@ -22,6 +26,7 @@ use sandcastle_demo::real::{RealTier, TESTAPP_YAML};
 use sandcastle_demo::stage::{Stage, ensure_namespace};
 use sandcastle_fake_github::PrSpec;
 use serde_json::{Value, json};
+use support::timeline::{self, Timeline};
 
 const DEADLINE: Duration = Duration::from_secs(300);
 
@@ -134,7 +139,8 @@ async fn direct_round(
     tier: &RealTier,
     commit: &Sha,
     in_order: bool,
-) -> Duration {
+    timeline: &Timeline,
+) -> Round {
     let ns = support::unique(if in_order {
         "bench-ordered"
     } else {
@@ -149,7 +155,43 @@ async fn direct_round(
     } else {
         apply_directly(client, &ns, &objects).await;
     }
-    until_served(tier, &host, commit.as_str(), t).await
+    let served = until_served(tier, &host, commit.as_str(), t).await;
+    Round {
+        served,
+        marks: timeline.marks(&ns).after(t),
+    }
+}
+
+/// One round of one path: how long until the page served the commit, and its milestones.
+struct Round {
+    served: Duration,
+    marks: [Option<Duration>; 6],
+}
+
+/// One path's rounds.
+#[derive(Default)]
+struct Path {
+    served: Vec<Duration>,
+    marks: Vec<[Option<Duration>; 6]>,
+}
+
+impl Path {
+    fn push(&mut self, round: Round) -> f64 {
+        self.served.push(round.served);
+        self.marks.push(round.marks);
+        round.served.as_secs_f64()
+    }
+
+    fn report(&mut self, name: &str) {
+        println!(
+            "opened → serving the commit, {name}: {}",
+            support::summary(&mut self.served)
+        );
+        println!(
+            "  medians from the start: {}",
+            timeline::medians(&self.marks)
+        );
+    }
 }
 
 async fn apply_directly(client: &kube::Client, ns: &str, objects: &[Value]) {
@@ -189,48 +231,42 @@ async fn main() {
     let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
 
     let quick = together_blueprint(&client, &home, &stage).await;
+    let timeline = Timeline::watch(&client);
+    let watched = (&timeline, &previews);
 
-    let (mut via_sandcastle, mut direct, mut ordered) = (Vec::new(), Vec::new(), Vec::new());
-    let mut together = Vec::new();
+    let (mut via_sandcastle, mut direct, mut ordered) =
+        (Path::default(), Path::default(), Path::default());
+    let mut together = Path::default();
     for n in 1..=rounds {
         let commit = sha();
         tier.image_for(&root, &commit).unwrap();
-        via_sandcastle.push(opened_round(&stage, &stage.repo, &tier, n, &commit).await);
-        together.push(opened_round(&stage, &quick, &tier, n, &commit).await);
-        direct.push(direct_round(&client, &tier, &commit, false).await);
-        ordered.push(direct_round(&client, &tier, &commit, true).await);
+        let s = via_sandcastle
+            .push(opened_round(&stage, &stage.repo, &tier, n, &commit, watched).await);
+        let t = together.push(opened_round(&stage, &quick, &tier, n, &commit, watched).await);
+        let d = direct.push(direct_round(&client, &tier, &commit, false, &timeline).await);
+        let o = ordered.push(direct_round(&client, &tier, &commit, true, &timeline).await);
         println!(
-            "round {n}: Sandcastle {:.1} s, with order: together {:.1} s, direct {:.1} s, \
-             direct in Sandcastle's order {:.1} s",
-            via_sandcastle.last().unwrap().as_secs_f64(),
-            together.last().unwrap().as_secs_f64(),
-            direct.last().unwrap().as_secs_f64(),
-            ordered.last().unwrap().as_secs_f64()
+            "round {n}: Sandcastle {s:.1} s, with order: together {t:.1} s, direct {d:.1} s, \
+             direct in Sandcastle's order {o:.1} s"
         );
     }
-    let ratio = |q: f64, base: &[Duration]| pick(&via_sandcastle, q) / pick(base, q);
-    let (p50, p95) = (ratio(0.5, &direct), ratio(0.95, &direct));
-    let (o50, o95) = (ratio(0.5, &ordered), ratio(0.95, &ordered));
+    let ratio = |q: f64, path: &Path, base: &Path| pick(&path.served, q) / pick(&base.served, q);
+    let (p50, p95) = (
+        ratio(0.5, &via_sandcastle, &direct),
+        ratio(0.95, &via_sandcastle, &direct),
+    );
+    let (o50, o95) = (
+        ratio(0.5, &via_sandcastle, &ordered),
+        ratio(0.95, &via_sandcastle, &ordered),
+    );
     let (t50, t95) = (
-        pick(&together, 0.5) / pick(&direct, 0.5),
-        pick(&together, 0.95) / pick(&direct, 0.95),
+        ratio(0.5, &together, &direct),
+        ratio(0.95, &together, &direct),
     );
-    println!(
-        "opened → serving the commit, Sandcastle: {}",
-        support::summary(&mut via_sandcastle)
-    );
-    println!(
-        "opened → serving the commit, Sandcastle with order: together: {}",
-        support::summary(&mut together)
-    );
-    println!(
-        "opened → serving the commit, direct:     {}",
-        support::summary(&mut direct)
-    );
-    println!(
-        "opened → serving the commit, direct in Sandcastle's order: {}",
-        support::summary(&mut ordered)
-    );
+    via_sandcastle.report("Sandcastle");
+    together.report("Sandcastle with order: together");
+    direct.report("direct");
+    ordered.report("direct in Sandcastle's order");
     println!("ratio to direct p50 {p50:.2}×, p95 {p95:.2}×");
     println!("ratio to direct in Sandcastle's order p50 {o50:.2}×, p95 {o95:.2}×");
     println!("ratio of order: together to direct p50 {t50:.2}×, p95 {t95:.2}×");
@@ -280,7 +316,8 @@ async fn opened_round(
     tier: &RealTier,
     n: u64,
     commit: &Sha,
-) -> Duration {
+    (timeline, previews): (&Timeline, &Api<PreviewEnvironment>),
+) -> Round {
     let pr = PrSpec::new(PrNumber::new(n).unwrap(), commit.clone(), &format!("b{n}"));
     let t = Instant::now();
     let (status, _) = stage
@@ -289,7 +326,31 @@ async fn opened_round(
         .unwrap();
     assert!(status < 300, "the webhook answered {status}");
     let host = format!("{n}-{}.preview.localhost", repo.name());
-    until_served(tier, &host, commit.as_str(), t).await
+    let served = until_served(tier, &host, commit.as_str(), t).await;
+    Round {
+        served,
+        marks: preview_marks(timeline, previews, repo, n).await.after(t),
+    }
+}
+
+/// What was seen of pull request `n` of `repo`'s preview.
+async fn preview_marks(
+    timeline: &Timeline,
+    previews: &Api<PreviewEnvironment>,
+    repo: &RepoName,
+    n: u64,
+) -> timeline::Marks {
+    let all = previews.list(&Default::default()).await.unwrap();
+    let pe = all
+        .items
+        .iter()
+        .find(|pe| pe.spec.repository == repo.as_str() && pe.spec.pull_request == Some(n));
+    let pe = pe.expect("a served preview exists");
+    let ns = pe.status.as_ref().and_then(|s| s.namespace.as_deref());
+    timeline.preview_marks(
+        &pe.name_any(),
+        ns.expect("a served preview has a namespace"),
+    )
 }
 
 /// A second repository whose Blueprint is the stage's with `order: together`.

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod timeline;
+
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
