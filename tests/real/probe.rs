@@ -4,12 +4,15 @@
 //! whose `/etc/resolv.conf` names the cluster's DNS (CoreDNS at 10.0.0.10, `search
 //! cluster.local`), as a pod's does; the host routes the Service range to the node, where
 //! kube-proxy sends the probe to the app's pod. The preview's own host does not resolve there, so
-//! `success` can only come through the Service.
+//! `success` can only come through the Service. Probed that way, the app is checked, not the
+//! ingress controller's route to it: Traefik takes the new Ingress in with its next rebuild (at
+//! most 2 s later), so the page through Traefik is waited for after `success`.
 
 use sandcastle_fake_github::PrSpec;
 use serde_json::json;
 
 use crate::support::cluster::unique;
+use crate::support::eventually;
 use crate::support::process::ServeProcess;
 use crate::support::world::{SECRET, World, pr, sha};
 use crate::tier::{self, REAL_APP, T, host_of};
@@ -58,10 +61,15 @@ async fn probing_the_primary_service_by_its_cluster_name_gates_success() {
         .await;
     assert_eq!(status, 202, "{body}");
     world.wait_github_state(&head, "success", T).await;
-    let page = tier
-        .get(&host_of(&world, "svcprobe-pr-1").await, "/healthz")
-        .await;
-    assert_eq!(page.commit.as_deref(), Some(head.as_str()), "{page:?}");
+    let host = host_of(&world, "svcprobe-pr-1").await;
+    eventually("the page through Traefik serves the commit", T, || async {
+        let page = tier.get(&host, "/healthz").await;
+        match page.commit.as_deref() {
+            Some(c) if c == head.as_str() => Ok(()),
+            _ => Err(format!("{page:?}")),
+        }
+    })
+    .await;
     let (status, output) = serve.stop_with_status().await;
     assert!(status.success(), "{status}: {output:?}");
 }
