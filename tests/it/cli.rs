@@ -203,6 +203,18 @@ async fn a_sandbox_from_the_shell() {
         "Asked to stop shell-feat: under way (it is Ready now).\n\
          Wait for it: sandcastle previews wait shell-feat --for stopped\n"
     );
+    // The routes go first; the pods keep running a moment, and it says so.
+    eventually("the CLI shows the preview stopping", T, || async {
+        let got = json_of(&run(&["get", "shell-feat", "-o", "json"]).await);
+        match (got["phase"].as_str(), got["reason"].as_str()) {
+            (
+                Some("Ready"),
+                Some("Stopping on request: routing visitors away before the pods stop"),
+            ) => Ok(()),
+            _ => Err(format!("{got}")),
+        }
+    })
+    .await;
     let stopped = run(&["wait", "shell-feat", "--for", "stopped", "--timeout", "60s"]).await;
     assert_eq!(stopped.code, 0, "{stopped:?}");
     // A sandbox has no pull request to comment on: it says how it is woken instead.

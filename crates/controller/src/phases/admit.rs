@@ -196,16 +196,17 @@ pub(crate) async fn guard(
         Some(Phase::Ready | Phase::Failed | Phase::Stopped)
     );
     let stop = if pe.spec.stopped {
-        Some("Stopped on request".to_owned())
+        Some("on request".to_owned())
     } else if idle && settled {
         Some(format!(
-            "Stopped after {} without activity",
+            "after {} without activity",
             duration::go_style(t.stop_after_idle)
         ))
     } else {
         None
     };
-    if let Some(why) = stop {
+    if let Some(reason) = stop {
+        let why = format!("Stopped {reason}");
         let parking = match wake_target(&cluster, ctx) {
             Some(target) => Parking::WakePage(target),
             None => Parking::Closed,
@@ -217,7 +218,9 @@ pub(crate) async fn guard(
             if st.phase != Some(Phase::Stopped)
                 && let Some(left) = ctx.drains.remaining(&pe.name_any(), Instant::now())
             {
-                st.message = Some(format!("{why}: routing visitors away before the pods stop"));
+                st.message = Some(format!(
+                    "Stopping {reason}: routing visitors away before the pods stop"
+                ));
                 return Ok(Guard::Done(Box::new(Verdict::new(st, Next::After(left)))));
             }
             ctx.drains.forget(&pe.name_any());
