@@ -146,10 +146,10 @@ async fn patch_scalable(
 /// controller's dial timeout (30 s in Traefik) and answered 504.
 pub(crate) const ROUTE_DRAIN: Duration = Duration::from_secs(3);
 
-/// When each stopping preview's Ingresses were parked, in this process's memory and by the
-/// system's monotonic clock: the ingress controller drains in real time, whatever the
-/// previews' clock says; shared by the context's clones. Forgotten when the pods are stopped or the stop is called off; a
-/// leader that takes over mid-way waits the whole time again.
+/// When each stopping preview's Ingresses were parked, in this process's memory (shared by the
+/// context's clones) and by the system's monotonic clock: the ingress controller drains in real
+/// time, whatever the previews' clock says. Forgotten when the pods are stopped or the stop is
+/// called off; a leader that takes over mid-way waits the whole time again.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Drains(Arc<Mutex<HashMap<String, Instant>>>);
 
