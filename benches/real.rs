@@ -10,9 +10,9 @@
 //!   (`SANDCASTLE_BENCH_PRS`, 10).
 //! - a visit to a stopped preview's host → the app answers (real pods started again).
 //!
-//! Each path's milestones (its namespace, Ingress, app pod, its address in the Service's
-//! EndpointSlice and that pod Ready, as watched) are reported as medians beside the time to a
-//! served page: where the time goes.
+//! Each path's milestones (its PreviewEnvironment on Sandcastle's paths, its namespace, Ingress,
+//! app pod, that pod's address in the Service's EndpointSlice and the pod Ready, as watched) are
+//! reported as medians beside the time to a served page: where the time goes.
 
 mod support;
 
