@@ -3,7 +3,7 @@
 //! a stable reason, one sentence, and whose logs explain it (the previous run of a crashing
 //! container). No I/O.
 
-use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Event, Pod};
 
 use sandcastle_crd::DiagnosisReason;
 
@@ -99,11 +99,16 @@ fn containers(pod: &Pod, events: &[Event]) -> Option<Finding> {
         if let Some(t) = &state.terminated
             && t.exit_code != 0
         {
-            let why = t.reason.clone().unwrap_or_else(|| "Error".into());
-            let what = format!("container {} exited ({why}, exit {})", cs.name, t.exit_code);
-            return Some(
-                Finding::of(DiagnosisReason::Exited, what).in_container(pod, &cs.name, false),
-            );
+            // Between a crash and the kubelet's back-off the state reads `terminated`; a
+            // container that restarts and has crashed before is crash looping all the same.
+            let finding = if restarts(pod) && cs.restart_count > 0 {
+                crash_loop(cs, Some(t))
+            } else {
+                let why = t.reason.clone().unwrap_or_else(|| "Error".into());
+                let what = format!("container {} exited ({why}, exit {})", cs.name, t.exit_code);
+                Finding::of(DiagnosisReason::Exited, what)
+            };
+            return Some(finding.in_container(pod, &cs.name, false));
         }
         if state.running.is_some() && !cs.ready {
             let what = match unhealthy(pod, events) {
@@ -129,29 +134,40 @@ fn waiting(cs: &ContainerStatus, reason: &str, message: Option<&str>) -> Finding
     }
     if reason == "CrashLoopBackOff" {
         let last = cs.last_state.as_ref().and_then(|l| l.terminated.as_ref());
-        let mut detail: Vec<String> = Vec::new();
-        if let Some(t) = last {
-            detail.extend(t.reason.clone().filter(|r| !r.is_empty()));
-            detail.push(format!("exit {}", t.exit_code));
-        }
-        match cs.restart_count {
-            0 => {}
-            1 => detail.push("1 restart".into()),
-            n => detail.push(format!("{n} restarts")),
-        }
-        let detail = if detail.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", detail.join(", "))
-        };
-        let what = format!("container {} keeps crashing{detail}", cs.name);
-        return Finding::of(DiagnosisReason::CrashLoop, what);
+        return crash_loop(cs, last);
     }
     let what = match message.filter(|m| !m.is_empty()) {
         Some(m) => format!("container {} cannot start: {reason}: {m}", cs.name),
         None => format!("container {} cannot start: {reason}", cs.name),
     };
     Finding::of(DiagnosisReason::ContainerWaiting, what)
+}
+
+/// Whether the kubelet restarts the pod's containers after they exit (`Always`, the default).
+fn restarts(pod: &Pod) -> bool {
+    let policy = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref());
+    matches!(policy, None | Some("Always"))
+}
+
+/// `container api keeps crashing (OOMKilled, exit 137, 5 restarts)`, from its `last` exit.
+fn crash_loop(cs: &ContainerStatus, last: Option<&ContainerStateTerminated>) -> Finding {
+    let mut detail: Vec<String> = Vec::new();
+    if let Some(t) = last {
+        detail.extend(t.reason.clone().filter(|r| !r.is_empty()));
+        detail.push(format!("exit {}", t.exit_code));
+    }
+    match cs.restart_count {
+        0 => {}
+        1 => detail.push("1 restart".into()),
+        n => detail.push(format!("{n} restarts")),
+    }
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", detail.join(", "))
+    };
+    let what = format!("container {} keeps crashing{detail}", cs.name);
+    Finding::of(DiagnosisReason::CrashLoop, what)
 }
 
 /// The newest `Unhealthy` Event's message for `pod` (`Readiness probe failed: …`).
@@ -281,12 +297,31 @@ mod tests {
             f.what,
             "container api cannot start: CreateContainerConfigError: secret \"db\" not found"
         );
-        let f = one(json!({"terminated": {"exitCode": 2, "reason": "Error"}}));
+        let exited = |restarts: i32, policy: &str| {
+            let mut c = container(json!({"terminated": {"exitCode": 2, "reason": "Error"}}));
+            c["restartCount"] = json!(restarts);
+            let mut p = pod(json!({"containerStatuses": [c]}));
+            p.spec =
+                serde_json::from_value(json!({"containers": [], "restartPolicy": policy})).unwrap();
+            classify(&[p], &[], None).unwrap()
+        };
+        let f = exited(0, "Always");
         assert_eq!(
             (f.reason, f.what.as_str()),
             (
                 DiagnosisReason::Exited,
                 "container api exited (Error, exit 2)"
+            )
+        );
+        assert_eq!(exited(5, "Never").reason, DiagnosisReason::Exited);
+        // Caught between a crash and the back-off: the crash loop, with this exit.
+        let f = exited(5, "Always");
+        assert_eq!(
+            (f.reason, f.what.as_str(), f.previous),
+            (
+                DiagnosisReason::CrashLoop,
+                "container api keeps crashing (Error, exit 2, 5 restarts)",
+                false
             )
         );
         let p = pod(
