@@ -11,7 +11,7 @@
 //! 6  sandcastle                                   (the server: command line, the process)
 //! 5  sandcastle-http   sandcastle-mcp   sandcastle-controller
 //! 4  sandcastle-agent
-//! 3  sandcastle-github   sandcastle-kube   sandcastle-probe
+//! 3  sandcastle-github   sandcastle-kube   sandcastle-probe   sandcastle-render
 //! 2  sandcastle-domain   sandcastle-metrics
 //! 1  sandcastle-crd
 //! –  sandcastle-fake-github (domain only), sandcastle-demo (the server and the stand-in),
@@ -35,6 +35,7 @@ fn layers() -> BTreeMap<&'static str, u8> {
         ("sandcastle-github", 3),
         ("sandcastle-kube", 3),
         ("sandcastle-probe", 3),
+        ("sandcastle-render", 3),
         ("sandcastle-agent", 4),
         ("sandcastle-controller", 5),
         ("sandcastle-http", 5),

@@ -109,6 +109,39 @@ pub fn render(template: &str, vars: &[(&str, Value<'_>)]) -> Result<String, Temp
     Ok(out)
 }
 
+/// Go template words that stand alone between braces (`{{ end }}`): never variables.
+const GO_WORDS: [&str; 7] = ["end", "else", "break", "continue", "nil", "true", "false"];
+
+/// Render the variables of a text that may also hold another tool's templates (a Helm value
+/// the chart passes to `tpl`: `{{ .Release.Name }}`, `{{ include "x" . }}`). Only a bare word
+/// between braces (`{{sha}}`) is a variable, and an unknown one is an error as in [`render`];
+/// anything else between braces, and Go's own words (`{{ end }}`), is kept as written.
+pub fn render_beside(template: &str, vars: &[(&str, Value<'_>)]) -> Result<String, TemplateError> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        let after = &rest[open + 2..];
+        // An unclosed `{{` is the other tool's to judge.
+        let Some(close) = after.find("}}") else { break };
+        out.push_str(&rest[..open]);
+        let name = after[..close].trim();
+        if is_bare_word(name) && !GO_WORDS.contains(&name) {
+            out.push_str(&render(&format!("{{{{{name}}}}}"), vars)?);
+        } else {
+            out.push_str(&rest[open..open + 2 + close + 2]);
+        }
+        rest = &after[close + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn is_bare_word(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric())
+}
+
 fn unknown(name: &str, allowed: &[&str]) -> TemplateError {
     TemplateError::Unknown {
         name: name.to_owned(),
@@ -125,6 +158,34 @@ mod tests {
         ("repo", Value::Text("shop")),
         ("branch", Value::Missing("no branch")),
     ];
+
+    #[test]
+    fn beside_another_tools_templates_only_bare_words_are_variables() {
+        let table = [
+            ("{{pr}}-{{ .Release.Name }}", "42-{{ .Release.Name }}"),
+            (
+                "{{- if .Values.x }}{{repo}}{{ end }}",
+                "{{- if .Values.x }}shop{{ end }}",
+            ),
+            ("{{ include \"x\" . }}", "{{ include \"x\" . }}"),
+            ("open {{ never closed", "open {{ never closed"),
+        ];
+        for (template, want) in table {
+            assert_eq!(
+                render_beside(template, VARS).as_deref(),
+                Ok(want),
+                "{template}"
+            );
+        }
+        assert!(matches!(
+            render_beside("{{shaa}}", VARS),
+            Err(TemplateError::Unknown { .. })
+        ));
+        assert!(matches!(
+            render_beside("{{branch}}", VARS),
+            Err(TemplateError::NoValue { .. })
+        ));
+    }
 
     #[test]
     fn renders_variables_and_literals() {
