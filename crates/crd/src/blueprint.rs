@@ -208,9 +208,10 @@ impl BlueprintSpec {
 /// The name of Sandcastle's own cluster, always available.
 pub const IN_CLUSTER: &str = "in-cluster";
 
-/// Exactly one of `namespace` (clone a live namespace) or `manifests` (a ConfigMap of YAML).
+/// Exactly one of `namespace` (clone a live namespace), `manifests` (a ConfigMap of YAML),
+/// `helm` or `kustomize` (rendered from the pull request's own commit).
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[x_kube(validation = Rule::new("has(self.__namespace__) != has(self.manifests)").message("set exactly one of source.namespace or source.manifests"))]
+#[x_kube(validation = Rule::new("[has(self.__namespace__), has(self.manifests), has(self.helm), has(self.kustomize)].filter(x, x).size() == 1").message("set exactly one of source.namespace, source.manifests, source.helm or source.kustomize"))]
 #[x_kube(validation = Rule::new("!has(self.cluster) || has(self.__namespace__)").message("source.cluster applies to source.namespace: a manifests ConfigMap is read from Sandcastle's own namespace").field_path(".cluster"))]
 #[serde(rename_all = "camelCase")]
 pub struct BlueprintSource {
@@ -228,6 +229,80 @@ pub struct BlueprintSource {
     /// A ConfigMap in Sandcastle's namespace whose keys hold multi-document YAML.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifests: Option<ManifestsRef>,
+
+    /// A Helm chart in the pull request's repository, rendered (`helm template`) at the commit
+    /// each preview deploys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm: Option<HelmSource>,
+
+    /// A Kustomize overlay in the pull request's repository, built (`kustomize build`) at the
+    /// commit each preview deploys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kustomize: Option<KustomizeSource>,
+}
+
+impl BlueprintSource {
+    /// Whether the objects come from the pull request's own commit (Helm or Kustomize), so
+    /// that each commit renders its own.
+    pub fn is_rendered(&self) -> bool {
+        self.helm.is_some() || self.kustomize.is_some()
+    }
+
+    /// How people call it: `namespace shop-staging`, `manifests`, `Helm chart deploy/chart`.
+    pub fn describe(&self) -> String {
+        match (&self.namespace, &self.helm, &self.kustomize) {
+            (Some(ns), _, _) => ns.clone(),
+            (_, Some(h), _) => format!("Helm chart {}", h.path),
+            (_, _, Some(k)) => format!("Kustomize overlay {}", k.path),
+            _ => "manifests".to_owned(),
+        }
+    }
+}
+
+/// A path inside a repository: relative, `/`-separated, no `..`, no empty or `.` segment.
+const REPO_PATH: &str = r"^([A-Za-z0-9._-]+/)*[A-Za-z0-9._-]+$";
+/// `path`'s rule, said to people.
+const REPO_PATH_RULE: &str = "!self.split('/').exists(s, s == '..')";
+
+/// A Helm chart in the repository being previewed.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct HelmSource {
+    /// The chart's directory in the repository (`deploy/chart`; `.` for the top).
+    #[schemars(regex(pattern = REPO_PATH), length(min = 1, max = 1000))]
+    #[x_kube(validation = Rule::new(REPO_PATH_RULE).message("path must stay inside the repository (no ..)"))]
+    pub path: String,
+
+    /// The release name the chart sees (`.Release.Name`), templated (default: the preview's
+    /// name, `{{preview}}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 200))]
+    pub release_name: Option<String>,
+
+    /// Values files, relative to `path`, in order (later ones win); a missing one is an error
+    /// naming it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20), inner(regex(pattern = REPO_PATH), length(max = 1000)))]
+    #[x_kube(validation = Rule::new("self.all(f, !f.split('/').exists(s, s == '..'))").message("values files must stay inside the repository (no ..)"))]
+    pub values_files: Vec<String>,
+
+    /// Values merged last, over the files. Strings are templated with the preview's variables
+    /// (`{{sha}}`, `{{shortSha}}`, `{{pr}}`, `{{branch}}`, `{{preview}}`, `{{repo}}`,
+    /// `{{owner}}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::any_object")]
+    pub values: Option<serde_json::Value>,
+}
+
+/// A Kustomize overlay (a directory with a `kustomization.yaml`) in the repository being
+/// previewed.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct KustomizeSource {
+    /// The overlay's directory in the repository (`deploy/overlays/preview`).
+    #[schemars(regex(pattern = REPO_PATH), length(min = 1, max = 1000))]
+    #[x_kube(validation = Rule::new(REPO_PATH_RULE).message("path must stay inside the repository (no ..)"))]
+    pub path: String,
 }
 
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -54,15 +54,8 @@ pub struct PreviewEventSpec {
     #[serde(default)]
     pub received_ns: i64,
     /// The event in Sandcastle's own form (no payload text beyond what Sandcastle reads).
-    #[schemars(schema_with = "any_object")]
+    #[schemars(schema_with = "crate::any_object")]
     pub event: serde_json::Value,
-}
-
-fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": "object",
-        "x-kubernetes-preserve-unknown-fields": true,
-    })
 }
 
 /// How far an event has got.

@@ -25,6 +25,14 @@ pub use readiness::*;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+/// The schema of a field holding any JSON object, kept as written.
+fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
 /// Every custom resource definition, in a stable order.
 pub fn definitions() -> Vec<CustomResourceDefinition> {
     vec![

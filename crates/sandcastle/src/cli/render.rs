@@ -259,15 +259,14 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
     let source = match &source_namespace {
         Some(ns) => BlueprintSource {
             namespace: Some(ns.clone()),
-            manifests: None,
-            cluster: None,
+            ..Default::default()
         },
         None => BlueprintSource {
             namespace: None,
             manifests: Some(ManifestsRef {
                 config_map: "render".into(),
             }),
-            cluster: None,
+            ..Default::default()
         },
     };
     let (spec, doc_name) = spec_from(doc, source, &repo)?;
