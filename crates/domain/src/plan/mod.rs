@@ -3,13 +3,15 @@
 //!
 //! The input is a list of objects, either read back from a live namespace (with everything the
 //! API server adds) or parsed from manifests ([`parse_manifests`]). Its source namespace is
-//! found first ([`namespaces`]). Each object is, in order: identified, left out ([`select`]) or
+//! found first ([`namespaces`]). Each object is, in order: identified (a Helm hook Job given the
+//! phase its hook means, [`helm`]), left out ([`select`]) or
 //! refused ([`refuse`], [`security`]), stripped of what the server owns ([`strip`]), rewritten
 //! for the preview ([`rewrite`], [`hosts`], [`images`], [`pods`]), and sorted into phases
 //! ([`order`]); a plan that would run nothing is refused ([`runnable`]). `docs/cloning.md`
 //! states the rules for users.
 
 mod env;
+mod helm;
 mod hosts;
 mod images;
 mod kinds;
@@ -199,7 +201,8 @@ pub fn plan(
     let source = namespaces::source(ctx.source_namespace.as_deref(), objects);
     let own_labels = namespaces::labels(objects, &source, blueprint.isolation.pod_security);
     let pod_security = namespaces::enforced(blueprint.isolation.pod_security, &own_labels);
-    let identified = identify(objects, source.name.as_deref(), &mut problems);
+    let mut identified = identify(objects, source.name.as_deref(), &mut problems);
+    identified.iter_mut().for_each(helm::translate);
     let index = select::Index::new(&identified, blueprint);
     let services: BTreeSet<String> = identified
         .iter()

@@ -168,7 +168,7 @@ pub(crate) fn decide(obj: &Obj, index: &Index, blueprint: &BlueprintSpec) -> Dec
     if let Some(why) = created_by_owner(obj, index) {
         return Decision::LeaveOut(why);
     }
-    if let Some(why) = helm_hook(obj) {
+    if let Some(why) = super::helm::left_out(obj) {
         return Decision::LeaveOut(why);
     }
     if skippable(obj) && index.skip.contains(&obj.name) {
@@ -183,19 +183,6 @@ pub(crate) fn decide(obj: &Obj, index: &Index, blueprint: &BlueprintSpec) -> Dec
             None => Decision::Copy(Class::Builtin(b)),
         },
     }
-}
-
-/// Pods Helm runs itself (`helm test`, install and upgrade hooks): a preview is not a Helm
-/// release, and nothing there would run them.
-fn helm_hook(obj: &Obj) -> Option<String> {
-    if !(obj.group.is_empty() && obj.kind == "Pod") {
-        return None;
-    }
-    let hook = obj.value["metadata"]["annotations"][labels::HELM_HOOK].as_str()?;
-    Some(format!(
-        "a Helm hook ({}: {hook}): Helm runs it, a preview does not",
-        labels::HELM_HOOK
-    ))
 }
 
 /// Objects a controller made from another object: the copy of that object makes its own.
