@@ -580,10 +580,117 @@ fn a_kustomization_is_named_as_one_with_what_to_run_instead() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             stderr.contains("kustomization.yaml: document 1: a Kustomize file")
-                && stderr.contains("Sandcastle takes rendered manifests")
-                && stderr.contains("`kustomize build DIR > manifests.yaml`"),
+                && stderr.contains("Sandcastle takes rendered manifests here")
+                && stderr.contains("`source.kustomize`")
+                && stderr.contains("`sandcastle render --kustomize DIR`"),
             "{kustomization}:\n{stderr}"
         );
         assert!(!stderr.contains("is missing"), "{stderr}");
+    }
+}
+
+const SOURCES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/sources");
+
+/// `--helm-binary` and `--kustomize-binary` as `scripts/test` builds them.
+fn tools() -> Vec<String> {
+    let tool = |var: &str, script: &str| {
+        std::env::var(var).unwrap_or_else(|_| {
+            panic!(
+                "{var} is not set: run the tests with scripts/test, or set it to `{script} path`"
+            )
+        })
+    };
+    vec![
+        "--helm-binary".into(),
+        tool("SANDCASTLE_HELM", "scripts/helm"),
+        "--kustomize-binary".into(),
+        tool("SANDCASTLE_KUSTOMIZE", "scripts/kustomize"),
+    ]
+}
+
+fn render_with_tools(args: &[&str]) -> Output {
+    let tools = tools();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(tools.iter().map(String::as_str));
+    all.extend(["--repo", "acme/shop", "--pr", "42", "--sha", SHA]);
+    render(&all)
+}
+
+#[test]
+fn a_helm_chart_renders_with_the_blueprints_values_and_its_hooks_sorted() {
+    let dir = scratch("helm-spec");
+    let spec = dir.join("blueprint.yaml");
+    std::fs::write(
+        &spec,
+        "source:\n  helm:\n    path: ignored\n    releaseName: shop\n    values:\n      image: {tag: '{{shortSha}}'}\n      hooks: {preInstall: {job: {enabled: true}}}\nimages: []\n",
+    )
+    .unwrap();
+    let chart = format!("{SOURCES}/podinfo-chart");
+    let out = render_with_tools(&[
+        "--helm",
+        &chart,
+        "--spec",
+        spec.to_str().unwrap(),
+        "--set",
+        "ui.message=from-set",
+    ]);
+    let yaml = stdout(&out);
+    let objects = parse_manifests(&yaml).unwrap();
+    let deployment = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap_or_else(|| panic!("{yaml}"));
+    assert_eq!(deployment["metadata"]["name"], "shop-podinfo");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "ghcr.io/stefanprodan/podinfo:0123456");
+    assert!(yaml.contains("from-set"), "{yaml}");
+    // The chart's pre-install Job seeds; its test Pods are left out, saying why.
+    let seed = objects
+        .iter()
+        .find(|o| o["kind"] == "Job")
+        .unwrap_or_else(|| panic!("{yaml}"));
+    assert_eq!(
+        seed["metadata"]["annotations"]["sandcastle.dev/hook"],
+        "seed"
+    );
+    assert!(yaml.contains("# phase: seed"), "{yaml}");
+    assert!(
+        yaml.contains("a Helm hook (helm.sh/hook: test-success): Helm runs it, a preview does not"),
+        "{yaml}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("rendered Helm chart"), "{stderr}");
+}
+
+#[test]
+fn a_chart_that_fails_to_render_names_the_file_and_line() {
+    let dir = scratch("helm-broken");
+    let chart = dir.join("chart");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: shop\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.join("templates/api.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.api.name }}\n",
+    )
+    .unwrap();
+    let out = render_with_tools(&["--helm", chart.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("helm template failed:"), "{stderr}");
+    assert!(stderr.contains("shop/templates/api.yaml:4:"), "{stderr}");
+}
+
+#[test]
+fn a_kustomize_overlay_renders_as_the_controller_builds_it() {
+    let overlay = format!("{SOURCES}/podinfo-kustomize/overlays/preview");
+    let yaml = stdout(&render_with_tools(&["--kustomize", &overlay]));
+    let objects = parse_manifests(&yaml).unwrap();
+    let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+    for kind in ["Deployment", "Service", "HorizontalPodAutoscaler"] {
+        assert!(kinds.contains(&kind), "{kinds:?}");
     }
 }

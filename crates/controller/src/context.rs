@@ -86,6 +86,8 @@ pub struct Settings {
     pub wake: Option<sandcastle_domain::wake::WakeTarget>,
     /// How often each registered cluster is checked (reachable, access).
     pub cluster_check_interval: Duration,
+    /// Helm and Kustomize, and the bounds of a render (`source.helm`, `source.kustomize`).
+    pub render: sandcastle_render::Renderer,
 }
 
 impl Settings {
@@ -116,6 +118,7 @@ impl Settings {
             public_pages: false,
             wake: None,
             cluster_check_interval: Duration::from_secs(10),
+            render: sandcastle_render::Renderer::default(),
         }
     }
 }
@@ -133,6 +136,9 @@ pub struct Context {
     pub(crate) placements: Arc<super::phases::place::placements::Placements>,
     /// Blueprint sources read once for the reconciles that run together (a burst).
     pub sources: Arc<sandcastle_kube::source::SourceCache>,
+    /// Repository archives by commit and renders by preview and commit (`source.helm`,
+    /// `source.kustomize`).
+    pub(crate) rendered: Arc<super::phases::rollout::render::Rendered>,
     pub github: GitHubApp,
     pub settings: Settings,
     pub clock: Clock,
@@ -275,6 +281,7 @@ impl Context {
             clusters,
             placements: Arc::default(),
             sources: Arc::new(sandcastle_kube::source::SourceCache::new(SOURCE_SHARED_FOR)),
+            rendered: Arc::default(),
             client,
             github,
             settings,

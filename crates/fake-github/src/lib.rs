@@ -266,6 +266,28 @@ impl FakeGitHub {
         });
     }
 
+    /// Stores every file under the local directory `dir` at `(ref_, prefix/…)`, as a commit of
+    /// the repository would hold them (text files only: what charts and overlays are made of).
+    pub fn put_tree(&self, repo: &RepoName, ref_: &str, prefix: &str, dir: &std::path::Path) {
+        let mut stack = vec![dir.to_owned()];
+        while let Some(at) = stack.pop() {
+            let entries =
+                std::fs::read_dir(&at).unwrap_or_else(|e| panic!("reading {}: {e}", at.display()));
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let rel = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy();
+                let text = std::fs::read_to_string(&path)
+                    .unwrap_or_else(|e| panic!("{} is not text: {e}", path.display()));
+                let at = format!("{}/{rel}", prefix.trim_matches('/'));
+                self.put_file(repo, ref_, at.trim_start_matches('/'), &text);
+            }
+        }
+    }
+
     /// Adds a check run that has not finished yet (`queued`).
     pub fn add_check_run(&self, repo: &RepoName, sha: &Sha, name: &str) {
         self.with(|st| {

@@ -331,6 +331,8 @@ pub(crate) struct State {
     pub manifest_codes: HashMap<String, serde_json::Value>,
     /// The webhook secret of the App the manifest flow made.
     pub created_webhook_secret: Option<String>,
+    /// Tokens in archive download URLs (as codeload's), each for one repository's commit.
+    pub archive_tokens: HashMap<String, (RepoName, Sha)>,
     next_id: u64,
     last_tick: i64,
     /// Stamp every change with the same second as the last one (`FakeGitHub::same_second`).
@@ -361,6 +363,7 @@ impl State {
             ),
             manifest_codes: HashMap::new(),
             created_webhook_secret: None,
+            archive_tokens: HashMap::new(),
             next_id: 1_000_000,
             last_tick: 0,
             frozen_clock: false,

@@ -32,6 +32,17 @@ pub struct Renderer {
     pub limits: Limits,
 }
 
+impl Default for Renderer {
+    /// `helm` and `kustomize` found on `PATH` (the image ships both), default bounds.
+    fn default() -> Self {
+        Self {
+            helm: "helm".into(),
+            kustomize: "kustomize".into(),
+            limits: Limits::default(),
+        }
+    }
+}
+
 /// Bounds on one render.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -41,6 +52,8 @@ pub struct Limits {
     pub memory_bytes: u64,
     /// The most YAML it may print.
     pub output_bytes: usize,
+    /// The repository's archive as downloaded (compressed).
+    pub download_bytes: u64,
     /// The repository's content, unpacked.
     pub archive: ArchiveLimits,
 }
@@ -51,6 +64,7 @@ impl Default for Limits {
             deadline: Duration::from_secs(30),
             memory_bytes: 512 << 20,
             output_bytes: 8 << 20,
+            download_bytes: 100 << 20,
             archive: ArchiveLimits::default(),
         }
     }

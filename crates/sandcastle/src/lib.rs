@@ -32,3 +32,4 @@ pub use sandcastle_kube as k8s;
 pub use sandcastle_mcp as mcp;
 pub use sandcastle_metrics as metrics;
 pub use sandcastle_probe as probe;
+pub use sandcastle_render as render;

@@ -229,9 +229,10 @@ fn is_kustomization(v: &Value) -> bool {
 
 /// What to say of a Kustomize file met among manifests.
 pub(super) const KUSTOMIZE: &str = "a Kustomize file (kustomization.yaml), not a Kubernetes \
-     object: Sandcastle takes rendered manifests (reading Kustomize input itself is future work); \
-     render them first, e.g. `kustomize build DIR > manifests.yaml` or \
-     `kubectl kustomize DIR > manifests.yaml`, and give Sandcastle that file";
+     object: Sandcastle takes rendered manifests here; name the overlay in the Blueprint's \
+     `source.kustomize` (built at each pull request's commit), render it with \
+     `sandcastle render --kustomize DIR`, or build it first (`kustomize build DIR > \
+     manifests.yaml`) and give Sandcastle that file";
 
 fn check_object(v: &Value) -> Result<(), String> {
     if !v.is_object() {

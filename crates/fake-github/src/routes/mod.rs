@@ -7,6 +7,7 @@
 )]
 
 mod app;
+mod archive;
 mod deployments;
 mod environments;
 mod issues;
@@ -109,6 +110,11 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route(
             "/repos/{owner}/{repo}/contents/{*path}",
             get(repos::contents),
+        )
+        .route("/repos/{owner}/{repo}/tarball/{ref}", get(archive::tarball))
+        .route(
+            "/_codeload/{owner}/{repo}/legacy.tar.gz/{sha}",
+            get(archive::download),
         )
         .route(
             "/repos/{owner}/{repo}/commits/{ref}/check-runs",

@@ -41,6 +41,9 @@ pub enum GitHubError {
         "GitHub refused Sandcastle's App credentials ({0}): the App id or private key is wrong or was revoked; an administrator must fix them, retrying will not help"
     )]
     CredentialsRejected(String),
+    /// What GitHub sent is bigger than Sandcastle takes (a repository's archive).
+    #[error("{what} is larger than {limit_mib} MiB")]
+    TooLarge { what: &'static str, limit_mib: u64 },
 }
 
 impl GitHubError {
@@ -52,7 +55,8 @@ impl GitHubError {
             Self::Decode { .. }
             | Self::AutoMerged
             | Self::Auth(_)
-            | Self::CredentialsRejected(_) => false,
+            | Self::CredentialsRejected(_)
+            | Self::TooLarge { .. } => false,
         }
     }
 

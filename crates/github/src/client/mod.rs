@@ -5,6 +5,7 @@
 //! in `api`.
 
 mod api;
+mod archive;
 mod credentials;
 mod error;
 mod etags;

@@ -85,6 +85,13 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
     for (label, value) in rows {
         out.push_str(&format!("| **{label}** | {} |\n", cell(&value)));
     }
+    if let StickyState::Failed { reason } = state {
+        let rest: Vec<&str> = reason.lines().skip(1).collect();
+        if !rest.is_empty() {
+            let fence = fence_for(&rest);
+            out.push_str(&format!("\n{fence}text\n{}\n{fence}\n", rest.join("\n")));
+        }
+    }
     if let (Some(tail), StickyState::Failed { .. }) = (&view.log_tail, state) {
         out.push_str(&log_block(tail));
     }
@@ -117,16 +124,24 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
     out
 }
 
-/// A collapsed block with the log tail, fenced so that no line can close it.
-fn log_block(tail: &LogTail) -> String {
-    let longest_run = tail
-        .lines
+/// A fence longer than any run of backticks in `lines`, so that no line can close it.
+fn fence_for(lines: &[impl AsRef<str>]) -> String {
+    let longest_run = lines
         .iter()
-        .flat_map(|l| l.split(|c| c != '`'))
-        .map(str::len)
+        .flat_map(|l| {
+            l.as_ref()
+                .split(|c| c != '`')
+                .map(str::len)
+                .collect::<Vec<_>>()
+        })
         .max()
         .unwrap_or(0);
-    let fence = "`".repeat((longest_run + 1).max(3));
+    "`".repeat((longest_run + 1).max(3))
+}
+
+/// A collapsed block with the log tail, fenced so that no line can close it.
+fn log_block(tail: &LogTail) -> String {
+    let fence = fence_for(&tail.lines);
     let run = if tail.previous { ", previous run" } else { "" };
     let count = match tail.lines.len() {
         1 => "line".to_owned(),
@@ -159,7 +174,10 @@ pub(super) fn status_line(view: &StickyView) -> Option<String> {
             let names: Vec<String> = checks.iter().map(|c| code(c)).collect();
             format!("waiting for {} to pass", names.join(", "))
         }
-        StickyState::Failed { reason } | StickyState::Rejected { reason } => plain(reason),
+        // A reason of several lines (a renderer's error, many problems): the first here, the
+        // rest fenced below the table.
+        StickyState::Failed { reason } => plain(reason.lines().next().unwrap_or_default()),
+        StickyState::Rejected { reason } => plain(reason),
         StickyState::Removed { reason, actor, via } => {
             let removal = Removal {
                 reason: *reason,
@@ -567,7 +585,13 @@ mod tests {
         };
         let body = sticky_comment(&view, now());
         assert!(
-            body.contains("| **Status** | pod a\\|b failed: see `kubectl` \\| &lt;!-- sandcastle")
+            body.contains("| **Status** | pod a\\|b failed: |"),
+            "{body}"
+        );
+        // The rest of a reason of several lines is fenced, longer than any backtick run in it.
+        assert!(
+            body.contains(&format!("\n```text\nsee `kubectl` | {fake}\n```\n")),
+            "{body}"
         );
         let marker = body.lines().last().unwrap();
         assert_eq!(marker.matches("-->").count(), 1, "{marker}");

@@ -72,10 +72,15 @@ pub fn sticky_view(
             | StickyState::Queued { .. }
     );
     let source = blueprint
-        .map(|b| match (&b.source.namespace, &b.source.manifests) {
-            (Some(ns), _) => format!("namespace {ns}"),
-            (None, Some(m)) => format!("ConfigMap {}", m.config_map),
-            (None, None) => String::new(),
+        .map(|b| {
+            let s = &b.source;
+            match (&s.namespace, &s.manifests, &s.helm, &s.kustomize) {
+                (Some(ns), ..) => format!("namespace {ns}"),
+                (_, Some(m), ..) => format!("ConfigMap {}", m.config_map),
+                (_, _, Some(h), _) => format!("Helm chart {}", h.path),
+                (_, _, _, Some(k)) => format!("Kustomize overlay {}", k.path),
+                _ => String::new(),
+            }
         })
         .unwrap_or_default();
     let stop_after_idle = blueprint

@@ -212,3 +212,45 @@ pub struct PreviewArgs {
     #[arg(long, env = "SANDCASTLE_CLUSTER_CHECK_INTERVAL", default_value = "10s", value_parser = duration_arg)]
     pub cluster_check_interval: Duration,
 }
+
+/// Rendering Blueprints' Helm charts and Kustomize overlays (`source.helm`, `source.kustomize`):
+/// the tools, and the bounds each render runs within.
+#[derive(Debug, Clone, Args)]
+pub struct RenderToolArgs {
+    /// The `helm` binary (Sandcastle's image ships a pinned one on `PATH`).
+    #[arg(long, env = "SANDCASTLE_HELM_BINARY", default_value = "helm")]
+    pub helm_binary: PathBuf,
+
+    /// The `kustomize` binary (Sandcastle's image ships a pinned one on `PATH`).
+    #[arg(long, env = "SANDCASTLE_KUSTOMIZE_BINARY", default_value = "kustomize")]
+    pub kustomize_binary: PathBuf,
+
+    /// How long one render may take before it is stopped.
+    #[arg(long, env = "SANDCASTLE_RENDER_TIMEOUT", default_value = "30s", value_parser = duration_arg)]
+    pub render_timeout: Duration,
+
+    /// The most memory one render may use, in MiB.
+    #[arg(long, env = "SANDCASTLE_RENDER_MEMORY_MIB", default_value_t = 512, value_parser = clap::value_parser!(u64).range(64..=65536))]
+    pub render_memory_mib: u64,
+
+    /// The largest repository archive (compressed) fetched to render, in MiB; its unpacked
+    /// content may hold 20,000 files and 256 MiB.
+    #[arg(long, env = "SANDCASTLE_REPO_ARCHIVE_MAX_MIB", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10240))]
+    pub repo_archive_max_mib: u64,
+}
+
+impl RenderToolArgs {
+    pub fn renderer(&self) -> crate::render::Renderer {
+        let limits = crate::render::Limits {
+            deadline: self.render_timeout,
+            memory_bytes: self.render_memory_mib << 20,
+            download_bytes: self.repo_archive_max_mib << 20,
+            ..Default::default()
+        };
+        crate::render::Renderer {
+            helm: self.helm_binary.clone(),
+            kustomize: self.kustomize_binary.clone(),
+            limits,
+        }
+    }
+}

@@ -27,6 +27,8 @@ pub struct ServeArgs {
     pub previews: PreviewArgs,
     #[command(flatten)]
     pub lifecycle: LifecycleArgs,
+    #[command(flatten)]
+    pub render: super::args::RenderToolArgs,
 }
 
 /// Housekeeping and leader election.
@@ -93,6 +95,7 @@ fn settings_of(args: &ServeArgs) -> Settings {
     settings.public_pages = args.previews.public_pages;
     settings.wake = args.previews.wake_service.clone();
     settings.cluster_check_interval = args.previews.cluster_check_interval;
+    settings.render = args.render.renderer();
     settings.oauth = oauth(args, None);
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();

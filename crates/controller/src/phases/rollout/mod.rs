@@ -1,5 +1,5 @@
 //! Rolling a preview out: wait for the Blueprint's required check runs on the commit, read the
-//! Blueprint's source, plan, create the namespace with its guardrails, apply the plan step by
+//! Blueprint's source (or render it at the commit, `render`), plan, create the namespace with its guardrails, apply the plan step by
 //! step and wait for each step to be ready (within the Blueprint's readiness timeout). Each pass
 //! ends in one [`Verdict`]: waiting (for checks, an old namespace), deploying (with what the
 //! pods are stuck on), ready, or failed with the reason. A `/preview` on an unchanged commit
@@ -31,6 +31,7 @@ use sandcastle_kube::namespace::{self, NamespaceError};
 use std::sync::Arc;
 
 mod apply;
+pub(crate) mod render;
 
 use apply::apply_and_wait;
 
@@ -169,16 +170,24 @@ pub(crate) async fn run(
         Ok(c) => c,
         Err(why) => return Ok(fail(pe, st, why, ctx)),
     };
-    let objects = match ctx
-        .sources
-        .read(&source.resolver, &ctx.settings.home, spec)
-        .await
-    {
-        Ok(o) => o,
-        Err(e) if e.is_transient() => return Err(Error::Transient(e.to_string())),
-        Err(e) => {
-            let why = format!("blueprint {}: {e}", pe.spec.blueprint);
-            return Ok(fail(pe, st, why, ctx));
+    let objects = if spec.source.is_rendered() {
+        match render::objects(pe, spec, &pctx, ctx).await {
+            Ok(o) => Arc::new(o),
+            Err(render::Failure::Passing(e)) => return Err(e),
+            Err(render::Failure::Preview(why)) => return Ok(fail(pe, st, why, ctx)),
+        }
+    } else {
+        match ctx
+            .sources
+            .read(&source.resolver, &ctx.settings.home, spec)
+            .await
+        {
+            Ok(o) => o,
+            Err(e) if e.is_transient() => return Err(Error::Transient(e.to_string())),
+            Err(e) => {
+                let why = format!("blueprint {}: {e}", pe.spec.blueprint);
+                return Ok(fail(pe, st, why, ctx));
+            }
         }
     };
     let plan = match plan::plan(&objects, spec, &pctx) {
@@ -243,11 +252,7 @@ pub(crate) async fn run(
             failed: false,
             probe: None,
         });
-        let source = spec
-            .source
-            .namespace
-            .as_deref()
-            .map_or_else(|| "manifests".to_owned(), |n| n.to_owned());
+        let source = spec.source.describe();
         let message = format!("cloning {source} ({total_objects} objects)");
         set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
     } else if let Some(r) = st.rollout.as_mut() {

@@ -1,7 +1,11 @@
 //! `sandcastle render`: the objects a pull request's preview would get, printed as YAML in apply
-//! order, applying nothing. The objects come from manifest files or from a live namespace (read
-//! as the controller reads `source.namespace`); the plan and its refusals are the controller's
-//! own, so a blueprint refused here is refused with the same words on the pull request.
+//! order, applying nothing. The objects come from manifest files, from a live namespace (read
+//! as the controller reads `source.namespace`) or from a Helm chart or Kustomize overlay
+//! (rendered as the controller renders `source.helm` and `source.kustomize`, [`chart`]); the
+//! plan and its refusals are the controller's own, so a blueprint refused here is refused with
+//! the same words on the pull request.
+
+mod chart;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -24,8 +28,28 @@ pub struct RenderArgs {
     /// What the preview is cloned from: YAML files or directories of `*.yaml` files (manifests,
     /// as a `source.manifests` ConfigMap holds them; repeat the flag for several), or the name of
     /// a live namespace, read through the cluster as the controller reads `source.namespace`.
-    #[arg(long, value_name = "FILE|DIR|NAMESPACE", required = true)]
+    #[arg(long, value_name = "FILE|DIR|NAMESPACE", required_unless_present_any = ["helm", "kustomize"], conflicts_with_all = ["helm", "kustomize"])]
     pub blueprint: Vec<String>,
+
+    /// A Helm chart's directory, rendered as `source.helm` is (`helm template`, the preview's
+    /// release name and namespace, the `--spec` Blueprint's `valuesFiles` and `values`).
+    #[arg(long, value_name = "DIR", conflicts_with = "kustomize")]
+    pub helm: Option<PathBuf>,
+
+    /// More values files for `--helm`, after the Blueprint's (later files win).
+    #[arg(long = "values", value_name = "FILE", requires = "helm")]
+    pub values: Vec<PathBuf>,
+
+    /// Values for `--helm`, as `helm template --set` takes them, applied last.
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "helm")]
+    pub set: Vec<String>,
+
+    /// A Kustomize overlay's directory, built as `source.kustomize` is (`kustomize build`).
+    #[arg(long, value_name = "DIR")]
+    pub kustomize: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub tools: super::args::RenderToolArgs,
 
     /// The Blueprint's settings (images, host, skip, secrets, isolation, ...): a file holding a
     /// Blueprint object or only its `spec` fields. Its `source` is ignored (`--blueprint` is the
@@ -80,6 +104,7 @@ pub struct RenderArgs {
 enum Origin {
     Files(Vec<PathBuf>),
     Namespace(String),
+    Chart(chart::Chart),
 }
 
 fn source_of(values: &[String]) -> anyhow::Result<Origin> {
@@ -236,14 +261,17 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
     let repo = RepoName::new(&args.repo).context("--repo")?;
     let pr = PrNumber::new(args.pr).context("--pr")?;
     let sha = Sha::new(&args.sha).context("--sha")?;
-    let from = source_of(&args.blueprint)?;
+    let from = match chart::Chart::of(args)? {
+        Some(c) => Origin::Chart(c),
+        None => source_of(&args.blueprint)?,
+    };
     let Read {
         objects: file_objects,
         blueprint: file_blueprint,
         warnings,
     } = match &from {
         Origin::Files(files) => read_files(files)?,
-        Origin::Namespace(_) => Read::default(),
+        Origin::Namespace(_) | Origin::Chart(_) => Read::default(),
     };
     let doc = match (&args.spec, file_blueprint) {
         (Some(_), Some(_)) => {
@@ -255,14 +283,15 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
     let source_namespace = match &from {
         Origin::Namespace(ns) => Some(ns.clone()),
         Origin::Files(_) => args.source_namespace.clone(),
+        Origin::Chart(_) => None,
     };
-    let source = match &source_namespace {
-        Some(ns) => BlueprintSource {
+    let source = match (&from, &source_namespace) {
+        (Origin::Chart(c), _) => c.source(doc.as_ref())?,
+        (_, Some(ns)) => BlueprintSource {
             namespace: Some(ns.clone()),
             ..Default::default()
         },
-        None => BlueprintSource {
-            namespace: None,
+        (_, None) => BlueprintSource {
             manifests: Some(ManifestsRef {
                 config_map: "render".into(),
             }),
@@ -270,24 +299,6 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
         },
     };
     let (spec, doc_name) = spec_from(doc, source, &repo)?;
-    let objects = match &from {
-        Origin::Files(files) => {
-            if file_objects.is_empty() {
-                bail!("{}: nothing to render", files_read(files.len(), 0));
-            }
-            file_objects
-        }
-        Origin::Namespace(_) => {
-            let kube = KubeArgs {
-                kubeconfig: args.kubeconfig.clone(),
-                namespace: String::new(),
-            };
-            let client = crate::serve::kube_client(&kube).await?;
-            source::read(&Resolver::new(client), "", &spec)
-                .await
-                .context("reading the namespace")?
-        }
-    };
     let mut any_base = spec.clone();
     any_base.base_branches.clear();
     if !intent::admits(&any_base, &repo, "") {
@@ -314,12 +325,30 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
         branch: args.branch.clone().unwrap_or_else(|| format!("pr-{pr}")),
         default_host: args.previews.default_host.clone(),
     };
-    let read = match &from {
-        Origin::Files(files) => files_read(files.len(), objects.len()),
-        Origin::Namespace(ns) => format!(
-            "read {} from namespace {ns}",
-            count(objects.len(), "object", "objects")
-        ),
+    let (objects, read) = match &from {
+        Origin::Files(files) => {
+            if file_objects.is_empty() {
+                bail!("{}: nothing to render", files_read(files.len(), 0));
+            }
+            let read = files_read(files.len(), file_objects.len());
+            (file_objects, read)
+        }
+        Origin::Namespace(ns) => {
+            let kube = KubeArgs {
+                kubeconfig: args.kubeconfig.clone(),
+                namespace: String::new(),
+            };
+            let client = crate::serve::kube_client(&kube).await?;
+            let objects = source::read(&Resolver::new(client), "", &spec)
+                .await
+                .context("reading the namespace")?;
+            let read = format!(
+                "read {} from namespace {ns}",
+                count(objects.len(), "object", "objects")
+            );
+            (objects, read)
+        }
+        Origin::Chart(c) => c.objects(args, &spec.source, &ctx).await?,
     };
     Ok(Request {
         objects,
@@ -429,8 +458,7 @@ mod tests {
         let repo = RepoName::new("acme/shop").unwrap();
         let source = || BlueprintSource {
             namespace: Some("shop-staging".into()),
-            manifests: None,
-            cluster: None,
+            ..Default::default()
         };
         let object = json!({
             "apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint",
