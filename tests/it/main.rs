@@ -51,6 +51,7 @@ mod schemathesis;
 mod serve;
 mod server_side_apply;
 mod slow_github;
+mod sources;
 mod stolen_token;
 mod supersede;
 mod wait_after_write;

@@ -13,6 +13,7 @@ pub mod events;
 pub mod fence;
 pub mod namespace;
 pub mod previews;
+pub mod prune;
 pub mod rbac;
 pub mod readiness;
 pub mod source;

@@ -22,7 +22,7 @@ use sandcastle_domain::plan::Manifests;
 /// without a controller (a ReplicaSet of its own is copied, a bare Pod refused); the many that
 /// Deployments, Jobs and StatefulSets made are dropped as they are read, so that what the plan
 /// lists as left out stays readable.
-const LIVE_KINDS: &[(&str, &str)] = &[
+pub(crate) const LIVE_KINDS: &[(&str, &str)] = &[
     ("v1", "ConfigMap"),
     ("v1", "Secret"),
     ("v1", "Service"),

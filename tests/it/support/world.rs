@@ -89,6 +89,25 @@ pub enum Source<'a> {
     /// A manifests ConfigMap in Sandcastle's namespace holding this YAML (the staging namespace
     /// stays empty).
     Manifests(&'a str),
+    /// A chart or overlay in the repository (`{"helm": {...}}` or `{"kustomize": {...}}`), its
+    /// files put on the stand-in by the test at each commit; Helm and Kustomize as
+    /// `scripts/test` builds them.
+    Rendered(Value),
+}
+
+/// `helm` and `kustomize` as `scripts/test` builds them, or a clear failure.
+pub fn render_tools() -> (String, String) {
+    let tool = |var: &str, script: &str| {
+        std::env::var(var).unwrap_or_else(|_| {
+            panic!(
+                "{var} is not set: run the tests with scripts/test, or set it to `{script} path`"
+            )
+        })
+    };
+    (
+        tool("SANDCASTLE_HELM", "scripts/helm"),
+        tool("SANDCASTLE_KUSTOMIZE", "scripts/kustomize"),
+    )
 }
 
 impl World {
@@ -164,6 +183,10 @@ impl World {
                 .expect("manifests ConfigMap accepted");
                 json!({"manifests": {"configMap": format!("{name}-manifests")}})
             }
+            Source::Rendered(source) => {
+                render_tools();
+                source
+            }
         };
 
         let repo = RepoName::new(&format!("acme/{name}")).unwrap();
@@ -219,6 +242,13 @@ impl World {
         s.cluster_check_interval = Duration::from_secs(1);
         if let Some(via) = &self.probe_via {
             s.probe_via = via.clone();
+        }
+        if let (Ok(helm), Ok(kustomize)) = (
+            std::env::var("SANDCASTLE_HELM"),
+            std::env::var("SANDCASTLE_KUSTOMIZE"),
+        ) {
+            s.render.helm = helm.into();
+            s.render.kustomize = kustomize.into();
         }
         if let Some(addr) = self.listen {
             s.public_url = format!("http://{addr}");

@@ -2,6 +2,7 @@
 //! readiness timeout; then the HTTP readiness gate, and Ready. A step's workloads decide the
 //! pass: one failed (a Job) fails the rollout, one not ready yet keeps it deploying — saying what
 //! its pods are stuck on as soon as the cluster says it — and all ready moves to the next step.
+//! At the end, what an earlier plan had and this one does not is removed.
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -12,7 +13,7 @@ use super::super::steps::{Step, apply_failure, progress_message};
 use super::{Where, elapsed, fail_rollout, until_deadline};
 use crate::error::Error;
 use crate::report::Report;
-use crate::verdict::{Next, Verdict, set_phase};
+use crate::verdict::{Next, Verdict, record, set_phase};
 use sandcastle_crd::{Blueprint, Phase, PreviewEnvironment, PreviewStatus};
 use sandcastle_domain::plan::{self, PreviewContext};
 use sandcastle_github::text::statuses::Failure;
@@ -72,7 +73,8 @@ pub(super) async fn apply_and_wait(
     }
     st.services = services;
     st.url = plan.url.clone();
-    ready(&pass, st, pctx, plan).await
+    let keep: Vec<&serde_json::Value> = steps.iter().flat_map(|(_, o)| o).collect();
+    ready(&pass, st, pctx, plan, &keep).await
 }
 
 /// Apply step `index` unless it was; a refusal fails the rollout (the verdict to return).
@@ -183,6 +185,7 @@ async fn ready(
     mut st: PreviewStatus,
     pctx: &PreviewContext,
     plan: &plan::Plan,
+    keep: &[&serde_json::Value],
 ) -> Result<Verdict, Error> {
     let (pe, ctx, cluster) = (pass.pe, pass.at.ctx, pass.at.cluster);
     let http = pass
@@ -229,10 +232,46 @@ async fn ready(
         tracing::debug!(preview = %pe.name_any(), restored, "ingresses routed back to the app");
         st.wake_page = false;
     }
+    prune_dropped(pass, &mut st, keep).await?;
     let count = st.services.iter().filter(|s| s.ready >= s.desired).count();
     st.deployed_sha = Some(pe.spec.sha.clone());
     let message = format!("{count}/{} services ready", st.services.len());
     set_phase(&mut st, Phase::Ready, message, pass.now, Some(&pe.spec.sha));
     let next = until_deadline(pe, pass.blueprint, ctx);
     Ok(Verdict::new(st, next).reporting(Report::Success))
+}
+
+/// A rollout after an earlier deploy that reaches its end removes what its plan no longer has
+/// (once: a Ready preview's drift repairs find nothing to remove), saying so in the history.
+async fn prune_dropped(
+    pass: &Pass<'_>,
+    st: &mut PreviewStatus,
+    keep: &[&serde_json::Value],
+) -> Result<(), Error> {
+    if st.deployed_sha.is_none() || st.phase == Some(Phase::Ready) {
+        return Ok(());
+    }
+    let removed = sandcastle_kube::prune::prune(
+        &pass.at.cluster.resolver,
+        pass.ns,
+        &pass.pe.name_any(),
+        keep,
+        &pass.blueprint.spec.allow_kinds,
+    )
+    .await?;
+    if !removed.is_empty() {
+        let note = format!(
+            "removed what the plan no longer has: {}",
+            removed.join(", ")
+        );
+        record(
+            st,
+            pass.now,
+            "sandcastle",
+            "Pruned",
+            Some(&pass.pe.spec.sha),
+            Some(&note),
+        );
+    }
+    Ok(())
 }
