@@ -16,6 +16,7 @@ mod diagnosis;
 mod logs;
 mod probe;
 mod serving;
+mod sources;
 mod teardown;
 mod wake;
 

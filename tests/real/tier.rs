@@ -266,3 +266,17 @@ pub async fn pods(world: &World, ns: &str, app: &str) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// A started world on the real tier whose Blueprint renders `source` (`{"helm": …}`) from the
+/// repository, with [`blueprint`]'s settings; the test puts the chart on the stand-in.
+pub async fn world_rendered(tier: &RealTier, name: &str, source: Value, extra: Value) -> World {
+    let mut world = World::unstarted_with_source(
+        name,
+        crate::support::world::Source::Rendered(source),
+        blueprint(extra),
+    )
+    .await;
+    world.probe_via = Some(tier.probe_via());
+    world.start().await;
+    world
+}
