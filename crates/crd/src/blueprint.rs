@@ -63,7 +63,8 @@ fn default_image_tag() -> String {
 #[x_kube(validation = Rule::new("duration(self.ttl) <= duration(self.maxTtl)").message("ttl must not be longer than maxTtl").field_path(".ttl"))]
 #[serde(rename_all = "camelCase")]
 pub struct BlueprintSpec {
-    /// Where the objects to clone come from: exactly one of `namespace` or `manifests`.
+    /// Where the objects to clone come from: exactly one of `namespace`, `manifests`, `helm` or
+    /// `kustomize`.
     pub source: BlueprintSource,
 
     /// Repositories (`owner/name`, or `owner/*`) whose pull requests may use this blueprint.
