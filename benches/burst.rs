@@ -8,12 +8,9 @@
 mod support;
 
 use std::collections::{BTreeMap, HashSet};
-use std::process::Child;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use futures::StreamExt;
-use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -164,15 +161,6 @@ async fn direct(client: &Client, batches: Vec<(String, Vec<Value>)>) -> Duration
     }
 }
 
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::main]
 async fn main() {
     let total = support::arg("--previews", 100);
@@ -282,22 +270,9 @@ async fn sandcastle(client: &Client, bin: &std::path::Path, spec_json: &Value, t
         .unwrap();
     let repo = RepoName::new("acme/burst").unwrap();
     let (gh, child, port, key) = support::serve_with_stand_in(bin, &home, &repo, SECRET).await;
-    let serve = Serve(child);
-    let http: HttpClient<_, Full<Bytes>> = HttpClient::builder(TokioExecutor::new()).build_http();
-    let t = Instant::now();
-    loop {
-        let req = http::Request::get(format!("http://127.0.0.1:{port}/readyz"))
-            .body(Full::new(Bytes::new()))
-            .unwrap();
-        if matches!(http.request(req).await, Ok(r) if r.status() == 200) {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "sandcastle not ready"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let serve = support::Serve(child);
+    let http: support::Http = HttpClient::builder(TokioExecutor::new()).build_http();
+    support::wait_serving(&http, port).await;
     let deliveries: Vec<_> = (1..=total)
         .map(|n| {
             gh.open_pull_request(
@@ -313,17 +288,8 @@ async fn sandcastle(client: &Client, bin: &std::path::Path, spec_json: &Value, t
         .map(|d| {
             let http = &http;
             async move {
-                let mut req =
-                    http::Request::post(format!("http://127.0.0.1:{port}/github/webhook"));
-                for (k, v) in d.signed_headers(SECRET) {
-                    req = req.header(k, v);
-                }
-                let resp = http
-                    .request(req.body(Full::new(Bytes::from(d.body.clone()))).unwrap())
-                    .await
-                    .unwrap();
-                assert_eq!(resp.status(), 202, "opened recorded");
-                let _ = resp.into_body().collect().await;
+                let status = support::post_delivery(http, port, &d, SECRET).await;
+                assert_eq!(status, 202, "opened recorded");
                 format!("burst-pr-{}", d.json()["number"])
             }
         })

@@ -63,8 +63,8 @@ pub async fn ensure_nodes(client: &kube::Client, pods: u64) {
                     "kubernetes.io/arch": "amd64", "type": "kwok"},
             },
             "status": {
-                "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-                "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"},
+                "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"},
             },
         });
         nodes
@@ -203,4 +203,58 @@ pub async fn serve_with_stand_in(
         .spawn()
         .expect("sandcastle serve starts");
     (gh, child, port, key)
+}
+
+/// A `sandcastle serve` process, stopped when dropped (a benchmark that panics leaves none).
+pub struct Serve(pub std::process::Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An HTTP client for `sandcastle serve` on loopback.
+pub type Http = hyper_util::client::legacy::Client<
+    hyper_util::client::legacy::connect::HttpConnector,
+    http_body_util::Full<bytes::Bytes>,
+>;
+
+/// POST delivery `d`, signed with `secret`, to the webhook of `sandcastle serve` on `port`;
+/// the status it answered (its body read).
+pub async fn post_delivery(
+    http: &Http,
+    port: u16,
+    d: &sandcastle_fake_github::Delivery,
+    secret: &str,
+) -> u16 {
+    use http_body_util::BodyExt as _;
+    let mut req = http::Request::post(format!("http://127.0.0.1:{port}/github/webhook"));
+    for (k, v) in d.signed_headers(secret) {
+        req = req.header(k, v);
+    }
+    let body = http_body_util::Full::new(bytes::Bytes::from(d.body.clone()));
+    let resp = http.request(req.body(body).unwrap()).await.unwrap();
+    let status = resp.status().as_u16();
+    let _ = resp.into_body().collect().await;
+    status
+}
+
+/// Wait until `sandcastle serve` on `port` answers `/readyz` with 200 (a minute at most).
+pub async fn wait_serving(http: &Http, port: u16) {
+    let t = Instant::now();
+    loop {
+        let req = http::Request::get(format!("http://127.0.0.1:{port}/readyz"))
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap();
+        if matches!(http.request(req).await, Ok(r) if r.status() == 200) {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "sandcastle not ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

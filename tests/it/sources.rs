@@ -29,26 +29,17 @@ fn fixture(name: &str) -> std::path::PathBuf {
 
 /// The chart as published, with `values.yaml` edited by `edit`, at `deploy/chart` of `at`.
 fn put_chart(world: &World, at: &Sha, edit: impl Fn(String) -> String) {
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(&fixture("podinfo-chart"), dir.path());
-    let values = dir.path().join("values.yaml");
-    let text = std::fs::read_to_string(&values).unwrap();
-    std::fs::write(&values, edit(text)).unwrap();
+    let chart = fixture("podinfo-chart");
     world
         .gh
-        .put_tree(&world.repo, at.as_str(), "deploy/chart", dir.path());
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
+        .put_tree(&world.repo, at.as_str(), "deploy/chart", &chart);
+    let values = std::fs::read_to_string(chart.join("values.yaml")).unwrap();
+    world.gh.put_file(
+        &world.repo,
+        at.as_str(),
+        "deploy/chart/values.yaml",
+        &edit(values),
+    );
 }
 
 /// Requests for the tarball of `sha`.
@@ -198,14 +189,14 @@ async fn a_chart_is_rendered_at_each_commit_and_what_a_push_drops_is_removed() {
 async fn a_chart_that_does_not_render_fails_the_preview_in_helms_words() {
     let world = World::with_source("shop", Source::Rendered(chart_source()), json!({})).await;
     let broken = sha();
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(&fixture("podinfo-chart"), dir.path());
-    let service = dir.path().join("templates/service.yaml");
-    let text = std::fs::read_to_string(&service).unwrap();
-    std::fs::write(&service, format!("{{{{ .Values.nope.deeper }}}}\n{text}")).unwrap();
-    world
-        .gh
-        .put_tree(&world.repo, broken.as_str(), "deploy/chart", dir.path());
+    put_chart(&world, &broken, |v| v);
+    let text = std::fs::read_to_string(fixture("podinfo-chart/templates/service.yaml")).unwrap();
+    world.gh.put_file(
+        &world.repo,
+        broken.as_str(),
+        "deploy/chart/templates/service.yaml",
+        &format!("{{{{ .Values.nope.deeper }}}}\n{text}"),
+    );
     open(&world, 2, &broken).await;
     let pe = world.wait_phase("shop-pr-2", Phase::Failed, T).await;
     let message = pe.status.unwrap().message.unwrap_or_default();

@@ -10,7 +10,10 @@ use serde_json::json;
 use crate::support::world::{pr, sha};
 use crate::tier::{self, T, host_of, open_at, world_rendered};
 
-const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/sources/testapp-chart");
+const CHART: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/fixtures/sources/testapp-chart"
+);
 
 #[tokio::test]
 async fn a_chart_rendered_at_the_pull_requests_commit_serves_it_with_its_hook_seeded() {
@@ -22,9 +25,12 @@ async fn a_chart_rendered_at_the_pull_requests_commit_serves_it_with_its_hook_se
     let world = world_rendered(&tier, "chart", source, json!({})).await;
     let first = sha();
     tier.image_for(&first);
-    world
-        .gh
-        .put_tree(&world.repo, first.as_str(), "deploy/chart", Path::new(CHART));
+    world.gh.put_tree(
+        &world.repo,
+        first.as_str(),
+        "deploy/chart",
+        Path::new(CHART),
+    );
     open_at(&world, 1, &first).await;
 
     world.wait_github_state(&first, "success", T).await;
@@ -38,9 +44,12 @@ async fn a_chart_rendered_at_the_pull_requests_commit_serves_it_with_its_hook_se
 
     let second = sha();
     tier.image_for(&second);
-    world
-        .gh
-        .put_tree(&world.repo, second.as_str(), "deploy/chart", Path::new(CHART));
+    world.gh.put_tree(
+        &world.repo,
+        second.as_str(),
+        "deploy/chart",
+        Path::new(CHART),
+    );
     let (status, body) = world
         .deliver(&world.gh.push(&world.repo, pr(1), &second))
         .await;
