@@ -122,11 +122,27 @@ async fn invalid_blueprints_are_rejected_naming_the_field() {
         ),
         (
             json!({"source": {}, "repositories": ["a/b"]}),
-            "set exactly one of source.namespace or source.manifests",
+            "set exactly one of source.namespace, source.manifests, source.helm or source.kustomize",
         ),
         (
             json!({"source": {"namespace": "s", "manifests": {"configMap": "m"}}, "repositories": ["a/b"]}),
             "set exactly one",
+        ),
+        (
+            json!({"source": {"helm": {"path": "deploy/chart"}, "kustomize": {"path": "deploy"}}, "repositories": ["a/b"]}),
+            "set exactly one",
+        ),
+        (
+            json!({"source": {"helm": {"path": "deploy/../../etc"}}, "repositories": ["a/b"]}),
+            "path must stay inside the repository",
+        ),
+        (
+            json!({"source": {"helm": {"path": "chart", "valuesFiles": ["../secrets.yaml"]}}, "repositories": ["a/b"]}),
+            "values files must stay inside the repository",
+        ),
+        (
+            json!({"source": {"kustomize": {"path": "/etc"}}, "repositories": ["a/b"]}),
+            "spec.source.kustomize.path",
         ),
         (
             json!({"source": {"namespace": "s"}, "repositories": []}),

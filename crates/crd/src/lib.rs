@@ -213,7 +213,7 @@ mod tests {
         let yaml = definitions_yaml().unwrap();
         for needle in [
             "duration(self.ttl) <= duration(self.maxTtl)",
-            "has(self.__namespace__) != has(self.manifests)",
+            "[has(self.__namespace__), has(self.manifests), has(self.helm), has(self.kustomize)].filter(x, x).size() == 1",
             "x-kubernetes-validations",
             "jsonPath: .status.phase",
             "- previews",
