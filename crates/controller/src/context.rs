@@ -138,7 +138,7 @@ pub struct Context {
     pub sources: Arc<sandcastle_kube::source::SourceCache>,
     /// Repository archives by commit and renders by preview and commit (`source.helm`,
     /// `source.kustomize`).
-    pub(crate) rendered: Arc<super::phases::rollout::render::Rendered>,
+    pub(crate) rendered: Arc<sandcastle_render::cache::Kept>,
     pub github: GitHubApp,
     pub settings: Settings,
     pub clock: Clock,

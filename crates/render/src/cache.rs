@@ -30,6 +30,28 @@ impl Weigh for Arc<str> {
 
 type Slot<V> = Arc<OnceCell<V>>;
 
+/// Archives kept, all together.
+const ARCHIVES_BUDGET: usize = 512 << 20;
+/// Renders kept, all together.
+const RENDERS_BUDGET: usize = 128 << 20;
+
+/// What a server keeps between renders: repository archives by commit, renders by everything
+/// they depend on.
+#[derive(Debug)]
+pub struct Kept {
+    pub archives: Memo<Arc<[u8]>>,
+    pub renders: Memo<Arc<str>>,
+}
+
+impl Default for Kept {
+    fn default() -> Self {
+        Self {
+            archives: Memo::new(ARCHIVES_BUDGET),
+            renders: Memo::new(RENDERS_BUDGET),
+        }
+    }
+}
+
 /// Values by key within a byte budget.
 #[derive(Debug)]
 pub struct Memo<V> {

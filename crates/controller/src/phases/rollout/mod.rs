@@ -31,7 +31,7 @@ use sandcastle_kube::namespace::{self, NamespaceError};
 use std::sync::Arc;
 
 mod apply;
-pub(crate) mod render;
+mod render;
 
 use apply::apply_and_wait;
 

@@ -12,29 +12,7 @@ use crate::context::Context;
 use crate::error::Error;
 use sandcastle_crd::{BlueprintSpec, PreviewEnvironment};
 use sandcastle_domain::plan::{PreviewContext, parse_manifests};
-use sandcastle_render::cache::Memo;
 use sandcastle_render::{Source, Variables};
-
-/// Archives kept, all together.
-const ARCHIVES_BUDGET: usize = 512 << 20;
-/// Renders kept, all together.
-const RENDERS_BUDGET: usize = 128 << 20;
-
-/// What was fetched and rendered, shared by every reconcile.
-#[derive(Debug)]
-pub(crate) struct Rendered {
-    archives: Memo<Arc<[u8]>>,
-    renders: Memo<Arc<str>>,
-}
-
-impl Default for Rendered {
-    fn default() -> Self {
-        Self {
-            archives: Memo::new(ARCHIVES_BUDGET),
-            renders: Memo::new(RENDERS_BUDGET),
-        }
-    }
-}
 
 /// Why a render gave no objects.
 pub(crate) enum Failure {
