@@ -165,10 +165,7 @@ impl Renderer {
         source: Source<'_>,
         vars: &Variables,
     ) -> Result<String, RenderError> {
-        let scratch = tempfile::Builder::new()
-            .prefix("sandcastle-render-")
-            .tempdir()
-            .map_err(RenderError::Scratch)?;
+        let scratch = scratch()?;
         self.render_in(root, scratch.path(), source, vars).await
     }
 
@@ -180,10 +177,7 @@ impl Renderer {
         source: Source<'_>,
         vars: &Variables,
     ) -> Result<String, RenderError> {
-        let scratch = tempfile::Builder::new()
-            .prefix("sandcastle-render-")
-            .tempdir()
-            .map_err(RenderError::Scratch)?;
+        let scratch = scratch()?;
         let root = scratch.path().join("repo");
         let limits = self.limits.archive;
         let into = root.clone();
@@ -226,6 +220,14 @@ impl Renderer {
         };
         run::run(tool, program, &args, root, scratch, bounds).await
     }
+}
+
+/// A scratch directory of one render, removed when dropped.
+fn scratch() -> Result<tempfile::TempDir, RenderError> {
+    tempfile::Builder::new()
+        .prefix("sandcastle-render-")
+        .tempdir()
+        .map_err(RenderError::Scratch)
 }
 
 /// `path` (from the Blueprint) under `root`, or why it cannot be: absolute, leaving the
