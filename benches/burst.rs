@@ -2,21 +2,24 @@
 //! `scripts/bench-burst`), timed until every preview is Ready, against the control plane's own
 //! limit — the same objects (each preview's guardrails and plan, as Sandcastle computes them)
 //! server-side applied directly, N namespaces in parallel, until every Deployment is available.
-//! Both on the same control plane, one after the other; prints both, the ratio, and the API
-//! requests each made (kube-apiserver's `apiserver_request_total`).
+//! Both on the same control plane, one after the other, `--runs` times (default 2); prints, for
+//! each, when a quarter, half, three quarters and all were Ready, the ratios, the API requests
+//! each made (kube-apiserver's `apiserver_request_total`), the webhook's answer times, how many
+//! previews had left the line (had a status) along the way, and whether they were Ready in the
+//! order they were asked for.
 
 mod support;
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
-use k8s_openapi::api::apps::v1::Deployment;
 use kube::Client;
-use kube::api::{Api, ListParams, Patch, PatchParams};
-use sandcastle::crd::{self, BlueprintSpec, PreviewEnvironment};
+use kube::api::{Api, Patch, PatchParams};
+use sandcastle::crd::{self, BlueprintSpec};
 use sandcastle::domain::guardrails;
 use sandcastle::domain::plan::{self, PreviewContext, parse_manifests};
 use sandcastle::domain::{NamespaceName, PrNumber, RepoName};
@@ -24,6 +27,9 @@ use sandcastle::k8s::apply::Resolver;
 use sandcastle_demo::stage::{ensure_namespace, guestbook_yaml, load};
 use sandcastle_fake_github::PrSpec;
 use serde_json::{Value, json};
+use support::burst::{
+    Arrivals, control_plane_cpu, cpu_between, cpu_seconds, median, quarters, rank_correlation,
+};
 
 const SECRET: &str = "bench-burst-webhook-secret";
 
@@ -56,11 +62,6 @@ async fn api_requests_by(client: &Client) -> BTreeMap<String, f64> {
         *by.entry(key).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
     }
     by
-}
-
-/// kube-apiserver's request count so far (every verb, resource and code).
-async fn api_requests(client: &Client) -> f64 {
-    api_requests_by(client).await.values().sum()
 }
 
 /// The requests made between two counts, most first.
@@ -104,11 +105,16 @@ fn objects_for(
 }
 
 /// Apply every namespace's objects directly, all namespaces at once; wait until all their
-/// Deployments are available.
-async fn direct(client: &Client, batches: Vec<(String, Vec<Value>)>) -> Duration {
-    let t = Instant::now();
+/// Deployments are available. When each namespace was Ready.
+async fn direct(client: &Client, batches: Vec<(String, Vec<Value>)>) -> Vec<Duration> {
     let resolver = Resolver::new(client.clone());
     let namespaces: HashSet<String> = batches.iter().map(|(ns, _)| ns.clone()).collect();
+    let deployments = batches[0]
+        .1
+        .iter()
+        .filter(|o| o["kind"] == "Deployment")
+        .count();
+    let arrivals = Arrivals::namespaces(client, namespaces.clone(), deployments);
     let n = batches.len();
     futures::stream::iter(batches)
         .map(|(ns, objects)| {
@@ -123,60 +129,39 @@ async fn direct(client: &Client, batches: Vec<(String, Vec<Value>)>) -> Duration
         .buffer_unordered(n.max(1))
         .collect::<Vec<()>>()
         .await;
-    let all: Api<Deployment> = Api::all(client.clone());
-    loop {
-        let list = all.list(&ListParams::default()).await.unwrap();
-        let waiting = list
-            .items
-            .iter()
-            .filter(|d| {
-                d.metadata
-                    .namespace
-                    .as_ref()
-                    .is_some_and(|ns| namespaces.contains(ns))
-            })
-            .filter(|d| {
-                let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-                d.status
-                    .as_ref()
-                    .and_then(|s| s.available_replicas)
-                    .unwrap_or(0)
-                    < want
-            })
-            .count();
-        let present = list
-            .items
-            .iter()
-            .filter(|d| {
-                d.metadata
-                    .namespace
-                    .as_ref()
-                    .is_some_and(|ns| namespaces.contains(ns))
-            })
-            .count();
-        if waiting == 0 && present > 0 {
-            return t.elapsed();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    arrivals.all_ready(&namespaces).await;
+    let ready = arrivals.ready.lock().unwrap();
+    ready.values().copied().collect()
+}
+
+/// One path's figures in one run.
+struct Figures {
+    label: String,
+    ready: Vec<Duration>,
+    requests: f64,
+    /// The requests by verb and resource, most first.
+    by: Vec<(String, f64)>,
+    /// CPU seconds the control plane used meanwhile, and by component.
+    control_plane_cpu: f64,
+    cpu_by: String,
+    run: Option<Run>,
 }
 
 #[tokio::main]
 async fn main() {
     let total = support::arg("--previews", 100);
+    let runs = support::arg("--runs", 2);
+    let senders = support::arg("--senders", 16) as usize;
     let client = support::client().await;
     let home = support::unique("burst-home");
     let staging = support::unique("burst-staging");
     sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30))
         .await
         .unwrap();
-    // Guestbook runs 6 pods a preview, for every run (their namespaces stay).
-    let runs = if std::env::var_os("SANDCASTLE_BASELINE").is_some() {
-        3
-    } else {
-        2
-    };
-    support::ensure_nodes(&client, total * 6 * runs + 10).await;
+    let baseline = std::env::var_os("SANDCASTLE_BASELINE");
+    // Guestbook runs 6 pods a preview, for every path of every run (their namespaces stay).
+    let paths = if baseline.is_some() { 3 } else { 2 };
+    support::ensure_nodes(&client, total * 6 * paths * runs + 10).await;
     ensure_namespace(&client, &home).await.unwrap();
     ensure_namespace(&client, &staging).await.unwrap();
     load(&client, &staging, &guestbook_yaml().unwrap())
@@ -193,69 +178,212 @@ async fn main() {
     let source = sandcastle::k8s::source::read(&Resolver::new(client.clone()), &home, &spec)
         .await
         .unwrap();
-
-    // The control plane's own limit: the same objects, applied directly.
-    let batches: Vec<(String, Vec<Value>)> = (1..=total)
-        .map(|n| {
-            let ns = format!("{home}-direct-{n}");
-            let objects = objects_for(&source, &spec, &staging, &ns, n);
-            (ns, objects)
-        })
-        .collect();
-    let per_preview = batches[0].1.len();
-    let before = api_requests(&client).await;
-    let direct_took = direct(&client, batches).await;
-    let direct_requests = api_requests(&client).await - before;
-
+    let per_preview = objects_for(&source, &spec, &staging, &home, 1).len();
     println!(
-        "burst of {total} pull requests, guestbook ({per_preview} objects per preview with its guardrails), release build"
+        "burst of {total} pull requests, guestbook ({per_preview} objects per preview with its guardrails), \
+         deliveries sent {senders} at a time, release build, {runs} runs"
     );
-    let mut runs = Vec::new();
-    if let Some(baseline) = std::env::var_os("SANDCASTLE_BASELINE") {
-        let run = sandcastle(&client, baseline.as_ref(), &spec_json, total).await;
-        runs.push(("baseline (SANDCASTLE_BASELINE)", run));
+    let mut all = Vec::new();
+    for r in 1..=runs {
+        // The control plane's own limit: the same objects, applied directly.
+        let batches: Vec<(String, Vec<Value>)> = (1..=total)
+            .map(|n| {
+                let ns = format!("{home}-r{r}-direct-{n}");
+                let objects = objects_for(&source, &spec, &staging, &ns, n);
+                (ns, objects)
+            })
+            .collect();
+        let before = api_requests_by(&client).await;
+        let cpu = control_plane_cpu();
+        let ready = direct(&client, batches).await;
+        let (control_plane_cpu, cpu_by) = cpu_between(&cpu, &control_plane_cpu());
+        let by = made_between(&before, &api_requests_by(&client).await);
+        let mut figures = vec![Figures {
+            label: format!("run {r}: direct server-side applies"),
+            ready,
+            requests: by.iter().map(|(_, n)| n).sum(),
+            by,
+            control_plane_cpu,
+            cpu_by,
+            run: None,
+        }];
+        let mut bins = Vec::new();
+        if let Some(b) = &baseline {
+            bins.push((
+                "baseline (SANDCASTLE_BASELINE)",
+                std::path::PathBuf::from(b),
+            ));
+        }
+        bins.push(("Sandcastle", support::sandcastle_bin()));
+        for (label, bin) in bins {
+            let run = sandcastle(&client, &bin, &spec_json, total, senders).await;
+            figures.push(Figures {
+                label: format!("run {r}: {label}"),
+                ready: run.ready.clone(),
+                requests: run.requests,
+                by: run.by.clone(),
+                control_plane_cpu: run.control_plane_cpu,
+                cpu_by: run.cpu_by.clone(),
+                run: Some(run),
+            });
+        }
+        report_run(&figures, total);
+        all.push(figures);
     }
-    let run = sandcastle(&client, &support::sandcastle_bin(), &spec_json, total).await;
-    runs.push(("Sandcastle", run));
+    report_spread(&all);
+}
 
+/// One run's table and each Sandcastle's details.
+fn report_run(figures: &[Figures], total: u64) {
+    let direct = &figures[0];
+    let dq = quarters(&direct.ready);
     println!(
-        "| | all Ready | ratio | API requests | ratio | GitHub calls |\n|---|---|---|---|---|---|"
+        "\n| | 25% Ready | 50% | 75% | 100% | × direct at 25% / 100% | API requests | × direct | CPU: control plane, Sandcastle |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
-    println!(
-        "| direct server-side applies | {:.1} s | | {direct_requests:.0} | | |",
-        direct_took.as_secs_f64()
-    );
-    for (label, run) in &runs {
+    for f in figures {
+        let q = quarters(&f.ready);
+        let ratio = if std::ptr::eq(f, direct) {
+            String::new()
+        } else {
+            format!(
+                "{:.2}× / {:.2}×",
+                q[0].as_secs_f64() / dq[0].as_secs_f64(),
+                q[3].as_secs_f64() / dq[3].as_secs_f64()
+            )
+        };
+        let req_ratio = if std::ptr::eq(f, direct) {
+            String::new()
+        } else {
+            format!("{:.2}×", f.requests / direct.requests)
+        };
+        let own = f
+            .run
+            .as_ref()
+            .map_or(String::new(), |r| format!(", {:.1} s", r.cpu));
         println!(
-            "| {label} (deliveries answered in {:.1} s) | {:.1} s | {:.2}x | {:.0} | {:.2}x | {} |",
-            run.answered.as_secs_f64(),
-            run.took.as_secs_f64(),
-            run.took.as_secs_f64() / direct_took.as_secs_f64(),
-            run.requests,
-            run.requests / direct_requests,
-            run.calls
+            "| {} | {:.1} s | {:.1} s | {:.1} s | {:.1} s | {ratio} | {:.0} | {req_ratio} | {:.1} s{own} |",
+            f.label,
+            q[0].as_secs_f64(),
+            q[1].as_secs_f64(),
+            q[2].as_secs_f64(),
+            q[3].as_secs_f64(),
+            f.requests,
+            f.control_plane_cpu,
         );
     }
-    for (label, run) in &runs {
-        println!("{label}: API requests by verb and resource (the 12 most):");
-        for (what, n) in run.by.iter().take(12) {
-            println!("  {n:>7.0}  {what}  ({:.1} a preview)", n / total as f64);
+    println!("control plane CPU by component:");
+    for f in figures {
+        println!("  {}: {}", f.label, f.cpu_by);
+    }
+    for f in figures {
+        let Some(run) = &f.run else { continue };
+        println!("{}:", f.label);
+        let mut answers = run.answers.clone();
+        println!(
+            "  webhook answers: {} (all {total} answered in {:.1} s)",
+            support::summary(&mut answers),
+            run.answered.as_secs_f64()
+        );
+        let marks = [1, 2, 4, 8, 16];
+        let left: Vec<String> = marks
+            .iter()
+            .zip(&run.with_status)
+            .map(|(s, n)| format!("{n} at {s} s"))
+            .collect();
+        println!("  with a status: {}", left.join(", "));
+        let in_order = &run.ready_in_order;
+        let quarter = in_order.len() / 4;
+        println!(
+            "  order: rank correlation asked → Ready {:.2}; the first asked Ready at {:.1} s, the {}th at {:.1} s; \
+             median Ready of the first {quarter} asked {:.1} s, of the last {quarter} {:.1} s",
+            rank_correlation(in_order),
+            in_order[0].as_secs_f64(),
+            in_order.len() / 2,
+            in_order[in_order.len() / 2 - 1].as_secs_f64(),
+            median(&in_order[..quarter]).as_secs_f64(),
+            median(&in_order[in_order.len() - quarter..]).as_secs_f64(),
+        );
+        println!("  GitHub calls: {}", run.calls);
+        println!("  {}", run.reconciles);
+        println!("  API requests beyond the direct applies', by verb and resource (the 16 most):");
+        let direct_by: BTreeMap<&str, f64> =
+            direct.by.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let mut beyond: Vec<(&str, f64, f64)> = run
+            .by
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str(),
+                    *v,
+                    direct_by.get(k.as_str()).copied().unwrap_or(0.0),
+                )
+            })
+            .collect();
+        beyond.sort_by(|a, b| (b.1 - b.2).abs().total_cmp(&(a.1 - a.2).abs()));
+        for (what, n, d) in beyond.iter().take(16) {
+            let per = |x: f64| x / total as f64;
+            println!(
+                "    {:>+7.0}  {what}  ({:.1} a preview beside {:.1})",
+                n - d,
+                per(*n),
+                per(*d)
+            );
         }
+    }
+}
+
+/// The ratios of every run side by side, and their spread.
+fn report_spread(all: &[Vec<Figures>]) {
+    println!("\nratios to direct applies, run by run (25% Ready / 100% Ready / API requests):");
+    for path in 1..all[0].len() {
+        let cells: Vec<String> = all
+            .iter()
+            .map(|figures| {
+                let d = quarters(&figures[0].ready);
+                let s = quarters(&figures[path].ready);
+                format!(
+                    "{:.2}× / {:.2}× / {:.2}×",
+                    s[0].as_secs_f64() / d[0].as_secs_f64(),
+                    s[3].as_secs_f64() / d[3].as_secs_f64(),
+                    figures[path].requests / figures[0].requests
+                )
+            })
+            .collect();
+        let label = all[0][path].label.split_once(": ").map_or("", |l| l.1);
+        println!("  {label}: {}", cells.join("  ·  "));
     }
 }
 
 /// What one Sandcastle run took.
 struct Run {
     answered: Duration,
-    took: Duration,
+    answers: Vec<Duration>,
+    ready: Vec<Duration>,
+    /// Ready times in the order the deliveries were recorded (answered).
+    ready_in_order: Vec<Duration>,
+    /// Previews with a status 1, 2, 4, 8 and 16 s after the first delivery.
+    with_status: Vec<usize>,
     requests: f64,
     by: Vec<(String, f64)>,
     calls: usize,
+    /// CPU seconds `sandcastle serve` used from its start to the last Ready, and the control
+    /// plane from the first delivery.
+    cpu: f64,
+    control_plane_cpu: f64,
+    cpu_by: String,
+    /// Its reconciles: how many, how long.
+    reconciles: String,
 }
 
-/// `bin` serving a Blueprint of `spec_json` in a home namespace of its own: N opened deliveries
-/// at once, until every preview is Ready.
-async fn sandcastle(client: &Client, bin: &std::path::Path, spec_json: &Value, total: u64) -> Run {
+/// `bin` serving a Blueprint of `spec_json` in a home namespace of its own: N opened deliveries,
+/// `senders` at a time, until every preview is Ready.
+async fn sandcastle(
+    client: &Client,
+    bin: &std::path::Path,
+    spec_json: &Value,
+    total: u64,
+    senders: usize,
+) -> Run {
     let home = support::unique("burst-home");
     ensure_namespace(client, &home).await.unwrap();
     let blueprint = json!({"apiVersion": "sandcastle.dev/v1alpha1", "kind": "Blueprint",
@@ -283,34 +411,81 @@ async fn sandcastle(client: &Client, bin: &std::path::Path, spec_json: &Value, t
         .collect();
     gh.take_calls();
     let before = api_requests_by(client).await;
-    let t = Instant::now();
-    let names: HashSet<String> = futures::stream::iter(deliveries)
+    let cpu = control_plane_cpu();
+    let arrivals = Arrivals::previews(client, &home);
+    let t = arrivals.start;
+    // Names in the order their deliveries were recorded.
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let answers: Vec<Duration> = futures::stream::iter(deliveries)
         .map(|d| {
-            let http = &http;
+            let (http, asked) = (&http, asked.clone());
             async move {
+                let sent = Instant::now();
                 let status = support::post_delivery(http, port, &d, SECRET).await;
+                let took = sent.elapsed();
                 assert_eq!(status, 202, "opened recorded");
-                format!("burst-pr-{}", d.json()["number"])
+                asked
+                    .lock()
+                    .unwrap()
+                    .push(format!("burst-pr-{}", d.json()["number"]));
+                took
             }
         })
-        .buffer_unordered(32)
+        .buffer_unordered(senders)
         .collect()
         .await;
     let answered = t.elapsed();
-    let api: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
-    support::all_ready(&api, &names).await;
-    let took = t.elapsed();
+    let asked = asked.lock().unwrap().clone();
+    let names: HashSet<String> = asked.iter().cloned().collect();
+    arrivals.all_ready(&names).await;
+    let (control_plane_cpu, cpu_by) = cpu_between(&cpu, &control_plane_cpu());
+    let own_cpu = cpu_seconds(serve.0.id());
+    let reconciles = reconciles(&http, port, total).await;
     let after = api_requests_by(client).await;
     let calls = gh.take_calls().len();
     // Stopped before the next run; its namespaces stay (as the direct ones do).
     drop(serve);
     let _ = std::fs::remove_file(key);
     let by = made_between(&before, &after);
+    let ready = arrivals.ready.lock().unwrap().values().copied().collect();
     Run {
         answered,
-        took,
+        answers,
+        ready,
+        ready_in_order: arrivals.ready_in_order(&asked),
+        with_status: [1, 2, 4, 8, 16]
+            .map(|s| arrivals.with_status_by(Duration::from_secs(s)))
+            .to_vec(),
         requests: by.iter().map(|(_, n)| n).sum(),
         by,
         calls,
+        cpu: own_cpu,
+        control_plane_cpu,
+        cpu_by,
+        reconciles,
     }
+}
+
+/// How many reconciles `sandcastle serve` on `port` ran and how long they took, from its metrics.
+async fn reconciles(http: &support::Http, port: u16, total: u64) -> String {
+    use http_body_util::BodyExt as _;
+    let req = http::Request::get(format!("http://127.0.0.1:{port}/metrics"))
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let body = http.request(req).await.unwrap().into_body().collect().await;
+    let text = String::from_utf8_lossy(&body.unwrap().to_bytes()).into_owned();
+    let value = |name: &str| -> f64 {
+        text.lines()
+            .filter(|l| l.starts_with(name))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum()
+    };
+    let count = value("sandcastle_reconcile_duration_seconds_count");
+    let sum = value("sandcastle_reconcile_duration_seconds_sum");
+    let errors = value("sandcastle_reconciles_total{result=\"error\"}");
+    format!(
+        "reconciles: {count:.0} ({:.1} a preview, {errors:.0} failed), {:.0} ms each on average",
+        count / total as f64,
+        1000.0 * sum / count.max(1.0)
+    )
 }

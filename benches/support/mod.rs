@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod burst;
 pub mod timeline;
 
 use std::time::{Duration, Instant};

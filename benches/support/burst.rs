@@ -1,0 +1,242 @@
+//! When each member of a burst got where it was going: first seen with a status, Ready — for
+//! previews (from a watch on PreviewEnvironments) and for namespaces applied directly (from a
+//! watch on their Deployments) — and what the arrival times say: how many had arrived at each
+//! quarter, in which order against the order they were asked for.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
+use sandcastle::crd::{Phase, PreviewEnvironment};
+
+/// Arrival times by name, from one start.
+pub struct Arrivals {
+    pub start: Instant,
+    /// First seen with any status (previews) — when each left the line.
+    pub status: Seen,
+    /// First seen Ready (previews) or with every Deployment available (namespaces).
+    pub ready: Seen,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// First times seen, by name.
+pub type Seen = Arc<Mutex<HashMap<String, Duration>>>;
+
+impl Drop for Arrivals {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn note(map: &Seen, name: String, at: Duration) {
+    map.lock().unwrap().entry(name).or_insert(at);
+}
+
+impl Arrivals {
+    /// Arrivals noted by `watch(start, status, ready)`, run until dropped.
+    fn spawn<F>(watch: impl FnOnce(Instant, Seen, Seen) -> F) -> Self
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let start = Instant::now();
+        let (status, ready) = (Seen::default(), Seen::default());
+        let task = tokio::spawn(watch(start, status.clone(), ready.clone()));
+        Self {
+            start,
+            status,
+            ready,
+            task,
+        }
+    }
+
+    /// Previews in `home`, watched from now on.
+    pub fn previews(client: &Client, home: &str) -> Self {
+        let api: Api<PreviewEnvironment> = Api::namespaced(client.clone(), home);
+        Self::spawn(|start, with_status, ready| async move {
+            let mut events = watcher(api, watcher::Config::default())
+                .applied_objects()
+                .boxed();
+            while let Some(ev) = events.next().await {
+                let Ok(pe) = ev else { continue };
+                let at = start.elapsed();
+                let Some(status) = pe.status.as_ref() else {
+                    continue;
+                };
+                note(&with_status, pe.name_any(), at);
+                if status.phase == Some(Phase::Ready) {
+                    note(&ready, pe.name_any(), at);
+                }
+            }
+        })
+    }
+
+    /// Namespaces among `namespaces`, each Ready once it has `deployments` Deployments, all
+    /// available; watched from now on.
+    pub fn namespaces(client: &Client, namespaces: HashSet<String>, deployments: usize) -> Self {
+        let api: Api<Deployment> = Api::all(client.clone());
+        Self::spawn(|start, with_status, ready| async move {
+            let mut available: HashMap<String, HashSet<String>> = HashMap::new();
+            let mut events = watcher(api, watcher::Config::default())
+                .applied_objects()
+                .boxed();
+            while let Some(ev) = events.next().await {
+                let Ok(d) = ev else { continue };
+                let at = start.elapsed();
+                let ns = d.namespace().unwrap_or_default();
+                if !namespaces.contains(&ns) {
+                    continue;
+                }
+                note(&with_status, ns.clone(), at);
+                let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                let have = d.status.as_ref().and_then(|s| s.available_replicas);
+                let names = available.entry(ns.clone()).or_default();
+                if have.unwrap_or(0) >= want {
+                    names.insert(d.name_any());
+                } else {
+                    names.remove(&d.name_any());
+                }
+                if names.len() >= deployments {
+                    note(&ready, ns, at);
+                }
+            }
+        })
+    }
+
+    /// Wait until every one of `names` is Ready (30 minutes at most); the time it took.
+    pub async fn all_ready(&self, names: &HashSet<String>) -> Duration {
+        let deadline = Instant::now() + Duration::from_secs(1800);
+        loop {
+            let ready = self.ready.lock().unwrap().len();
+            let done = names
+                .iter()
+                .all(|n| self.ready.lock().unwrap().contains_key(n));
+            if done {
+                return self.start.elapsed();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} of {} Ready after 30 min",
+                ready,
+                names.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// How many had a status `at` after the start.
+    pub fn with_status_by(&self, at: Duration) -> usize {
+        self.status
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|t| **t <= at)
+            .count()
+    }
+
+    /// Ready times in the order of `asked`.
+    pub fn ready_in_order(&self, asked: &[String]) -> Vec<Duration> {
+        let ready = self.ready.lock().unwrap();
+        asked.iter().map(|n| ready[n]).collect()
+    }
+}
+
+/// The times by which a quarter, a half, three quarters and all of `times` had arrived.
+pub fn quarters(times: &[Duration]) -> [Duration; 4] {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    let at = |q: usize| sorted[(sorted.len() * q).div_ceil(4).max(1) - 1];
+    [at(1), at(2), at(3), at(4)]
+}
+
+/// Spearman's rank correlation between the order asked (index) and `times`: 1.0 when they
+/// arrived exactly in the order asked, 0 when the order says nothing.
+pub fn rank_correlation(times: &[Duration]) -> f64 {
+    let n = times.len() as f64;
+    if n < 2.0 {
+        return 1.0;
+    }
+    let mut by_time: Vec<usize> = (0..times.len()).collect();
+    by_time.sort_by_key(|&i| times[i]);
+    let mut rank = vec![0.0; times.len()];
+    for (r, &i) in by_time.iter().enumerate() {
+        rank[i] = r as f64;
+    }
+    let d2: f64 = rank
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i as f64 - r).powi(2))
+        .sum();
+    1.0 - 6.0 * d2 / (n * (n * n - 1.0))
+}
+
+/// The median of `times`.
+pub fn median(times: &[Duration]) -> Duration {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    sorted[sorted.len() / 2]
+}
+
+/// CPU seconds (user and system) process `pid` has used so far; 0 once it is gone.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // After the command name in parentheses: state is field 3; utime, stime are 14 and 15.
+    let Some((_, rest)) = stat.rsplit_once(") ") else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields[11..13]
+        .iter()
+        .filter_map(|f| f.parse::<f64>().ok())
+        .sum();
+    // Linux reports in USER_HZ, 100 on every architecture Rust targets here.
+    ticks / 100.0
+}
+
+/// CPU seconds each process of the local control plane (`kube-harness etcd`, `kube-harness
+/// kube-apiserver`, …) has used so far, by component.
+pub fn control_plane_cpu() -> std::collections::BTreeMap<String, f64> {
+    let mut by = std::collections::BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return by;
+    };
+    for pid in dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    {
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let is_harness = args.first().is_some_and(|a| a.ends_with(b"/kube-harness"));
+        let component = args.get(1).map(|a| String::from_utf8_lossy(a).into_owned());
+        if let (true, Some(component)) = (is_harness, component) {
+            *by.entry(component).or_default() += cpu_seconds(pid);
+        }
+    }
+    by
+}
+
+/// What each component used between two readings, and the total, as one line.
+pub fn cpu_between(
+    before: &std::collections::BTreeMap<String, f64>,
+    after: &std::collections::BTreeMap<String, f64>,
+) -> (f64, String) {
+    let used: Vec<(String, f64)> = after
+        .iter()
+        .filter(|(k, _)| k.as_str() != "up")
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+        .collect();
+    let total = used.iter().map(|(_, v)| v).sum();
+    let line = used
+        .iter()
+        .map(|(k, v)| format!("{k} {v:.1} s"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (total, line)
+}
