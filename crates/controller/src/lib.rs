@@ -29,9 +29,6 @@ use std::time::Duration;
 use std::collections::HashMap;
 
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
@@ -78,6 +75,29 @@ fn blueprint_changes(
         })
 }
 
+/// The objects of kind `K` Sandcastle made (`ours`) in its own cluster, kept in `writer`'s cache
+/// (without their field managers when `slim`), each change passed on.
+fn reflected<K>(
+    client: &kube::Client,
+    ours: &watcher::Config,
+    writer: reflector::store::Writer<K>,
+    slim: bool,
+) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: Send + Sync + 'static,
+{
+    watcher(Api::<K>::all(client.clone()), ours.clone())
+        .default_backoff()
+        .modify(move |o: &mut K| {
+            if slim {
+                o.meta_mut().managed_fields = None;
+            }
+        })
+        .reflect(writer)
+        .touched_objects()
+}
+
 /// Run the controller and the housekeeping jobs until `shutdown` resolves.
 pub async fn run(
     mut ctx: Context,
@@ -86,6 +106,7 @@ pub async fn run(
     let shutdown = shutdown.shared();
     // Another leader may have posted anything since this process last led.
     ctx.term = Arc::default();
+    ctx.written.clear();
     let home = ctx.settings.home.clone();
     let client = ctx.client.clone();
     let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);
@@ -104,11 +125,16 @@ pub async fn run(
         .reflect(preview_writer)
         .applied_objects()
         .predicate_filter(worth_a_pass, Default::default());
-    let controller = Controller::for_stream(changes, store.clone())
-        .with_config(controller::Config::default().debounce(RECONCILE_DEBOUNCE));
+    let controller = Controller::for_stream(changes, store.clone()).with_config(
+        controller::Config::default()
+            .debounce(RECONCILE_DEBOUNCE)
+            .concurrency(ctx.settings.max_concurrent_reconciles),
+    );
     let (pokes, poked) = futures::channel::mpsc::unbounded();
     ctx.pokes = Some(pokes);
     ctx.previews = Some(store.clone());
+    let (watched, writers) = sandcastle_kube::watched::Watched::new();
+    ctx.watched = Some(watched);
     let (blueprint_cache, blueprint_writer) = reflector::store();
     ctx.blueprints = Some(blueprint_cache);
     // `previews{phase}` is counted from this cache while the controller runs here.
@@ -133,19 +159,22 @@ pub async fn run(
         Api::<PreviewEvent>::namespaced(client.clone(), &home),
         watcher::Config::default(),
     )
-    .reconcile_on(events_poked)
-    .reconcile_all_on(ctx.clock.ticks())
-    .graceful_shutdown_on(shutdown.clone())
-    .run(
-        events::reconcile,
-        events::error_policy,
-        Arc::new(ctx.clone()),
-    )
-    .for_each(|res| async move {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "event loop");
-        }
-    });
+    .with_config(controller::Config::default().concurrency(ctx.settings.max_concurrent_reconciles));
+    ctx.records = Some(events.store());
+    let events = events
+        .reconcile_on(events_poked)
+        .reconcile_all_on(ctx.clock.ticks())
+        .graceful_shutdown_on(shutdown.clone())
+        .run(
+            events::reconcile,
+            events::error_policy,
+            Arc::new(ctx.clone()),
+        )
+        .for_each(|res| async move {
+            if let Err(e) = res {
+                tracing::debug!(error = %e, "event loop");
+            }
+        });
     let commands = Controller::new(
         Api::<PreviewCommand>::namespaced(client.clone(), &home),
         watcher::Config::default(),
@@ -163,22 +192,22 @@ pub async fn run(
         }
     });
     let controller = controller
-        .watches(
-            Api::<Deployment>::all(client.clone()),
-            ours.clone(),
+        .watches_stream(
+            reflected(&client, &ours, writers.deployments, true),
             move |o| owner_of(&o, &h1),
         )
-        .watches(
-            Api::<StatefulSet>::all(client.clone()),
-            ours.clone(),
+        .watches_stream(
+            reflected(&client, &ours, writers.statefulsets, true),
             move |o| owner_of(&o, &h2),
         )
-        .watches(Api::<Job>::all(client.clone()), ours.clone(), move |o| {
+        .watches_stream(reflected(&client, &ours, writers.jobs, true), move |o| {
             owner_of(&o, &h3)
         })
-        .watches(Api::<Namespace>::all(client.clone()), ours, move |o| {
-            owner_of(&o, &h4)
-        })
+        // A namespace keeps its field managers: whether an apply would change it is read there.
+        .watches_stream(
+            reflected(&client, &ours, writers.namespaces, false),
+            move |o| owner_of(&o, &h4),
+        )
         .watches_stream(
             blueprint_changes(blueprints, blueprint_writer),
             move |bp: Blueprint| {

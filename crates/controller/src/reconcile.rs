@@ -3,7 +3,8 @@
 //! asks the one phase that applies what to do — finalize a deleted preview, tear down one asked
 //! to go, take down an outlived incarnation, wait while a fork awaits approval, pass the
 //! guardrails (expiry, Blueprint, slot, stop and wake), roll out — and gets a [`Verdict`] back.
-//! [`finish`] then reports to GitHub once and writes the status once. (The one other status
+//! [`finish`] then reports to GitHub once, brings the sticky comment in line with the new status
+//! and writes the status once. (The one other status
 //! write is a slot taken under `maxPreviews`, which must be written before the admission lock is
 //! released: see `phases::capacity`.)
 
@@ -32,7 +33,11 @@ pub(super) async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
+    let name = cached.name_any();
     let result = reconcile_one(cached, Arc::clone(&ctx)).await;
+    if result.is_err() {
+        ctx.written.doubt(&name);
+    }
     ctx.metrics.reconciled(result.is_ok(), started.elapsed());
     result
 }
@@ -43,10 +48,18 @@ async fn reconcile_one(
 ) -> Result<Action, Error> {
     let api: Api<PreviewEnvironment> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
     // The watch cache can lag behind this controller's own last status write; decisions that
-    // must happen once (creating a GitHub deployment, recording history) are taken on a fresh
-    // read.
-    let Some(pe) = api.get_opt(&cached.name_any()).await? else {
-        return Ok(Action::await_change());
+    // must happen once (creating a GitHub deployment, recording history) are taken on the
+    // object as last written here, or on a fresh read.
+    let pe = match ctx.written.newest(&cached) {
+        Some(pe) => PreviewEnvironment::clone(&pe),
+        None => {
+            let Some(pe) = api.get_opt(&cached.name_any()).await? else {
+                return Ok(Action::await_change());
+            };
+            ctx.written
+                .note(pe.clone(), cached.metadata.resource_version.as_deref());
+            pe
+        }
     };
     let mut persisted = pe.status.clone();
     if pe.meta().deletion_timestamp.is_some() {
@@ -54,6 +67,7 @@ async fn reconcile_one(
         ctx.events.forget(&pe.name_any());
         ctx.checks_asked.forget(&pe.name_any());
         ctx.drains.forget(&pe.name_any());
+        ctx.diagnoses.forget(&pe.name_any());
         let (mut verdict, gone) = teardown::finalize(&pe, &ctx).await?;
         let released = capacity::release(&mut verdict.status);
         let (action, reported) = finish(&api, &mut persisted, &mut pe, verdict, &ctx).await?;
@@ -62,13 +76,18 @@ async fn reconcile_one(
         }
         if gone && reported {
             finalizer::remove(&api, &pe).await?;
+            ctx.written.forget(&pe.name_any());
+            if let (Some(w), Some(ns)) = (&ctx.watched, persisted.and_then(|s| s.namespace)) {
+                w.forget(&ns);
+            }
             place::poke_waiting(&ctx);
             return Ok(Action::await_change());
         }
         return Ok(action);
     }
-    // Every status change (saved by the previous pass) brings a pass here, so the comment
-    // follows the status without a GitHub call on every pass.
+    // A status written by someone else (a slot or a placement decision), or a comment that
+    // could not be edited last time: the comment catches up (a no-op when `finish` kept it in
+    // line, without a GitHub call).
     let mut pe = sticky::sync(pe, &ctx).await?;
     ctx.events.sync(&pe).await;
     record_requests(&mut pe);
@@ -91,6 +110,7 @@ async fn reconcile_one(
             let Some(written) = finalizer::add(&api, &pe).await? else {
                 return Ok(Action::await_change());
             };
+            ctx.written.note(written.clone(), None);
             ctx.term.finalized(&pe);
             pe.metadata = written.metadata;
         }
@@ -126,13 +146,21 @@ async fn finish(
         None => true,
     };
     let ended = running::accrue(&mut status, ctx.clock.now());
+    if pe.metadata.deletion_timestamp.is_none() {
+        // The comment follows the status in the same write (not in a pass of its own after it).
+        let mut shown = pe.clone();
+        shown.status = Some(status);
+        status = sticky::sync(shown, ctx).await?.status.unwrap_or_default();
+    }
     // Whatever this pass decided, it decided on this spec and these requests: a `wait` after a
     // write ends only on a status that has taken the write in.
     status.observed_generation = pe.metadata.generation;
     status.observed_redeploy = pe.annotations().get(REDEPLOY).cloned();
     let was = persisted.as_ref().and_then(|s| s.phase);
     pe.status = persisted.clone();
-    save(api, pe, &status).await?;
+    if let Some(written) = save(api, pe, &status).await? {
+        ctx.written.note(written, None);
+    }
     if status.phase == Some(Phase::Removed) && was != Some(Phase::Removed) {
         // Its cluster has room again.
         place::poke_waiting(ctx);

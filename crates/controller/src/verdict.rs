@@ -50,16 +50,24 @@ impl Verdict {
     }
 }
 
-/// Write `new` as the status of `pe` unless it equals the current one.
+/// Write `new` as the status of `pe` unless it says what the current one says (as written:
+/// times in whole seconds, so a time taken again this pass is no change); the object as
+/// written, if it was.
 pub(super) async fn save(
     api: &Api<PreviewEnvironment>,
     pe: &PreviewEnvironment,
     new: &PreviewStatus,
-) -> Result<(), kube::Error> {
-    if pe.status.as_ref() == Some(new) {
-        return Ok(());
+) -> Result<Option<PreviewEnvironment>, kube::Error> {
+    if same_as_written(pe.status.as_ref(), new) {
+        return Ok(None);
     }
-    status::apply(api, &pe.name_any(), FIELD_MANAGER, new).await
+    status::written(api, &pe.name_any(), FIELD_MANAGER, new).await
+}
+
+/// Whether `new`, written, would say exactly what `current` says.
+fn same_as_written(current: Option<&PreviewStatus>, new: &PreviewStatus) -> bool {
+    current == Some(new)
+        || current.is_some_and(|c| serde_json::to_value(c).ok() == serde_json::to_value(new).ok())
 }
 
 /// Move to `phase` with `message`; a phase change is recorded in the history and the `Ready`
@@ -226,5 +234,32 @@ mod tests {
         sandcastle_kube::events::note_request(&mut pe, &wake);
         record_requests(&mut pe);
         assert_eq!(pe.status.unwrap().history.len(), 2);
+    }
+
+    #[test]
+    fn a_time_taken_again_within_its_second_is_no_change_to_write() {
+        let at = |t: &str| Some(Time(t.parse::<Timestamp>().unwrap()));
+        let current = PreviewStatus {
+            last_activity: at("2026-11-29T12:00:00.100Z"),
+            message: Some("cloning".into()),
+            ..PreviewStatus::default()
+        };
+        let again = PreviewStatus {
+            last_activity: at("2026-11-29T12:00:00.900Z"),
+            ..current.clone()
+        };
+        assert_ne!(current, again);
+        assert!(same_as_written(Some(&current), &again));
+        let later = PreviewStatus {
+            last_activity: at("2026-11-29T12:00:01Z"),
+            ..current.clone()
+        };
+        assert!(!same_as_written(Some(&current), &later));
+        let said = PreviewStatus {
+            message: Some("ready".into()),
+            ..current.clone()
+        };
+        assert!(!same_as_written(Some(&current), &said));
+        assert!(!same_as_written(None, &current));
     }
 }

@@ -19,3 +19,4 @@ pub mod readiness;
 pub mod source;
 pub mod status;
 pub mod wake_route;
+pub mod watched;

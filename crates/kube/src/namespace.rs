@@ -30,14 +30,25 @@ pub fn is_ours(ns: &Namespace, preview: &str) -> bool {
 }
 
 /// Create or update the namespace `name` for `preview` with `labels` (server-side apply). A
-/// namespace of `previous` (a sandbox `preview` takes over) becomes `preview`'s.
+/// namespace of `previous` (a sandbox `preview` takes over) becomes `preview`'s. `cached`: the
+/// namespace as a watch last saw it; when it is `preview`'s, live and labelled so already,
+/// nothing is sent at all (every pass of a rollout comes here).
 pub async fn ensure(
     client: &Client,
     name: &str,
     preview: &str,
     previous: Option<&str>,
     labels: &BTreeMap<String, String>,
+    cached: Option<&Namespace>,
 ) -> Result<Namespace, NamespaceError> {
+    if let Some(ns) = cached.filter(|ns| {
+        previous.is_none()
+            && is_ours(ns, preview)
+            && ns.metadata.deletion_timestamp.is_none()
+            && labelled_as(ns, labels)
+    }) {
+        return Ok(ns.clone());
+    }
     let api: Api<Namespace> = Api::all(client.clone());
     if let Some(existing) = api.get_opt(name).await? {
         let taken_over = previous.is_some_and(|p| is_ours(&existing, p));

@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use sandcastle_crd::ServiceStatus;
 
+use crate::watched::Watched;
+
 /// The readiness of one workload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Health {
@@ -218,13 +220,14 @@ pub fn exit_code(pods: &[Pod]) -> Option<i32> {
         .find(|code| *code != 0)
 }
 
-/// Fetch the current state of the workloads among `objects` (Deployments, StatefulSets,
-/// ReplicaSets, Jobs).
-/// Objects not found yet count as waiting.
+/// The current state of the workloads among `objects` (Deployments, StatefulSets, ReplicaSets,
+/// Jobs): from `watched` where it holds them as last applied, otherwise from the API. Objects
+/// not found yet count as waiting.
 pub async fn workload_states(
     client: &Client,
     namespace: &str,
     objects: &[Value],
+    watched: Option<&Watched>,
 ) -> Result<Vec<WorkloadState>, kube::Error> {
     let mut out = Vec::new();
     for obj in objects {
@@ -242,22 +245,31 @@ pub async fn workload_states(
             selector: None,
         };
         let state = match kind {
-            "Deployment" => Api::<Deployment>::namespaced(client.clone(), namespace)
-                .get_opt(name)
-                .await?
-                .map_or_else(|| missing(kind), |d| deployment_state(&d)),
-            "StatefulSet" => Api::<StatefulSet>::namespaced(client.clone(), namespace)
-                .get_opt(name)
-                .await?
-                .map_or_else(|| missing(kind), |s| statefulset_state(&s)),
+            "Deployment" => match watched.and_then(|w| w.deployment(namespace, name)) {
+                Some(d) => deployment_state(&d),
+                None => Api::<Deployment>::namespaced(client.clone(), namespace)
+                    .get_opt(name)
+                    .await?
+                    .map_or_else(|| missing(kind), |d| deployment_state(&d)),
+            },
+            "StatefulSet" => match watched.and_then(|w| w.statefulset(namespace, name)) {
+                Some(s) => statefulset_state(&s),
+                None => Api::<StatefulSet>::namespaced(client.clone(), namespace)
+                    .get_opt(name)
+                    .await?
+                    .map_or_else(|| missing(kind), |s| statefulset_state(&s)),
+            },
             "ReplicaSet" => Api::<ReplicaSet>::namespaced(client.clone(), namespace)
                 .get_opt(name)
                 .await?
                 .map_or_else(|| missing(kind), |rs| replicaset_state(&rs)),
-            "Job" => Api::<Job>::namespaced(client.clone(), namespace)
-                .get_opt(name)
-                .await?
-                .map_or_else(|| missing(kind), |j| job_state(&j)),
+            "Job" => match watched.and_then(|w| w.job(namespace, name)) {
+                Some(j) => job_state(&j),
+                None => Api::<Job>::namespaced(client.clone(), namespace)
+                    .get_opt(name)
+                    .await?
+                    .map_or_else(|| missing(kind), |j| job_state(&j)),
+            },
             _ => continue,
         };
         out.push(state);

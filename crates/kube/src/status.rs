@@ -18,6 +18,20 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize,
 {
+    written(api, name, manager, status).await.map(drop)
+}
+
+/// [`apply`], returning the object as written (`None`: it was gone).
+pub async fn written<K, S>(
+    api: &Api<K>,
+    name: &str,
+    manager: &str,
+    status: &S,
+) -> Result<Option<K>, kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    S: Serialize,
+{
     let patch = json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
@@ -31,8 +45,8 @@ where
         )
         .await
     {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(r)) if r.code == 404 => Ok(()),
+        Ok(obj) => Ok(Some(obj)),
+        Err(kube::Error::Api(r)) if r.code == 404 => Ok(None),
         Err(e) => Err(e),
     }
 }

@@ -215,8 +215,14 @@ async fn tell_classes_off(
 }
 
 /// Say on each preview of `ev`'s pull request what its event waits for from GitHub (`None`: no
-/// longer), so that the API, MCP and the dashboard show it. Best effort: the record says it too.
-pub(super) async fn waiting_said(ctx: &Context, ev: &PullRequestEvent, why: Option<&str>) {
+/// longer), so that the API, MCP and the dashboard show it; `untouched`: previews known to say
+/// nothing of it. Best effort: the record says it too.
+pub(super) async fn waiting_said(
+    ctx: &Context,
+    ev: &PullRequestEvent,
+    why: Option<&str>,
+    untouched: &[&str],
+) {
     let Ok(blueprints) = blueprints(ctx, &ev.repo).await else {
         return;
     };
@@ -233,6 +239,9 @@ pub(super) async fn waiting_said(ctx: &Context, ev: &PullRequestEvent, why: Opti
             &ev.repo,
             ev.number,
         );
+        if untouched.contains(&name.as_str()) {
+            continue;
+        }
         let Ok(Some(pe)) = api.get_opt(name.as_str()).await else {
             continue;
         };

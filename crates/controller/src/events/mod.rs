@@ -11,6 +11,7 @@ mod act;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams};
@@ -22,6 +23,7 @@ use sandcastle_crd::labels::{FIELD_MANAGER, PR, REPO};
 use sandcastle_crd::{EventState, PreviewEvent, PreviewEventStatus};
 use sandcastle_domain::RepoName;
 use sandcastle_domain::naming::repo_label_value;
+use sandcastle_domain::transitions::Outcome;
 use sandcastle_kube::status;
 
 /// How long a finished event's record is kept.
@@ -36,6 +38,11 @@ pub(super) async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let api: Api<PreviewEvent> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
+    // A record is finished once and for good: the cache saying so is enough.
+    if let Some(at) = cached.status.as_ref().and_then(|s| s.finished_at.as_ref()) {
+        return forget_when_kept(&api, &cached, at, &ctx).await;
+    }
+    // One not finished as far as the cache knows is read again: it may have just finished.
     let Some(record) = api.get_opt(&cached.name_any()).await? else {
         return Ok(Action::await_change());
     };
@@ -43,7 +50,7 @@ pub(super) async fn reconcile(
     if let Some(at) = &st.finished_at {
         return forget_when_kept(&api, &record, at, &ctx).await;
     }
-    if let Some(earlier) = earlier_unfinished(&api, &record).await? {
+    if let Some(earlier) = earlier_unfinished(&api, &record, &ctx).await? {
         // The pull request's earlier events come first; the earlier one finishing pokes this
         // one (the requeue is a safety net).
         tracing::debug!(event = %record.name_any(), earlier, "waiting for an earlier event");
@@ -58,14 +65,19 @@ pub(super) async fn reconcile(
     };
     match act::carry_out(&ctx, &ev, &record.spec.delivery).await {
         Ok(outcome) => {
+            // A preview this event created carries nothing to take back.
+            let created: Vec<&str> = (outcome.previews.iter())
+                .filter(|w| w.result == Outcome::Created.as_str())
+                .map(|w| w.preview.as_str())
+                .collect();
+            act::waiting_said(&ctx, &ev, None, &created).await;
             st.outcome = Some(outcome);
             st.message = None;
-            act::waiting_said(&ctx, &ev, None).await;
             finish(&api, &record, st, EventState::Done, &ctx).await
         }
         Err(act::Later::Kube(e)) => Err(e.into()),
         Err(act::Later::Retry(why)) => {
-            act::waiting_said(&ctx, &ev, Some(&why)).await;
+            act::waiting_said(&ctx, &ev, Some(&why), &[]).await;
             retry(&api, &record, st, why, &ctx).await
         }
     }
@@ -89,32 +101,62 @@ fn order_key(e: &PreviewEvent) -> (i64, bool, i64, String) {
     )
 }
 
-/// The name of an event of the same pull request that goes before `record` and is not finished.
+/// The name of an event of the same pull request that goes before `record` and is not finished:
+/// none when the controller's cache knows none (an earlier event was recorded, and so seen by
+/// the watch, before this one; a finished one never becomes unfinished), otherwise as a fresh
+/// list says (the cache may not show its finish yet).
 async fn earlier_unfinished(
     api: &Api<PreviewEvent>,
     record: &PreviewEvent,
+    ctx: &Context,
 ) -> Result<Option<String>, kube::Error> {
-    let Ok(repo) = RepoName::new(&record.spec.repository) else {
-        return Ok(None);
-    };
-    let selector = format!(
-        "{REPO}={},{PR}={}",
-        repo_label_value(&repo),
-        record.spec.pull_request
-    );
-    let list = api.list(&ListParams::default().labels(&selector)).await?;
     let mine = order_key(record);
-    Ok(list
-        .items
-        .iter()
-        .filter(|other| order_key(other) < mine)
-        .find(|other| {
-            other
+    let earlier = |other: &PreviewEvent| {
+        same_pull_request(other, record)
+            && order_key(other) < mine
+            && other
                 .status
                 .as_ref()
                 .is_none_or(|s| s.finished_at.is_none())
-        })
+    };
+    if let Some(cached) = cached_records(ctx)
+        && !cached.iter().any(|o| earlier(o))
+    {
+        return Ok(None);
+    }
+    let Some(selector) = pull_request_selector(record) else {
+        return Ok(None);
+    };
+    let list = api.list(&ListParams::default().labels(&selector)).await?;
+    Ok(list
+        .items
+        .iter()
+        .find(|other| earlier(other))
         .map(ResourceExt::name_any))
+}
+
+/// The records the controller's cache holds, once it is filled.
+fn cached_records(ctx: &Context) -> Option<Vec<Arc<PreviewEvent>>> {
+    let store = ctx.records.as_ref()?;
+    let filled = store
+        .wait_until_ready()
+        .now_or_never()
+        .is_some_and(|r| r.is_ok());
+    filled.then(|| store.state())
+}
+
+fn same_pull_request(a: &PreviewEvent, b: &PreviewEvent) -> bool {
+    a.spec.repository == b.spec.repository && a.spec.pull_request == b.spec.pull_request
+}
+
+/// The label selector of `record`'s pull request's records.
+fn pull_request_selector(record: &PreviewEvent) -> Option<String> {
+    let repo = RepoName::new(&record.spec.repository).ok()?;
+    Some(format!(
+        "{REPO}={},{PR}={}",
+        repo_label_value(&repo),
+        record.spec.pull_request
+    ))
 }
 
 /// GitHub could not give what the event needs: try again after a pause that grows with the
@@ -169,28 +211,30 @@ async fn finish(
     Ok(Action::requeue(KEEP))
 }
 
-/// Look at once at the pull request's events that waited for `record`.
+/// Look at once at the pull request's events that waited for `record` (those the cache knows;
+/// one it does not know yet comes to its own reconcile when it does).
 async fn poke_next(api: &Api<PreviewEvent>, record: &PreviewEvent, ctx: &Context) {
     let Some(pokes) = &ctx.event_pokes else {
         return;
     };
-    let Ok(repo) = RepoName::new(&record.spec.repository) else {
-        return;
+    let others: Vec<Arc<PreviewEvent>> = match cached_records(ctx) {
+        Some(cached) => cached,
+        None => {
+            let Some(selector) = pull_request_selector(record) else {
+                return;
+            };
+            let Ok(list) = api.list(&ListParams::default().labels(&selector)).await else {
+                return;
+            };
+            list.items.into_iter().map(Arc::new).collect()
+        }
     };
-    let selector = format!(
-        "{REPO}={},{PR}={}",
-        repo_label_value(&repo),
-        record.spec.pull_request
-    );
-    let Ok(list) = api.list(&ListParams::default().labels(&selector)).await else {
-        return;
-    };
-    for other in list
-        .items
-        .iter()
-        .filter(|o| o.status.as_ref().is_none_or(|s| s.finished_at.is_none()))
-    {
-        let _ = pokes.unbounded_send(kube::runtime::reflector::ObjectRef::from_obj(other));
+    for other in others.iter().filter(|o| {
+        same_pull_request(o, record)
+            && o.name_any() != record.name_any()
+            && o.status.as_ref().is_none_or(|s| s.finished_at.is_none())
+    }) {
+        let _ = pokes.unbounded_send(kube::runtime::reflector::ObjectRef::from_obj(&**other));
     }
 }
 

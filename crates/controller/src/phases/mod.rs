@@ -10,6 +10,7 @@ pub(super) mod adopt;
 pub(super) mod capacity;
 pub(super) mod check_answers;
 pub(super) mod checks;
+pub(super) mod diagnoses;
 pub(super) mod hooks;
 pub(super) mod idle;
 pub(crate) mod place;

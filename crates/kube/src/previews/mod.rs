@@ -57,10 +57,24 @@ async fn write(
     name: &str,
     delivery: &str,
     request: &Request,
+    decide: impl FnMut(Option<&PreviewEnvironment>) -> Write,
+) -> Result<Outcome, kube::Error> {
+    write_after(api, name, None, (delivery, request), decide).await
+}
+
+/// [`write`], starting from `read` when the caller has just read the preview.
+async fn write_after(
+    api: &Api<PreviewEnvironment>,
+    name: &str,
+    mut read: Option<Option<PreviewEnvironment>>,
+    (delivery, request): (&str, &Request),
     mut decide: impl FnMut(Option<&PreviewEnvironment>) -> Write,
 ) -> Result<Outcome, kube::Error> {
     for _ in 0..ATTEMPTS {
-        let current = api.get_opt(name).await?;
+        let current = match read.take() {
+            Some(current) => current,
+            None => api.get_opt(name).await?,
+        };
         if let Some(pe) = &current {
             if seen(pe, delivery) {
                 return Ok(Outcome::Duplicate);
@@ -130,20 +144,17 @@ pub async fn apply(
             | Change::AwaitApproval { create: false, .. }
             | Change::Teardown { create: false, .. }
     );
+    let read = api.get_opt(intent.preview.as_str()).await?;
     // A pull request's first preview takes over a sandbox of its branch, if there is one.
     let adopts = match intent.change {
-        Change::Deploy { create: true, .. }
-            if api.get_opt(intent.preview.as_str()).await?.is_none() =>
-        {
-            sandbox_of(api, intent).await?
-        }
+        Change::Deploy { create: true, .. } if read.is_none() => sandbox_of(api, intent).await?,
         _ => None,
     };
-    write(
+    write_after(
         api,
         intent.preview.as_str(),
-        delivery,
-        request,
+        Some(read),
+        (delivery, request),
         |current| match current {
             None if creates => {
                 let mut pe = new_preview(intent, now);

@@ -171,8 +171,16 @@ async fn decide_batch(
         tallies.push((bp, tally));
         writes.extend(decided);
     }
-    futures::future::join_all(writes.into_iter().map(|(ask, st, slot)| async move {
-        let result = save(api, &ask.pe, &st).await.map(|()| (st, slot));
+    futures::future::join_all(writes.into_iter().map(|(ask, mut st, slot)| async move {
+        if matches!(slot, Slot::Held) {
+            crate::phases::place::place_with_slot(&ask.pe, &ask.bp, &mut st, ctx);
+        }
+        let result = save(api, &ask.pe, &st).await.map(|written| {
+            if let Some(written) = written {
+                ctx.written.note(written, None);
+            }
+            (st, slot)
+        });
         let _ = ask.answer.send(result.map_err(Error::from));
     }))
     .await;

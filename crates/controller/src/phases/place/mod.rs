@@ -115,13 +115,43 @@ pub(crate) async fn place(
     );
     let mut saved = pe.clone();
     saved.status = persisted.clone();
-    save(api, &saved, st).await?;
+    if let Some(written) = save(api, &saved, st).await? {
+        ctx.written.note(written, None);
+    }
     *persisted = Some(st.clone());
     ctx.placements.remember(&pe.name_any(), name.as_str());
     drop(decide);
     ctx.clusters.metrics().placed(name.as_str());
     tracing::info!(target: "audit", actor = "sandcastle", action = "place", preview = %pe.name_any(), sha = %pe.spec.sha, result = %name, "preview placed");
     Ok(Placed::At(cluster))
+}
+
+/// Place `pe` in Sandcastle's own cluster, recorded in `st` for the caller's write, when no
+/// decision could come out otherwise: its Blueprint targets no other cluster, it takes over no
+/// sandbox, and Sandcastle's own cluster has no cap and is ready. No lock, no write of its own
+/// (the slot decision that admits it writes both at once) and no history entry (there was no
+/// choice to tell of). `true` when placed.
+pub(crate) fn place_with_slot(
+    pe: &PreviewEnvironment,
+    bp: &Blueprint,
+    st: &mut PreviewStatus,
+    ctx: &Context,
+) -> bool {
+    let Ok(local) = ctx.clusters.get(IN_CLUSTER) else {
+        return false;
+    };
+    let trivial = bp.spec.target_clusters() == [IN_CLUSTER]
+        && pe.spec.adopts.is_none()
+        && local.max_previews.is_none()
+        && local.standing() == Standing::Ready;
+    if !trivial || placed_in(st).is_some() {
+        return false;
+    }
+    st.cluster = Some(IN_CLUSTER.to_owned());
+    st.waiting_for_cluster = None;
+    ctx.clusters.metrics().placed(IN_CLUSTER);
+    tracing::info!(target: "audit", actor = "sandcastle", action = "place", preview = %pe.name_any(), sha = %pe.spec.sha, result = IN_CLUSTER, "preview placed");
+    true
 }
 
 /// The cluster of the sandbox `pe` takes over, if it was placed.

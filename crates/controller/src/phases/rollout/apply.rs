@@ -4,6 +4,8 @@
 //! its pods are stuck on as soon as the cluster says it — and all ready moves to the next step.
 //! At the end, what an earlier plan had and this one does not is removed.
 
+use std::time::Instant;
+
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
@@ -29,6 +31,14 @@ struct Pass<'a> {
     now: Timestamp,
 }
 
+impl Pass<'_> {
+    /// The controller's caches of what it made, for a preview in Sandcastle's own cluster.
+    fn watched(&self) -> Option<&sandcastle_kube::watched::Watched> {
+        self.at.cluster.is_local().then_some(())?;
+        self.at.ctx.watched.as_deref()
+    }
+}
+
 /// Apply each step not applied yet and wait for it to be ready, up to the first that is not;
 /// once all are, the readiness gate and Ready.
 pub(super) async fn apply_and_wait(
@@ -50,6 +60,8 @@ pub(super) async fn apply_and_wait(
     let mut services = Vec::new();
     for (index, (step, objects)) in steps.iter().enumerate() {
         let index = u32::try_from(index).unwrap_or(u32::MAX);
+        let rollout = st.rollout.as_ref().expect("a rollout is under way");
+        let fresh = rollout.applied_steps <= index;
         if let Some(stop) = apply_step(&pass, &mut st, index, *step, objects).await? {
             return Ok(stop);
         }
@@ -57,7 +69,8 @@ pub(super) async fn apply_and_wait(
         let states = if *step == Step::Hooks {
             Vec::new()
         } else {
-            readiness::workload_states(at.cluster.client(), pass.ns, objects).await?
+            readiness::workload_states(at.cluster.client(), pass.ns, objects, pass.watched())
+                .await?
         };
         services.extend(
             states
@@ -65,7 +78,13 @@ pub(super) async fn apply_and_wait(
                 .filter(|w| w.kind != "Job")
                 .map(WorkloadState::service_status),
         );
-        if let Some(stop) = judge_step(&pass, &mut st, *step, &states, &services).await {
+        let judged = Judged {
+            step: *step,
+            fresh,
+            states: &states,
+            services: &services,
+        };
+        if let Some(stop) = judge_step(&pass, &mut st, &judged).await {
             return Ok(stop);
         }
         let rollout = st.rollout.as_mut().expect("a rollout is under way");
@@ -89,22 +108,36 @@ async fn apply_step(
     if rollout.applied_steps > index {
         return Ok(None);
     }
-    if let Err(e) = pass.at.cluster.resolver.apply_all(pass.ns, objects).await {
-        if e.is_transient() {
-            return Err(Error::Transient(e.to_string()));
+    match pass.at.cluster.resolver.apply_all(pass.ns, objects).await {
+        Ok(applied) => {
+            if let Some(w) = pass.watched() {
+                w.note_applied(pass.ns, &applied);
+            }
         }
-        let why = apply_failure(step, &e);
-        return Ok(Some(fail_rollout(
-            pass.pe,
-            std::mem::take(st),
-            why,
-            pass.blueprint,
-            pass.at.ctx,
-        )));
+        Err(e) if e.is_transient() => return Err(Error::Transient(e.to_string())),
+        Err(e) => {
+            let why = apply_failure(step, &e);
+            return Ok(Some(fail_rollout(
+                pass.pe,
+                std::mem::take(st),
+                why,
+                pass.blueprint,
+                pass.at.ctx,
+            )));
+        }
     }
     rollout.applied_steps = index + 1;
     rollout.step_started_at = Time(pass.now);
     Ok(None)
+}
+
+/// One step's workloads as this pass found them.
+struct Judged<'a> {
+    step: Step,
+    /// Applied in this very pass: its pods cannot be there yet.
+    fresh: bool,
+    states: &'a [WorkloadState],
+    services: &'a [sandcastle_crd::ServiceStatus],
 }
 
 /// The verdict a step's workloads give when they stop this pass: one failed, or one not ready
@@ -112,11 +145,15 @@ async fn apply_step(
 async fn judge_step(
     pass: &Pass<'_>,
     st: &mut PreviewStatus,
-    step: Step,
-    states: &[WorkloadState],
-    services: &[sandcastle_crd::ServiceStatus],
+    judged: &Judged<'_>,
 ) -> Option<Verdict> {
     let (client, ns, ctx) = (pass.at.cluster.client(), pass.ns, pass.at.ctx);
+    let Judged {
+        step,
+        fresh,
+        states,
+        services,
+    } = *judged;
     if let Some(failed) = states
         .iter()
         .find(|w| matches!(w.health, Health::Failed(_)))
@@ -161,8 +198,18 @@ async fn judge_step(
         ));
     }
     // What the pods are stuck on (unschedulable, an image that cannot be pulled) is said as
-    // soon as the cluster says it, not only when the readiness timeout ends.
-    let found = diagnose::diagnose(client, ns, waiting, Logs::Skip).await;
+    // soon as the cluster says it, not only when the readiness timeout ends: from the pass after
+    // the one that applied the step (in that one, the pods are not there to be asked about), a
+    // while after it and at most that often (`diagnoses::DIAGNOSE_EVERY`; the passes between keep
+    // what the last one found).
+    let found = if fresh {
+        ctx.diagnoses.applied(&pass.pe.name_any(), Instant::now());
+        None
+    } else if ctx.diagnoses.due(&pass.pe.name_any(), Instant::now()) {
+        diagnose::diagnose(client, ns, waiting, Logs::Skip).await
+    } else {
+        st.diagnosis.clone()
+    };
     let blocker = found.as_ref().map(|d| diagnose::cause(d).to_owned());
     let message = progress_message(step, waiting, blocker.as_deref());
     set_phase(

@@ -377,12 +377,16 @@ async fn ensure_namespace(
             installation,
         );
     }
+    let cached = (ctx.watched.as_ref())
+        .filter(|_| cluster.is_local())
+        .and_then(|w| w.namespace(pctx.namespace.as_str()));
     let ns = namespace::ensure(
         cluster.client(),
         pctx.namespace.as_str(),
         pctx.preview.as_str(),
         previous,
         &labels,
+        cached.as_deref(),
     )
     .await?;
     Ok(ns.metadata.uid)
