@@ -31,6 +31,9 @@ pub struct ServeArgs {
     pub render: super::args::RenderToolArgs,
 }
 
+/// Previews worked on at once by default (`--max-concurrent-reconciles`).
+const DEFAULT_CONCURRENCY: u16 = 0;
+
 /// Housekeeping and leader election.
 #[derive(Debug, Clone, Args)]
 pub struct LifecycleArgs {
@@ -61,6 +64,11 @@ pub struct LifecycleArgs {
     /// about this long after the leader dies.
     #[arg(long, env = "SANDCASTLE_LEASE_DURATION", default_value = "15s", value_parser = duration_arg)]
     pub lease_duration: Duration,
+
+    /// How many previews (and pull request events) the controller works on at once; the rest
+    /// wait in the order they came (`0`: no limit).
+    #[arg(long, env = "SANDCASTLE_MAX_CONCURRENT_RECONCILES", default_value_t = DEFAULT_CONCURRENCY)]
+    pub max_concurrent_reconciles: u16,
 
     /// This replica's identity in the Lease (default: the host name, which is the pod name in
     /// Kubernetes, plus a random suffix).
@@ -103,6 +111,7 @@ fn settings_of(args: &ServeArgs) -> Settings {
         settings.housekeeping_interval = lifecycle.resync_interval;
     }
     settings.orphan_grace = Some(lifecycle.orphan_grace).filter(|g| !g.is_zero());
+    settings.max_concurrent_reconciles = lifecycle.max_concurrent_reconciles;
     settings.leader_election =
         lifecycle
             .leader_election
