@@ -5,8 +5,9 @@
 //! slot frees; `reject` refuses it (phase `Failed`, no namespace) until a new commit asks again.
 //! Decisions are serialized in-process (only the leader reconciles) and taken on a fresh list,
 //! so two requests never take the last slot together — which is why a decision is written at
-//! once, under the admission lock, rather than with the rest of the reconcile's verdict. The
-//! Blueprint's status counts stay true.
+//! once, under the admission lock, rather than with the rest of the reconcile's verdict; a
+//! preview admitted with only Sandcastle's own cluster to go to is placed by that same write
+//! (`place::place_with_slot`). The Blueprint's status counts stay true.
 
 pub(crate) mod line;
 
