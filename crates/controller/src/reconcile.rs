@@ -3,8 +3,7 @@
 //! asks the one phase that applies what to do — finalize a deleted preview, tear down one asked
 //! to go, take down an outlived incarnation, wait while a fork awaits approval, pass the
 //! guardrails (expiry, Blueprint, slot, stop and wake), roll out — and gets a [`Verdict`] back.
-//! [`finish`] then reports to GitHub once, brings the sticky comment in line with the new status
-//! and writes the status once. (The one other status
+//! [`finish`] then reports to GitHub once and writes the status once. (The one other status
 //! write is a slot taken under `maxPreviews`, which must be written before the admission lock is
 //! released: see `phases::capacity`.)
 
@@ -85,9 +84,8 @@ async fn reconcile_one(
         }
         return Ok(action);
     }
-    // A status written by someone else (a slot or a placement decision), or a comment that
-    // could not be edited last time: the comment catches up (a no-op when `finish` kept it in
-    // line, without a GitHub call).
+    // Every status change (saved by the previous pass) brings a pass here, so the comment
+    // follows the status without a GitHub call on every pass.
     let mut pe = sticky::sync(pe, &ctx).await?;
     ctx.events.sync(&pe).await;
     record_requests(&mut pe);
@@ -146,12 +144,6 @@ async fn finish(
         None => true,
     };
     let ended = running::accrue(&mut status, ctx.clock.now());
-    if pe.metadata.deletion_timestamp.is_none() {
-        // The comment follows the status in the same write (not in a pass of its own after it).
-        let mut shown = pe.clone();
-        shown.status = Some(status);
-        status = sticky::sync(shown, ctx).await?.status.unwrap_or_default();
-    }
     // Whatever this pass decided, it decided on this spec and these requests: a `wait` after a
     // write ends only on a status that has taken the write in.
     status.observed_generation = pe.metadata.generation;
