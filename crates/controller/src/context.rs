@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use kube::Client;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 
 use super::leader::LeaderElection;
@@ -160,8 +160,6 @@ pub struct Context {
     pub(crate) previews: Option<Store<PreviewEnvironment>>,
     /// Set while the controller runs: its cache of Blueprints (`Context::blueprint`).
     pub(crate) blueprints: Option<Store<Blueprint>>,
-    /// Each preview's resourceVersion as this process's passes last wrote it.
-    pub(crate) written: Arc<Written>,
     /// Set while the controller runs: its cache of the pull request events recorded.
     pub(crate) records: Option<Store<sandcastle_crd::PreviewEvent>>,
     /// Set while the controller runs: its caches of the namespaces and workloads it made in its
@@ -181,100 +179,6 @@ pub struct Context {
     pub permissions: Arc<sandcastle_github::permissions::PermissionCache>,
     /// What this leadership term knows of GitHub (`controller::term`); new for each term.
     pub(crate) term: Arc<super::term::Term>,
-}
-
-/// Each preview as this process last wrote (or read) it, and the versions it knows to be older.
-/// A cached preview this process never wrote is as fresh as a read (the cache was filled after
-/// the process started, and has every write before it); at the version last written it is that
-/// object; at a version known to be older
-/// (the watch has not caught up with a write yet, which under load takes seconds) the object
-/// last written is the newest there is as far as anyone could read; at any other version
-/// (written by someone else since) it is read again. Versions are only compared for equality.
-#[derive(Debug, Default)]
-pub(crate) struct Written(Mutex<HashMap<String, Seen>>);
-
-/// One preview as last written or read, and versions older than it.
-#[derive(Debug)]
-struct Seen {
-    /// `None`: doubted (a pass failed since; a write of it may have landed unseen).
-    latest: Option<Arc<PreviewEnvironment>>,
-    older: std::collections::VecDeque<String>,
-}
-
-/// How many older versions of a preview are remembered.
-const OLDER_KEPT: usize = 16;
-
-impl Written {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Seen>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// `pe` as just written or read: the newest version of it known here; `stale`, a version
-    /// seen before it.
-    pub(crate) fn note(&self, pe: PreviewEnvironment, stale: Option<&str>) {
-        let Some(version) = pe.metadata.resource_version.clone() else {
-            return;
-        };
-        let mut map = self.map();
-        let seen = map.entry(pe.name_any()).or_insert_with(|| Seen {
-            latest: None,
-            older: Default::default(),
-        });
-        let before = seen
-            .latest
-            .as_ref()
-            .and_then(|l| l.metadata.resource_version.clone());
-        for old in before.into_iter().chain(stale.map(str::to_owned)) {
-            if old != version && !seen.older.contains(&old) {
-                seen.older.push_back(old);
-            }
-        }
-        while seen.older.len() > OLDER_KEPT {
-            seen.older.pop_front();
-        }
-        seen.latest = Some(Arc::new(pe));
-    }
-
-    /// The newest `cached` is known to be: itself when this process has not written the
-    /// preview (the cache cannot lag behind a write it never made: it was filled after the
-    /// process started) or when it is the version written last; the object written last when
-    /// `cached` is older; `None` when it is not known here (someone else wrote since).
-    pub(crate) fn newest(
-        &self,
-        cached: &Arc<PreviewEnvironment>,
-    ) -> Option<Arc<PreviewEnvironment>> {
-        let version = cached.metadata.resource_version.as_ref()?;
-        let map = self.map();
-        let Some(seen) = map.get(&cached.name_any()) else {
-            return Some(cached.clone());
-        };
-        let latest = seen.latest.as_ref()?;
-        if latest.metadata.resource_version.as_ref() == Some(version) {
-            return Some(cached.clone());
-        }
-        seen.older.contains(version).then(|| latest.clone())
-    }
-
-    /// A pass over `name` failed: whatever it wrote may have landed without this process
-    /// knowing, so the next pass reads it again.
-    pub(crate) fn doubt(&self, name: &str) {
-        let mut map = self.map();
-        let seen = map.entry(name.to_owned()).or_insert_with(|| Seen {
-            latest: None,
-            older: Default::default(),
-        });
-        seen.latest = None;
-    }
-
-    /// Forget preview `name` (gone).
-    pub(crate) fn forget(&self, name: &str) {
-        self.map().remove(name);
-    }
-
-    /// Forget everything written (another process may have written since).
-    pub(crate) fn clear(&self) {
-        self.map().clear();
-    }
 }
 
 type Wakeups = mpsc::UnboundedReceiver<ObjectRef<PreviewEnvironment>>;
@@ -401,7 +305,6 @@ impl Context {
             blueprints: None,
             watched: None,
             records: None,
-            written: Arc::default(),
             admission: std::sync::Arc::default(),
             checks_asked: super::phases::check_answers::Asked::default(),
             drains: super::phases::idle::Drains::default(),
@@ -410,69 +313,5 @@ impl Context {
             permissions: Arc::default(),
             term: Arc::default(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(version: &str) -> PreviewEnvironment {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "sandcastle.dev/v1alpha1", "kind": "PreviewEnvironment",
-            "metadata": {"name": "shop-pr-1", "resourceVersion": version},
-            "spec": {"blueprint": "shop", "repository": "acme/shop", "ref": "main",
-                "sha": "0123456789012345678901234567890123456789",
-                "requestedBy": {"kind": "github-user", "name": "maria"}}
-        }))
-        .unwrap()
-    }
-
-    fn newest(written: &Written, cached: &str) -> Option<String> {
-        let found = written.newest(&Arc::new(at(cached)))?;
-        found.metadata.resource_version.clone()
-    }
-
-    #[test]
-    fn a_cache_behind_this_process_s_own_writes_gives_the_write_and_a_stranger_s_version_a_read() {
-        let written = Written::default();
-        assert_eq!(
-            newest(&written, "5").as_deref(),
-            Some("5"),
-            "never written here"
-        );
-        written.note(at("7"), Some("5"));
-        written.note(at("9"), None);
-        assert_eq!(
-            newest(&written, "9").as_deref(),
-            Some("9"),
-            "the write itself"
-        );
-        assert_eq!(
-            newest(&written, "7").as_deref(),
-            Some("9"),
-            "behind the write"
-        );
-        assert_eq!(
-            newest(&written, "5").as_deref(),
-            Some("9"),
-            "read before it"
-        );
-        assert_eq!(newest(&written, "11"), None, "someone else wrote");
-        written.doubt("shop-pr-1");
-        assert_eq!(
-            newest(&written, "9"),
-            None,
-            "a failed pass may have written"
-        );
-        written.note(at("11"), Some("9"));
-        assert_eq!(newest(&written, "11").as_deref(), Some("11"));
-        assert_eq!(newest(&written, "9").as_deref(), Some("11"));
-        written.forget("shop-pr-1");
-        assert_eq!(
-            newest(&written, "3").as_deref(),
-            Some("3"),
-            "a new incarnation"
-        );
     }
 }

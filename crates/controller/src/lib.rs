@@ -106,7 +106,6 @@ pub async fn run(
     let shutdown = shutdown.shared();
     // Another leader may have posted anything since this process last led.
     ctx.term = Arc::default();
-    ctx.written.clear();
     let home = ctx.settings.home.clone();
     let client = ctx.client.clone();
     let previews: Api<PreviewEnvironment> = Api::namespaced(client.clone(), &home);

@@ -32,11 +32,7 @@ pub(super) async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
-    let name = cached.name_any();
     let result = reconcile_one(cached, Arc::clone(&ctx)).await;
-    if result.is_err() {
-        ctx.written.doubt(&name);
-    }
     ctx.metrics.reconciled(result.is_ok(), started.elapsed());
     result
 }
@@ -47,18 +43,10 @@ async fn reconcile_one(
 ) -> Result<Action, Error> {
     let api: Api<PreviewEnvironment> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
     // The watch cache can lag behind this controller's own last status write; decisions that
-    // must happen once (creating a GitHub deployment, recording history) are taken on the
-    // object as last written here, or on a fresh read.
-    let pe = match ctx.written.newest(&cached) {
-        Some(pe) => PreviewEnvironment::clone(&pe),
-        None => {
-            let Some(pe) = api.get_opt(&cached.name_any()).await? else {
-                return Ok(Action::await_change());
-            };
-            ctx.written
-                .note(pe.clone(), cached.metadata.resource_version.as_deref());
-            pe
-        }
+    // must happen once (creating a GitHub deployment, recording history) are taken on a fresh
+    // read.
+    let Some(pe) = api.get_opt(&cached.name_any()).await? else {
+        return Ok(Action::await_change());
     };
     let mut persisted = pe.status.clone();
     if pe.meta().deletion_timestamp.is_some() {
@@ -75,7 +63,6 @@ async fn reconcile_one(
         }
         if gone && reported {
             finalizer::remove(&api, &pe).await?;
-            ctx.written.forget(&pe.name_any());
             if let (Some(w), Some(ns)) = (&ctx.watched, persisted.and_then(|s| s.namespace)) {
                 w.forget(&ns);
             }
@@ -108,7 +95,6 @@ async fn reconcile_one(
             let Some(written) = finalizer::add(&api, &pe).await? else {
                 return Ok(Action::await_change());
             };
-            ctx.written.note(written.clone(), None);
             ctx.term.finalized(&pe);
             pe.metadata = written.metadata;
         }
@@ -150,9 +136,7 @@ async fn finish(
     status.observed_redeploy = pe.annotations().get(REDEPLOY).cloned();
     let was = persisted.as_ref().and_then(|s| s.phase);
     pe.status = persisted.clone();
-    if let Some(written) = save(api, pe, &status).await? {
-        ctx.written.note(written, None);
-    }
+    save(api, pe, &status).await?;
     if status.phase == Some(Phase::Removed) && was != Some(Phase::Removed) {
         // Its cluster has room again.
         place::poke_waiting(ctx);

@@ -51,17 +51,16 @@ impl Verdict {
 }
 
 /// Write `new` as the status of `pe` unless it says what the current one says (as written:
-/// times in whole seconds, so a time taken again this pass is no change); the object as
-/// written, if it was.
+/// times in whole seconds, so a time taken again this pass is no change).
 pub(super) async fn save(
     api: &Api<PreviewEnvironment>,
     pe: &PreviewEnvironment,
     new: &PreviewStatus,
-) -> Result<Option<PreviewEnvironment>, kube::Error> {
+) -> Result<(), kube::Error> {
     if same_as_written(pe.status.as_ref(), new) {
-        return Ok(None);
+        return Ok(());
     }
-    status::written(api, &pe.name_any(), FIELD_MANAGER, new).await
+    status::apply(api, &pe.name_any(), FIELD_MANAGER, new).await
 }
 
 /// Whether `new`, written, would say exactly what `current` says.

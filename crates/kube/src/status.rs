@@ -18,20 +18,6 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize,
 {
-    written(api, name, manager, status).await.map(drop)
-}
-
-/// [`apply`], returning the object as written (`None`: it was gone).
-pub async fn written<K, S>(
-    api: &Api<K>,
-    name: &str,
-    manager: &str,
-    status: &S,
-) -> Result<Option<K>, kube::Error>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
-    S: Serialize,
-{
     let patch = json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
@@ -45,8 +31,8 @@ where
         )
         .await
     {
-        Ok(obj) => Ok(Some(obj)),
-        Err(kube::Error::Api(r)) if r.code == 404 => Ok(None),
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(r)) if r.code == 404 => Ok(()),
         Err(e) => Err(e),
     }
 }

@@ -176,12 +176,7 @@ async fn decide_batch(
         if matches!(slot, Slot::Held) {
             crate::phases::place::place_with_slot(&ask.pe, &ask.bp, &mut st, ctx);
         }
-        let result = save(api, &ask.pe, &st).await.map(|written| {
-            if let Some(written) = written {
-                ctx.written.note(written, None);
-            }
-            (st, slot)
-        });
+        let result = save(api, &ask.pe, &st).await.map(|_| (st, slot));
         let _ = ask.answer.send(result.map_err(Error::from));
     }))
     .await;

@@ -115,9 +115,7 @@ pub(crate) async fn place(
     );
     let mut saved = pe.clone();
     saved.status = persisted.clone();
-    if let Some(written) = save(api, &saved, st).await? {
-        ctx.written.note(written, None);
-    }
+    save(api, &saved, st).await?;
     *persisted = Some(st.clone());
     ctx.placements.remember(&pe.name_any(), name.as_str());
     drop(decide);
