@@ -1,8 +1,10 @@
 //! A burst of pull requests, as agent fleets make them: N opened at once (run with
 //! `scripts/bench-burst`), timed until every preview is Ready, against the control plane's own
 //! limit — the same objects (each preview's guardrails and plan, as Sandcastle computes them)
-//! server-side applied directly, N namespaces in parallel, until every Deployment is available.
-//! Both on the same control plane, one after the other, `--runs` times (default 2); prints, for
+//! server-side applied directly, N namespaces in parallel, until every Deployment is available
+//! — and the same again with the least bookkeeping any preview tool that keeps its state in the
+//! cluster writes beside each namespace (`support::floor`: the floor under Sandcastle's extra
+//! work). All on the same control plane, one after the other, `--runs` times (default 2); prints, for
 //! each, when a quarter, half, three quarters and all were Ready, the ratios, the API requests
 //! each made (kube-apiserver's `apiserver_request_total`), the webhook's answer times, how many
 //! previews had left the line (had a status) along the way, and whether they were Ready in the
@@ -28,55 +30,12 @@ use sandcastle_demo::stage::{ensure_namespace, guestbook_yaml, load};
 use sandcastle_fake_github::PrSpec;
 use serde_json::{Value, json};
 use support::burst::{
-    Arrivals, control_plane_cpu, cpu_between, cpu_seconds, median, quarters, rank_correlation,
+    Arrivals, api_requests_by, control_plane_cpu, cpu_between, cpu_seconds, made_between, median,
+    quarters, rank_correlation,
 };
+use support::floor::Bookkeeping;
 
 const SECRET: &str = "bench-burst-webhook-secret";
-
-/// kube-apiserver's request counts so far, by verb and resource (every code).
-async fn api_requests_by(client: &Client) -> BTreeMap<String, f64> {
-    let req = http::Request::get("/metrics").body(Vec::new()).unwrap();
-    let text = client.request_text(req).await.expect("apiserver metrics");
-    let mut by = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
-            continue;
-        };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(',')
-                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix("=\""))
-                .map_or("", |v| v.trim_end_matches('"'))
-        };
-        let sub = label("subresource");
-        let key = format!(
-            "{} {}{}{}",
-            label("verb"),
-            label("resource"),
-            if sub.is_empty() { "" } else { "/" },
-            sub
-        );
-        *by.entry(key).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
-    }
-    by
-}
-
-/// The requests made between two counts, most first.
-fn made_between(
-    before: &BTreeMap<String, f64>,
-    after: &BTreeMap<String, f64>,
-) -> Vec<(String, f64)> {
-    let mut made: Vec<(String, f64)> = after
-        .iter()
-        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
-        .filter(|(_, v)| *v > 0.0)
-        .collect();
-    made.sort_by(|a, b| b.1.total_cmp(&a.1));
-    made
-}
 
 /// The objects Sandcastle applies for preview `n`: namespace labels aside, its guardrails then
 /// its plan, in order.
@@ -104,9 +63,14 @@ fn objects_for(
     out
 }
 
-/// Apply every namespace's objects directly, all namespaces at once; wait until all their
-/// Deployments are available. When each namespace was Ready.
-async fn direct(client: &Client, batches: Vec<(String, Vec<Value>)>) -> Vec<Duration> {
+/// Apply every namespace's objects directly, all namespaces at once (beside each, the least
+/// `bookkeeping` a preview needs, when given); wait until all their Deployments are available.
+/// When each namespace was Ready.
+async fn direct(
+    client: &Client,
+    batches: Vec<(String, Vec<Value>)>,
+    bookkeeping: Option<&Bookkeeping>,
+) -> Vec<Duration> {
     let resolver = Resolver::new(client.clone());
     let namespaces: HashSet<String> = batches.iter().map(|(ns, _)| ns.clone()).collect();
     let deployments = batches[0]
@@ -116,13 +80,20 @@ async fn direct(client: &Client, batches: Vec<(String, Vec<Value>)>) -> Vec<Dura
         .count();
     let arrivals = Arrivals::namespaces(client, namespaces.clone(), deployments);
     let n = batches.len();
-    futures::stream::iter(batches)
-        .map(|(ns, objects)| {
+    futures::stream::iter(batches.into_iter().zip(1..))
+        .map(|((ns, objects), n)| {
             let resolver = &resolver;
             async move {
+                let pe = match bookkeeping {
+                    Some(b) => Some(b.before(n).await),
+                    None => None,
+                };
                 ensure_namespace(resolver.client(), &ns).await.unwrap();
                 for obj in &objects {
                     resolver.apply(&ns, obj).await.expect("applied");
+                }
+                if let (Some(b), Some(pe)) = (bookkeeping, pe) {
+                    b.after(&pe).await;
                 }
             }
         })
@@ -160,7 +131,7 @@ async fn main() {
         .unwrap();
     let baseline = std::env::var_os("SANDCASTLE_BASELINE");
     // Guestbook runs 6 pods a preview, for every path of every run (their namespaces stay).
-    let paths = if baseline.is_some() { 3 } else { 2 };
+    let paths = if baseline.is_some() { 4 } else { 3 };
     support::ensure_nodes(&client, total * 6 * paths * runs + 10).await;
     ensure_namespace(&client, &home).await.unwrap();
     ensure_namespace(&client, &staging).await.unwrap();
@@ -186,27 +157,38 @@ async fn main() {
     let mut all = Vec::new();
     for r in 1..=runs {
         // The control plane's own limit: the same objects, applied directly.
-        let batches: Vec<(String, Vec<Value>)> = (1..=total)
-            .map(|n| {
-                let ns = format!("{home}-r{r}-direct-{n}");
-                let objects = objects_for(&source, &spec, &staging, &ns, n);
-                (ns, objects)
-            })
-            .collect();
-        let before = api_requests_by(&client).await;
-        let cpu = control_plane_cpu();
-        let ready = direct(&client, batches).await;
-        let (control_plane_cpu, cpu_by) = cpu_between(&cpu, &control_plane_cpu());
-        let by = made_between(&before, &api_requests_by(&client).await);
-        let mut figures = vec![Figures {
-            label: format!("run {r}: direct server-side applies"),
-            ready,
-            requests: by.iter().map(|(_, n)| n).sum(),
-            by,
-            control_plane_cpu,
-            cpu_by,
-            run: None,
-        }];
+        let mut figures = Vec::new();
+        // The direct applies alone; then beside each namespace the least bookkeeping any
+        // preview tool that keeps its state in the cluster writes (`support::floor`).
+        for (side, floor) in [
+            ("direct", None),
+            ("floor", Some(Bookkeeping::new(&client).await)),
+        ] {
+            let batches: Vec<(String, Vec<Value>)> = (1..=total)
+                .map(|n| {
+                    let ns = format!("{home}-r{r}-{side}-{n}");
+                    let objects = objects_for(&source, &spec, &staging, &ns, n);
+                    (ns, objects)
+                })
+                .collect();
+            let before = api_requests_by(&client).await;
+            let cpu = control_plane_cpu();
+            let ready = direct(&client, batches, floor.as_ref()).await;
+            let (control_plane_cpu, cpu_by) = cpu_between(&cpu, &control_plane_cpu());
+            let by = made_between(&before, &api_requests_by(&client).await);
+            figures.push(Figures {
+                label: match floor {
+                    None => format!("run {r}: direct server-side applies"),
+                    Some(_) => format!("run {r}: direct, with the least bookkeeping beside"),
+                },
+                ready,
+                requests: by.iter().map(|(_, n)| n).sum(),
+                by,
+                control_plane_cpu,
+                cpu_by,
+                run: None,
+            });
+        }
         let mut bins = Vec::new();
         if let Some(b) = &baseline {
             bins.push((
@@ -283,6 +265,11 @@ fn report_run(figures: &[Figures], total: u64) {
             "  webhook answers: {} (all {total} answered in {:.1} s)",
             support::summary(&mut answers),
             run.answered.as_secs_f64()
+        );
+        let mut alone = run.records_alone.clone();
+        println!(
+            "  the same records created straight into the API server, as many at a time, after the burst: {}",
+            support::summary(&mut alone),
         );
         let marks = [1, 2, 4, 8, 16];
         let left: Vec<String> = marks
@@ -373,6 +360,9 @@ struct Run {
     cpu_by: String,
     /// Its reconciles: how many, how long.
     reconciles: String,
+    /// The same records created straight into the API server, as many at a time, once the
+    /// burst is over: what the webhook's one write costs without Sandcastle around it.
+    records_alone: Vec<Duration>,
 }
 
 /// `bin` serving a Blueprint of `spec_json` in a home namespace of its own: N opened deliveries,
@@ -446,6 +436,7 @@ async fn sandcastle(
     // Stopped before the next run; its namespaces stay (as the direct ones do).
     drop(serve);
     let _ = std::fs::remove_file(key);
+    let records_alone = support::burst::records_alone(client, &home, senders).await;
     let by = made_between(&before, &after);
     let ready = arrivals.ready.lock().unwrap().values().copied().collect();
     Run {
@@ -463,6 +454,7 @@ async fn sandcastle(
         control_plane_cpu,
         cpu_by,
         reconciles,
+        records_alone,
     }
 }
 

@@ -1,17 +1,19 @@
 //! When each member of a burst got where it was going: first seen with a status, Ready — for
 //! previews (from a watch on PreviewEnvironments) and for namespaces applied directly (from a
 //! watch on their Deployments) — and what the arrival times say: how many had arrived at each
-//! quarter, in which order against the order they were asked for.
+//! quarter, in which order against the order they were asked for; and what the API server was
+//! asked meanwhile (its request counters).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
-use sandcastle::crd::{Phase, PreviewEnvironment};
+use sandcastle::crd::{Phase, PreviewEnvironment, PreviewEvent};
 
 /// Arrival times by name, from one start.
 pub struct Arrivals {
@@ -239,4 +241,79 @@ pub fn cpu_between(
         .collect::<Vec<_>>()
         .join(", ");
     (total, line)
+}
+
+/// The PreviewEvents the webhook recorded in `home`, created again under new names, `at_once`
+/// at a time (all at once when `at_once` is their number), in a namespace of their own that no
+/// Sandcastle watches: how long each create took. The floor under the webhook's answer.
+pub async fn records_alone(client: &Client, home: &str, at_once: usize) -> Vec<Duration> {
+    let recorded = Api::<PreviewEvent>::namespaced(client.clone(), home)
+        .list(&ListParams::default())
+        .await
+        .expect("the records are listed");
+    let ns = super::unique("burst-records");
+    sandcastle_demo::stage::ensure_namespace(client, &ns)
+        .await
+        .expect("a namespace for the copies");
+    let api = Api::<PreviewEvent>::namespaced(client.clone(), &ns);
+    futures::stream::iter(recorded.items)
+        .map(|r| {
+            let api = api.clone();
+            let copy = PreviewEvent::new(&format!("copy-{}", r.name_any()), r.spec);
+            async move {
+                let sent = Instant::now();
+                api.create(&PostParams::default(), &copy)
+                    .await
+                    .expect("created");
+                sent.elapsed()
+            }
+        })
+        .buffer_unordered(at_once.max(1))
+        .collect()
+        .await
+}
+
+/// kube-apiserver's request counts so far, by verb and resource (every code).
+pub async fn api_requests_by(client: &Client) -> BTreeMap<String, f64> {
+    let req = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let text = client.request_text(req).await.expect("apiserver metrics");
+    let mut by = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix("=\""))
+                .map_or("", |v| v.trim_end_matches('"'))
+        };
+        let sub = label("subresource");
+        let key = format!(
+            "{} {}{}{}",
+            label("verb"),
+            label("resource"),
+            if sub.is_empty() { "" } else { "/" },
+            sub
+        );
+        *by.entry(key).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
+    }
+    by
+}
+
+/// The requests made between two counts, most first.
+pub fn made_between(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+) -> Vec<(String, f64)> {
+    let mut made: Vec<(String, f64)> = after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+        .filter(|(_, v)| *v > 0.0)
+        .collect();
+    made.sort_by(|a, b| b.1.total_cmp(&a.1));
+    made
 }

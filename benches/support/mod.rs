@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod burst;
+pub mod floor;
 pub mod timeline;
 
 use std::time::{Duration, Instant};
