@@ -244,6 +244,15 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
+    /// The controller's caches of what it made, for work in `cluster` (they hold its own
+    /// cluster's objects only).
+    pub(crate) fn watched_in(
+        &self,
+        cluster: &sandcastle_kube::clusters::Cluster,
+    ) -> Option<&sandcastle_kube::watched::Watched> {
+        self.watched.as_deref().filter(|_| cluster.is_local())
+    }
+
     /// What reporting to GitHub needs of this context.
     pub(crate) fn reporting(&self) -> super::report::Reporting<'_> {
         super::report::Reporting {

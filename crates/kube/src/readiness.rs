@@ -2,11 +2,15 @@
 //! (`diagnose`) rests on: a Job's failure condition and exit code, why pods could not be created. Fetching is thin; the
 //! judgement is pure and unit-tested.
 
+use std::sync::Arc;
+
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use sandcastle_crd::ServiceStatus;
@@ -245,36 +249,46 @@ pub async fn workload_states(
             selector: None,
         };
         let state = match kind {
-            "Deployment" => match watched.and_then(|w| w.deployment(namespace, name)) {
-                Some(d) => deployment_state(&d),
-                None => Api::<Deployment>::namespaced(client.clone(), namespace)
-                    .get_opt(name)
-                    .await?
-                    .map_or_else(|| missing(kind), |d| deployment_state(&d)),
-            },
-            "StatefulSet" => match watched.and_then(|w| w.statefulset(namespace, name)) {
-                Some(s) => statefulset_state(&s),
-                None => Api::<StatefulSet>::namespaced(client.clone(), namespace)
-                    .get_opt(name)
-                    .await?
-                    .map_or_else(|| missing(kind), |s| statefulset_state(&s)),
-            },
-            "ReplicaSet" => Api::<ReplicaSet>::namespaced(client.clone(), namespace)
-                .get_opt(name)
-                .await?
-                .map_or_else(|| missing(kind), |rs| replicaset_state(&rs)),
-            "Job" => match watched.and_then(|w| w.job(namespace, name)) {
-                Some(j) => job_state(&j),
-                None => Api::<Job>::namespaced(client.clone(), namespace)
-                    .get_opt(name)
-                    .await?
-                    .map_or_else(|| missing(kind), |j| job_state(&j)),
-            },
+            "Deployment" => {
+                let cached = watched.and_then(|w| w.deployment(namespace, name));
+                state_of(client, namespace, name, cached, deployment_state).await?
+            }
+            "StatefulSet" => {
+                let cached = watched.and_then(|w| w.statefulset(namespace, name));
+                state_of(client, namespace, name, cached, statefulset_state).await?
+            }
+            "ReplicaSet" => state_of(client, namespace, name, None, replicaset_state).await?,
+            "Job" => {
+                let cached = watched.and_then(|w| w.job(namespace, name));
+                state_of(client, namespace, name, cached, job_state).await?
+            }
             _ => continue,
         };
-        out.push(state);
+        out.push(state.unwrap_or_else(|| missing(kind)));
     }
     Ok(out)
+}
+
+/// The state of workload `name` of kind `K`: from `cached` when given, else from the API;
+/// `None` when it does not exist (yet).
+async fn state_of<K>(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    cached: Option<Arc<K>>,
+    state: fn(&K) -> WorkloadState,
+) -> Result<Option<WorkloadState>, kube::Error>
+where
+    K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    if let Some(k) = cached {
+        return Ok(Some(state(&k)));
+    }
+    let found = Api::<K>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await?;
+    Ok(found.as_ref().map(state))
 }
 
 /// Why the pods of `w` could not be created: a ReplicaSet (a Deployment's, or one of its own)

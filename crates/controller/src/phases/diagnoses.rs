@@ -1,8 +1,6 @@
 //! When each deploying preview was last diagnosed: data below the phase that diagnoses
-//! (`rollout`), so that the context can hold it.
+//! (`rollout`), so that the context can hold it (kept in `marks`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How often a preview's waiting workloads are diagnosed at most while it deploys, and how long
@@ -11,35 +9,30 @@ use std::time::{Duration, Instant};
 /// ReplicaSets), and pods that simply start are ready within it.
 const DIAGNOSE_EVERY: Duration = Duration::from_secs(5);
 
-/// When each deploying preview was last diagnosed, by the system's monotonic clock (shared by
-/// the context's clones); forgotten with the preview.
+/// When each deploying preview was last diagnosed (or its step applied), by the system's
+/// monotonic clock; forgotten with the preview.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Diagnoses(Arc<Mutex<HashMap<String, Instant>>>);
+pub(crate) struct Diagnoses(super::marks::Marks);
 
 impl Diagnoses {
     /// Whether `preview` may be diagnosed `now` (noted as diagnosed if so).
     pub(crate) fn due(&self, preview: &str, now: Instant) -> bool {
-        let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let due = all
-            .get(preview)
-            .is_none_or(|at| now.saturating_duration_since(*at) >= DIAGNOSE_EVERY);
-        if due {
-            all.insert(preview.to_owned(), now);
-        }
-        due
+        self.0.with(preview, |at| {
+            let due = at.is_none_or(|at| now.saturating_duration_since(at) >= DIAGNOSE_EVERY);
+            if due {
+                *at = Some(now);
+            }
+            due
+        })
     }
 
     /// A step of `preview` was applied `now`: its pods are first looked at a while later.
     pub(crate) fn applied(&self, preview: &str, now: Instant) {
-        let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        all.insert(preview.to_owned(), now);
+        self.0.with(preview, |at| *at = Some(now));
     }
 
     pub(crate) fn forget(&self, preview: &str) {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(preview);
+        self.0.forget(preview);
     }
 }
 

@@ -13,9 +13,7 @@
 //! before its workloads are scaled down ([`Drains`]), so that the ingress controller has stopped
 //! sending visitors to the pods before they go.
 
-use std::collections::HashMap;
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
@@ -151,20 +149,19 @@ pub(crate) const ROUTE_DRAIN: Duration = Duration::from_secs(3);
 /// time, whatever the previews' clock says. Forgotten when the pods are stopped or the stop is
 /// called off; a leader that takes over mid-way waits the whole time again.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Drains(Arc<Mutex<HashMap<String, Instant>>>);
+pub(crate) struct Drains(super::marks::Marks);
 
 impl Drains {
     /// How much longer the pods of `preview`, whose Ingresses are parked, keep running (the
     /// first call starts the wait); `None`: stop them now.
     pub(crate) fn remaining(&self, preview: &str, now: Instant) -> Option<Duration> {
-        let mut all = self.0.lock().unwrap();
-        let since = *all.entry(preview.to_owned()).or_insert(now);
+        let since = self.0.with(preview, |m| *m.get_or_insert(now));
         let left = ROUTE_DRAIN.saturating_sub(now.saturating_duration_since(since));
         (!left.is_zero()).then_some(left)
     }
 
     pub(crate) fn forget(&self, preview: &str) {
-        self.0.lock().unwrap().remove(preview);
+        self.0.forget(preview);
     }
 }
 

@@ -13,6 +13,7 @@ pub(super) mod checks;
 pub(super) mod diagnoses;
 pub(super) mod hooks;
 pub(super) mod idle;
+pub(super) mod marks;
 pub(crate) mod place;
 pub(super) mod probe;
 pub(super) mod reset;

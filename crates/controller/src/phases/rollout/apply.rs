@@ -34,8 +34,7 @@ struct Pass<'a> {
 impl Pass<'_> {
     /// The controller's caches of what it made, for a preview in Sandcastle's own cluster.
     fn watched(&self) -> Option<&sandcastle_kube::watched::Watched> {
-        self.at.cluster.is_local().then_some(())?;
-        self.at.ctx.watched.as_deref()
+        self.at.ctx.watched_in(self.at.cluster)
     }
 }
 

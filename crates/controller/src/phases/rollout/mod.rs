@@ -377,9 +377,7 @@ async fn ensure_namespace(
             installation,
         );
     }
-    let cached = (ctx.watched.as_ref())
-        .filter(|_| cluster.is_local())
-        .and_then(|w| w.namespace(pctx.namespace.as_str()));
+    let cached = (ctx.watched_in(cluster)).and_then(|w| w.namespace(pctx.namespace.as_str()));
     let ns = namespace::ensure(
         cluster.client(),
         pctx.namespace.as_str(),
