@@ -41,6 +41,14 @@ pub use error::Error;
 use sandcastle_crd::labels::{LAST_ACTIVITY, MANAGED_BY, MANAGER, PREVIEW};
 use sandcastle_crd::{Blueprint, PreviewCommand, PreviewEnvironment, PreviewEvent};
 
+/// A loop's failed reconcile, logged (its error policy has already said when to try again).
+fn logged<T, E: std::fmt::Display>(res: Result<T, E>, what: &str) -> futures::future::Ready<()> {
+    if let Err(e) = res {
+        tracing::debug!(error = %e, "{what}");
+    }
+    futures::future::ready(())
+}
+
 /// Map an object Sandcastle created (labelled with its preview) back to the preview.
 fn owner_of<K: Resource>(obj: &K, home: &str) -> Option<ObjectRef<PreviewEnvironment>> {
     let name = obj.meta().labels.as_ref()?.get(PREVIEW)?;
@@ -169,11 +177,7 @@ pub async fn run(
             events::error_policy,
             Arc::new(ctx.clone()),
         )
-        .for_each(|res| async move {
-            if let Err(e) = res {
-                tracing::debug!(error = %e, "event loop");
-            }
-        });
+        .for_each(|res| logged(res, "event loop"));
     let commands = Controller::new(
         Api::<PreviewCommand>::namespaced(client.clone(), &home),
         watcher::Config::default(),
@@ -185,11 +189,7 @@ pub async fn run(
         commands::error_policy,
         Arc::new(ctx.clone()),
     )
-    .for_each(|res| async move {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "command loop");
-        }
-    });
+    .for_each(|res| logged(res, "command loop"));
     let controller = controller
         .watches_stream(
             reflected(&client, &ours, writers.deployments, true),
@@ -227,11 +227,7 @@ pub async fn run(
         .reconcile_all_on(ticks)
         .graceful_shutdown_on(shutdown.clone())
         .run(reconcile::reconcile, reconcile::error_policy, Arc::new(ctx))
-        .for_each(|res| async move {
-            if let Err(e) = res {
-                tracing::debug!(error = %e, "reconcile loop");
-            }
-        });
+        .for_each(|res| logged(res, "reconcile loop"));
     // kube's controller holds its runner until its cache is first filled, and does not notice a
     // shutdown meanwhile; a shutdown right after start-up would wait forever. Reconciles in
     // flight get a grace period; then the controller is dropped.
