@@ -111,6 +111,13 @@ fn containers(pod: &Pod, events: &[Event]) -> Option<Finding> {
             return Some(finding.in_container(pod, &cs.name, false));
         }
         if state.running.is_some() && !cs.ready {
+            // Running again between two crashes (an OOM kill is quick, the probe slower): the
+            // crashes are the cause, the unready run their symptom.
+            let crashed = (cs.last_state.as_ref().and_then(|l| l.terminated.as_ref()))
+                .filter(|t| t.exit_code != 0);
+            if restarts(pod) && cs.restart_count > 0 && crashed.is_some() {
+                return Some(crash_loop(cs, crashed).in_container(pod, &cs.name, true));
+            }
             let what = match unhealthy(pod, events) {
                 Some(m) => format!("container {} is not ready: {m}", cs.name),
                 None => format!(
@@ -268,9 +275,27 @@ mod tests {
         assert_eq!((f.pod.as_deref(), f.previous), (Some("api-1"), true));
     }
 
+    /// A container that has never crashed.
+    fn never_crashed(state: serde_json::Value) -> serde_json::Value {
+        json!({"name": "api", "image": "ghcr.io/acme/api:abc1234", "imageID": "", "ready": false,
+            "restartCount": 0, "state": state})
+    }
+
+    #[test]
+    fn a_container_running_again_between_crashes_is_crash_looping() {
+        let f = one(json!({"running": {}}));
+        assert_eq!(f.reason, DiagnosisReason::CrashLoop);
+        assert_eq!(
+            f.what,
+            "container api keeps crashing (OOMKilled, exit 137, 5 restarts)"
+        );
+        assert_eq!((f.pod.as_deref(), f.previous), (Some("api-1"), true));
+    }
+
     #[test]
     fn running_but_unready_containers_are_the_readiness_probe() {
-        let f = one(json!({"running": {}}));
+        let p = pod(json!({"containerStatuses": [never_crashed(json!({"running": {}}))]}));
+        let f = classify(&[p], &[], None).unwrap();
         assert_eq!(f.reason, DiagnosisReason::ReadinessProbe);
         assert_eq!(
             f.what,
@@ -280,7 +305,7 @@ mod tests {
             "involvedObject": {"kind": "Pod", "name": "api-1"}, "reason": "Unhealthy",
             "message": "Readiness probe failed: HTTP probe failed with statuscode: 500"}))
         .unwrap();
-        let p = pod(json!({"containerStatuses": [container(json!({"running": {}}))]}));
+        let p = pod(json!({"containerStatuses": [never_crashed(json!({"running": {}}))]}));
         let f = classify(&[p], &[event], None).unwrap();
         assert_eq!(
             f.what,
