@@ -31,7 +31,7 @@ use sandcastle_fake_github::PrSpec;
 use serde_json::{Value, json};
 use support::burst::{
     Arrivals, api_requests_by, control_plane_cpu, cpu_between, cpu_seconds, made_between, median,
-    quarters, rank_correlation,
+    profile, quarters, rank_correlation,
 };
 use support::floor::Bookkeeping;
 
@@ -173,8 +173,12 @@ async fn main() {
                 .collect();
             let before = api_requests_by(&client).await;
             let cpu = control_plane_cpu();
+            let profiling = profile(&client, &format!("run{r}-{side}"));
             let ready = direct(&client, batches, floor.as_ref()).await;
             let (control_plane_cpu, cpu_by) = cpu_between(&cpu, &control_plane_cpu());
+            if let Some(p) = profiling {
+                p.await.unwrap();
+            }
             let by = made_between(&before, &api_requests_by(&client).await);
             figures.push(Figures {
                 label: match floor {
@@ -198,7 +202,8 @@ async fn main() {
         }
         bins.push(("Sandcastle", support::sandcastle_bin()));
         for (label, bin) in bins {
-            let run = sandcastle(&client, &bin, &spec_json, total, senders).await;
+            let profiling = format!("run{r}-{}", label.split(' ').next().unwrap_or(label));
+            let run = sandcastle(&client, &bin, &spec_json, total, senders, &profiling).await;
             figures.push(Figures {
                 label: format!("run {r}: {label}"),
                 ready: run.ready.clone(),
@@ -373,6 +378,7 @@ async fn sandcastle(
     spec_json: &Value,
     total: u64,
     senders: usize,
+    profiling: &str,
 ) -> Run {
     let home = support::unique("burst-home");
     ensure_namespace(client, &home).await.unwrap();
@@ -402,6 +408,7 @@ async fn sandcastle(
     gh.take_calls();
     let before = api_requests_by(client).await;
     let cpu = control_plane_cpu();
+    let profiling = profile(client, profiling);
     let arrivals = Arrivals::previews(client, &home);
     let t = arrivals.start;
     // Names in the order their deliveries were recorded.
@@ -430,6 +437,9 @@ async fn sandcastle(
     arrivals.all_ready(&names).await;
     let (control_plane_cpu, cpu_by) = cpu_between(&cpu, &control_plane_cpu());
     let own_cpu = cpu_seconds(serve.0.id());
+    if let Some(p) = profiling {
+        p.await.unwrap();
+    }
     let reconciles = reconciles(&http, port, total).await;
     let after = api_requests_by(client).await;
     let calls = gh.take_calls().len();

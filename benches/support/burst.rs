@@ -317,3 +317,27 @@ pub fn made_between(
     made.sort_by(|a, b| b.1.total_cmp(&a.1));
     made
 }
+
+/// A CPU profile of kube-apiserver over the next seconds (Go's pprof, served to the admin by
+/// default), written to `$SANDCASTLE_BENCH_PROFILE/LABEL.pb.gz` when that is set
+/// (`SANDCASTLE_BENCH_PROFILE_SECONDS`, default 12): where the control plane's time went on
+/// each side, for `go tool pprof -top`. `None` when not asked for.
+pub fn profile(client: &Client, label: &str) -> Option<tokio::task::JoinHandle<()>> {
+    let dir = std::path::PathBuf::from(std::env::var_os("SANDCASTLE_BENCH_PROFILE")?);
+    let seconds: u64 = std::env::var("SANDCASTLE_BENCH_PROFILE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12);
+    let (client, path) = (client.clone(), dir.join(format!("{label}.pb.gz")));
+    Some(tokio::spawn(async move {
+        use futures::AsyncReadExt;
+        let uri = format!("/debug/pprof/profile?seconds={seconds}");
+        let req = http::Request::get(uri).body(Vec::new()).unwrap();
+        let mut body = Vec::new();
+        let mut stream = client.request_stream(req).await.expect("apiserver profile");
+        stream.read_to_end(&mut body).await.expect("profile read");
+        std::fs::create_dir_all(&dir).expect("profile directory");
+        std::fs::write(&path, body).expect("profile written");
+        println!("kube-apiserver profile: {}", path.display());
+    }))
+}

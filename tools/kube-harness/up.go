@@ -41,6 +41,7 @@ type upOptions struct {
 	assets     string
 	smoke      bool
 	nodes      int
+	profiling  bool
 	timeout    time.Duration
 	// real is the real tier's build (bin/, images/, gateway-crds/; scripts/kube-harness build
 	// --real): when set, a node that runs containers joins the cluster (real.go).
@@ -61,6 +62,7 @@ func runUp(args []string) int {
 	fs.Var(&o.stages, "stages", "extra kwok Stage YAML file or directory of *.yaml files, loaded besides kwok's defaults (repeatable)")
 	fs.StringVar(&o.assets, "assets", "", "directory of envtest-style binaries (etcd, kube-apiserver, ...) used in place of the built-in components it holds")
 	fs.BoolVar(&o.smoke, "smoke", false, "also prove the whole chain: a Deployment becomes Available, a Job completes, a namespace is deleted")
+	fs.BoolVar(&o.profiling, "profiling", false, "serve kube-apiserver's CPU profile (/debug/pprof) to the admin, for benchmarks that ask where its time went")
 	fs.IntVar(&o.nodes, "nodes", 1, "how many fake nodes to create: kwok-node-0..N-1, in zones local-1a, local-1b, local-1c in turn")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the cluster to become ready")
 	fs.StringVar(&o.real, "real", "", "directory of the real tier's build (bin/, images/, gateway-crds/): also run a node that runs containers, kube-proxy, CoreDNS and Traefik")
@@ -295,7 +297,7 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		"--kubelet-certificate-authority="+p.CACert,
 		"--kubelet-client-certificate="+p.KubeletClientCert,
 		"--kubelet-client-key="+p.KubeletClientKey,
-		"--profiling=false",
+		fmt.Sprintf("--profiling=%t", o.profiling),
 		"--max-requests-inflight=800", "--max-mutating-requests-inflight=400",
 		"--v=1",
 	); err != nil {
