@@ -1,9 +1,10 @@
 //! One reconcile of one PreviewEnvironment (counted and timed). It reads the preview fresh,
-//! keeps its sticky comment and Kubernetes Events in line with what the last pass saved, then
+//! keeps its Kubernetes Events in line with what the last pass saved, then
 //! asks the one phase that applies what to do — finalize a deleted preview, tear down one asked
 //! to go, take down an outlived incarnation, wait while a fork awaits approval, pass the
 //! guardrails (expiry, Blueprint, slot, stop and wake), roll out — and gets a [`Verdict`] back.
-//! [`finish`] then reports to GitHub once and writes the status once. (The one other status
+//! [`finish`] then reports to GitHub once, brings the sticky comment in line with the verdict,
+//! and writes the status once, with what the comment shows. (The one other status
 //! write is a slot taken under `maxPreviews`, which must be written before the admission lock is
 //! released: see `phases::capacity`.)
 
@@ -71,9 +72,7 @@ async fn reconcile_one(
         }
         return Ok(action);
     }
-    // Every status change (saved by the previous pass) brings a pass here, so the comment
-    // follows the status without a GitHub call on every pass.
-    let mut pe = sticky::sync(pe, &ctx).await?;
+    let mut pe = pe;
     ctx.events.sync(&pe).await;
     record_requests(&mut pe);
     let verdict = if pe.spec.teardown.is_some() {
@@ -134,6 +133,14 @@ async fn finish(
     // write ends only on a status that has taken the write in.
     status.observed_generation = pe.metadata.generation;
     status.observed_redeploy = pe.annotations().get(REDEPLOY).cloned();
+    if pe.meta().deletion_timestamp.is_none() {
+        // The comment follows the status it is saved with: what it shows is recorded in that
+        // same write, not in a second one after it (GitHub is called only when what it shows
+        // changes).
+        let mut shown = pe.clone();
+        shown.status = Some(status);
+        status = sticky::sync(shown, ctx).await?.status.unwrap_or_default();
+    }
     let was = persisted.as_ref().and_then(|s| s.phase);
     pe.status = persisted.clone();
     save(api, pe, &status).await?;
