@@ -46,12 +46,11 @@ async fn reconcile_one(
     // The watch cache can lag behind this controller's own last status write; decisions that
     // must happen once (creating a GitHub deployment, recording history) are taken on a fresh
     // read.
-    let Some(pe) = api.get_opt(&cached.name_any()).await? else {
+    let Some(mut pe) = api.get_opt(&cached.name_any()).await? else {
         return Ok(Action::await_change());
     };
     let mut persisted = pe.status.clone();
     if pe.meta().deletion_timestamp.is_some() {
-        let mut pe = pe;
         ctx.events.forget(&pe.name_any());
         ctx.checks_asked.forget(&pe.name_any());
         ctx.drains.forget(&pe.name_any());
@@ -72,7 +71,6 @@ async fn reconcile_one(
         }
         return Ok(action);
     }
-    let mut pe = pe;
     ctx.events.sync(&pe).await;
     record_requests(&mut pe);
     let verdict = if pe.spec.teardown.is_some() {
@@ -137,9 +135,9 @@ async fn finish(
         // The comment follows the status it is saved with: what it shows is recorded in that
         // same write, not in a second one after it (GitHub is called only when what it shows
         // changes).
-        let mut shown = pe.clone();
-        shown.status = Some(status);
-        status = sticky::sync(shown, ctx).await?.status.unwrap_or_default();
+        pe.status = Some(status);
+        sticky::sync(pe, ctx).await?;
+        status = pe.status.take().unwrap_or_default();
     }
     let was = persisted.as_ref().and_then(|s| s.phase);
     pe.status = persisted.clone();

@@ -27,22 +27,19 @@ use sandcastle_github::text::{parse_marker, sticky_comment};
 /// Pause after a failed attempt when GitHub gives no time to wait for.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 
-/// Bring the sticky comment in line with `pe`. Returns the preview with what the comment now
-/// shows recorded in its status, which the reconcile saves with the rest of its verdict.
-pub(super) async fn sync(
-    pe: PreviewEnvironment,
-    ctx: &Context,
-) -> Result<PreviewEnvironment, Error> {
+/// Bring the sticky comment in line with `pe` (its status as the reconcile is about to save it),
+/// and record in that status what the comment now shows.
+pub(super) async fn sync(pe: &mut PreviewEnvironment, ctx: &Context) -> Result<(), Error> {
     let (Some(installation), Some(number)) = (pe.spec.installation_id, pe.spec.pull_request) else {
-        return Ok(pe);
+        return Ok(());
     };
     let (Ok(repo), Ok(number)) = (RepoName::new(&pe.spec.repository), PrNumber::new(number)) else {
-        return Ok(pe);
+        return Ok(());
     };
     let name = pe.name_any();
     let page = log_url(&ctx.reporting(), &name);
-    let Some(view) = sticky_view(&pe, None, Some(page.clone())) else {
-        return Ok(pe);
+    let Some(view) = sticky_view(pe, None, Some(page.clone())) else {
+        return Ok(());
     };
     let key = shown_key(&view);
     let refresh = pe.annotations().get(STICKY_REFRESH).cloned();
@@ -51,12 +48,12 @@ pub(super) async fn sync(
         .as_ref()
         .is_none_or(|c| c.shown != key || (refresh.is_some() && c.refreshed != refresh));
     if !due || ctx.retry.waiting(&name) {
-        return Ok(pe);
+        return Ok(());
     }
 
     // Rendering needs the Blueprint (what it clones, the idle limit); it is read only now.
     let blueprint = ctx.blueprint(&pe.spec.blueprint).await?;
-    let view = sticky_view(&pe, blueprint.as_ref().map(|b| &b.spec), Some(page))
+    let view = sticky_view(pe, blueprint.as_ref().map(|b| &b.spec), Some(page))
         .expect("the view exists: it did a moment ago");
     let body = sticky_comment(&view, ctx.clock.now());
     let gh = ctx.github.installation(installation);
@@ -70,21 +67,20 @@ pub(super) async fn sync(
     let known = current
         .as_ref()
         .map(|c| c.comment_id)
-        .or_else(|| ctx.term.sticky(&pe));
+        .or_else(|| ctx.term.sticky(pe));
     // A pull request opened in this leadership term has no comment of this preview to find.
-    let look = !ctx.term.fresh_pull_request(&pe);
+    let look = !ctx.term.fresh_pull_request(pe);
     match target.post_or_edit(known, &body, look).await {
         Ok((comment_id, created)) => {
             if created {
-                ctx.term.created_sticky(&pe, comment_id);
+                ctx.term.created_sticky(pe, comment_id);
             }
-            let mut pe = pe;
             pe.status.get_or_insert_default().sticky = Some(StickyComment {
                 comment_id,
                 shown: key,
                 refreshed: refresh,
             });
-            Ok(pe)
+            Ok(())
         }
         Err(e) => {
             let wait = match &e {
@@ -93,7 +89,7 @@ pub(super) async fn sync(
             };
             tracing::warn!(preview = %name, error = %e, retry_in = ?wait, "updating the sticky comment failed");
             ctx.retry.schedule(&name, &ctx.settings.home, wait);
-            Ok(pe)
+            Ok(())
         }
     }
 }

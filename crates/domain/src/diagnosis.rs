@@ -275,10 +275,12 @@ mod tests {
         assert_eq!((f.pod.as_deref(), f.previous), (Some("api-1"), true));
     }
 
-    /// A container that has never crashed.
+    /// [`container`] before it ever crashed.
     fn never_crashed(state: serde_json::Value) -> serde_json::Value {
-        json!({"name": "api", "image": "ghcr.io/acme/api:abc1234", "imageID": "", "ready": false,
-            "restartCount": 0, "state": state})
+        let mut c = container(state);
+        c["restartCount"] = json!(0);
+        c.as_object_mut().unwrap().remove("lastState");
+        c
     }
 
     #[test]
