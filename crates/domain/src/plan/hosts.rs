@@ -1,16 +1,21 @@
-//! Ingress hosts of a preview and the preview URL.
+//! The hosts of a preview (its Ingresses' and its Gateway API routes') and the preview URL.
 //!
 //! Every host is rewritten from the host template (the Blueprint's `host`, else Sandcastle's
 //! default): custom domains are never copied. `{{host}}` is the first DNS label of the original
 //! host, so distinct hosts stay distinct. When the template has no `{{host}}` and the blueprint
 //! has several hosts, every host but the first is prefixed with `<its first label>-`; should
 //! two hosts still meet, later ones get `-2`, `-3`… on their first label. Hosts are taken in a
-//! fixed order: Ingresses by name, rule hosts first, then hosts only named in `tls`.
+//! fixed order: Ingresses by name, rule hosts first, then hosts only named in `tls`; then the
+//! `spec.hostnames` of HTTPRoutes, then of GRPCRoutes, each by name. One original host gets one
+//! preview host wherever it is named: an Ingress and an HTTPRoute naming `shop.example.com` both
+//! name the same preview host.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::kinds::Builtin;
+use super::routes;
 use super::{Obj, PreviewContext, Problem};
 use crate::naming::{fit_label, is_dns_label, slug};
 use crate::template::{self, Value as Var};
@@ -149,17 +154,26 @@ fn tls_hosts(ingress: &Value) -> impl Iterator<Item = &str> {
         .filter_map(Value::as_str)
 }
 
-/// Map every original host to its preview host.
+fn is_ingress(obj: &Obj) -> bool {
+    Builtin::find(&obj.group, &obj.kind) == Some(Builtin::Ingress)
+}
+
+/// Map every original host to its preview host. `fronts` are in host order (see [`rewrite`]).
 fn map_hosts(
-    ingresses: &[&mut Obj],
+    fronts: &[&mut Obj],
     t: &HostTemplate,
     problems: &mut Vec<Problem>,
 ) -> BTreeMap<String, String> {
     let mut originals: Vec<&str> = Vec::new();
     let mut seen: HashSet<&str> = HashSet::new();
-    let rules = ingresses.iter().flat_map(|i| rule_hosts(&i.value));
-    let tls = ingresses.iter().flat_map(|i| tls_hosts(&i.value));
-    for host in rules.chain(tls) {
+    let ingresses = || fronts.iter().filter(|f| is_ingress(f));
+    let rules = ingresses().flat_map(|i| rule_hosts(&i.value));
+    let tls = ingresses().flat_map(|i| tls_hosts(&i.value));
+    let routes = fronts
+        .iter()
+        .filter(|f| !is_ingress(f))
+        .flat_map(|r| routes::hostnames(&r.value));
+    for host in rules.chain(tls).chain(routes) {
         if seen.insert(host) {
             originals.push(host);
         }
@@ -233,23 +247,54 @@ fn set_hosts(ingress: &mut Value, map: &BTreeMap<String, String>) {
     }
 }
 
-/// Rewrite the hosts of every Ingress and return the preview URL: the host of the first rule
-/// whose paths lead to the Blueprint's `primaryService`, else (no primary service, or none of
-/// its rules has a host) the first rule with a host; `https` when that Ingress lists the host
-/// under `tls`.
+/// Where the host of the preview URL is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Served {
+    /// By an Ingress, which lists the host under `tls` or not.
+    Ingress { tls: bool },
+    /// By an HTTPRoute of the shared Gateway.
+    HttpRoute,
+}
+
+/// The preview URL's scheme, decided here and nowhere else: `https` where an Ingress lists the
+/// host under `tls`; `http` otherwise (an HTTPRoute is served over TLS only by a listener of the
+/// shared Gateway, which the plan does not see).
+fn scheme(served: Served) -> &'static str {
+    match served {
+        Served::Ingress { tls: true } => "https",
+        Served::Ingress { tls: false } | Served::HttpRoute => "http",
+    }
+}
+
+/// Rewrite the hosts of every Ingress and Gateway API route of `fronts` and return the preview
+/// URL: the host of the first Ingress rule whose paths lead to the Blueprint's `primaryService`,
+/// else (no primary service, or none of its rules has a host) the first Ingress rule with a
+/// host; without one, the first hostname of the first HTTPRoute with a rule leading to the
+/// primary service, else of the first HTTPRoute with hostnames. Its scheme: [`scheme`].
 pub(crate) fn rewrite(
-    ingresses: &mut [&mut Obj],
+    fronts: &mut [&mut Obj],
     t: &HostTemplate,
     blueprint: &BlueprintSpec,
     problems: &mut Vec<Problem>,
 ) -> Option<String> {
-    ingresses.sort_by(|a, b| a.name.cmp(&b.name));
-    let map = map_hosts(ingresses, t, problems);
-    for ingress in ingresses.iter_mut() {
-        set_hosts(&mut ingress.value, &map);
+    // Ingresses, then HTTPRoutes, then GRPCRoutes (the order of `Builtin`), each by name.
+    fronts.sort_by_cached_key(|o| (Builtin::find(&o.group, &o.kind), o.name.clone()));
+    let map = map_hosts(fronts, t, problems);
+    for front in fronts.iter_mut() {
+        if is_ingress(front) {
+            set_hosts(&mut front.value, &map);
+        } else {
+            routes::set_hostnames(&mut front.value, &map);
+        }
     }
+    let primary = blueprint.primary_service.as_deref();
+    ingress_url(fronts, primary).or_else(|| route_url(fronts, primary))
+}
+
+/// The preview URL an Ingress of `fronts` gives.
+fn ingress_url(fronts: &[&mut Obj], primary: Option<&str>) -> Option<String> {
     let candidates = || {
-        ingresses.iter().flat_map(|i| {
+        fronts.iter().filter(|f| is_ingress(f)).flat_map(|i| {
             i.value["spec"]["rules"]
                 .as_array()
                 .into_iter()
@@ -265,22 +310,33 @@ pub(crate) fn rewrite(
             .flatten()
             .any(|p| p["backend"]["service"]["name"].as_str() == Some(service))
     };
-    let primary = blueprint
-        .primary_service
-        .as_deref()
-        .and_then(|s| candidates().find(|(_, r)| serves(r, s)));
+    let primary = primary.and_then(|s| candidates().find(|(_, r)| serves(r, s)));
     let (ingress, rule) = primary.or_else(|| candidates().next())?;
     let host = rule["host"].as_str()?;
-    let scheme = if tls_hosts(ingress).any(|h| h == host) {
-        "https"
-    } else {
-        "http"
-    };
-    Some(format!("{scheme}://{host}"))
+    let tls = tls_hosts(ingress).any(|h| h == host);
+    Some(format!("{}://{host}", scheme(Served::Ingress { tls })))
 }
 
-/// The Service and port the preview URL's host leads to (the first path of its first rule),
-/// for probing it directly: a named port is looked up in that Service among `objects`.
+/// The preview URL an HTTPRoute of `fronts` gives.
+fn route_url(fronts: &[&mut Obj], primary: Option<&str>) -> Option<String> {
+    let named = || {
+        fronts
+            .iter()
+            .filter(|f| Builtin::find(&f.group, &f.kind) == Some(Builtin::HttpRoute))
+            .map(|f| &f.value)
+            .filter(|r| routes::hostnames(r).next().is_some())
+    };
+    let route = primary
+        .and_then(|s| named().find(|r| routes::serves(r, s)))
+        .or_else(|| named().next())?;
+    let host = routes::hostnames(route).next()?;
+    Some(format!("{}://{host}", scheme(Served::HttpRoute)))
+}
+
+/// The Service and port the preview URL's host leads to, for probing it directly: with an
+/// Ingress, the first path of its first rule of that host (a named port is looked up in that
+/// Service among `objects`); else the Service an HTTPRoute naming the host sends every path to
+/// (else its first rule's).
 pub fn backend_of<'a>(
     objects: impl Iterator<Item = &'a Value> + Clone,
     url: &str,
@@ -290,7 +346,10 @@ pub fn backend_of<'a>(
         .clone()
         .filter(|o| o["kind"] == "Ingress")
         .flat_map(|i| i["spec"]["rules"].as_array().cloned().unwrap_or_default())
-        .find(|r| r["host"].as_str() == Some(host))?;
+        .find(|r| r["host"].as_str() == Some(host));
+    let Some(rule) = rule else {
+        return routes::backend_of(objects, host);
+    };
     let backend = &rule["http"]["paths"][0]["backend"]["service"];
     let name = backend["name"].as_str()?.to_owned();
     let port = match backend["port"]["number"].as_u64() {
@@ -337,6 +396,13 @@ mod tests {
     }
 
     #[test]
+    fn only_an_ingress_listing_the_host_under_tls_gives_https() {
+        assert_eq!(scheme(Served::Ingress { tls: true }), "https");
+        assert_eq!(scheme(Served::Ingress { tls: false }), "http");
+        assert_eq!(scheme(Served::HttpRoute), "http");
+    }
+
+    #[test]
     fn the_url_leads_to_its_service_and_port() {
         let objects = [
             serde_json::json!({"kind": "Ingress", "spec": {"rules": [
@@ -354,5 +420,13 @@ mod tests {
             Some(("admin".to_owned(), 81))
         );
         assert_eq!(backend_of(objects.iter(), "http://other.example.com"), None);
+        // A host no Ingress has is looked for among the HTTPRoutes.
+        let route = serde_json::json!({"kind": "HTTPRoute", "spec": {"hostnames": ["r.example.com"],
+            "rules": [{"backendRefs": [{"name": "web", "port": 8080}]}]}});
+        let with_route = [&objects[..], std::slice::from_ref(&route)].concat();
+        assert_eq!(
+            backend_of(with_route.iter(), "http://r.example.com"),
+            Some(("web".to_owned(), 8080))
+        );
     }
 }

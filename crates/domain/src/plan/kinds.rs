@@ -24,9 +24,14 @@ pub(crate) enum Builtin {
     HorizontalPodAutoscaler,
     PodDisruptionBudget,
     Ingress,
+    HttpRoute,
+    GrpcRoute,
 }
 
-const BUILTINS: [(&str, &str, Builtin); 16] = [
+/// The API group of the Gateway API's kinds.
+pub(crate) const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";
+
+const BUILTINS: [(&str, &str, Builtin); 18] = [
     ("", "ConfigMap", Builtin::ConfigMap),
     ("", "Secret", Builtin::Secret),
     ("", "ServiceAccount", Builtin::ServiceAccount),
@@ -55,6 +60,8 @@ const BUILTINS: [(&str, &str, Builtin); 16] = [
         Builtin::PodDisruptionBudget,
     ),
     ("networking.k8s.io", "Ingress", Builtin::Ingress),
+    (GATEWAY_GROUP, "HTTPRoute", Builtin::HttpRoute),
+    (GATEWAY_GROUP, "GRPCRoute", Builtin::GrpcRoute),
 ];
 
 impl Builtin {
@@ -83,8 +90,21 @@ impl Builtin {
             | Builtin::Job
             | Builtin::HorizontalPodAutoscaler
             | Builtin::PodDisruptionBudget => Stage::Apps,
-            Builtin::Ingress => Stage::Ingress,
+            Builtin::Ingress | Builtin::HttpRoute | Builtin::GrpcRoute => Stage::Ingress,
         }
+    }
+
+    /// Whether objects of this kind route hosts (their hosts come from the host template).
+    pub(crate) fn takes_hosts(self) -> bool {
+        matches!(
+            self,
+            Builtin::Ingress | Builtin::HttpRoute | Builtin::GrpcRoute
+        )
+    }
+
+    /// Whether this is a Gateway API route.
+    pub(crate) fn is_route(self) -> bool {
+        matches!(self, Builtin::HttpRoute | Builtin::GrpcRoute)
     }
 
     /// Whether objects of this kind run pods from a template.
@@ -117,7 +137,16 @@ pub(crate) enum KindRule {
     Controller(&'static str),
     /// The preview namespace gets its own from the Blueprint's `isolation`.
     Guardrail(&'static str),
+    /// Never copied, for the reason given (a ReferenceGrant concerns other namespaces).
+    LeaveOut(&'static str),
     Refuse(String),
+}
+
+impl Class {
+    /// Whether objects of this class route hosts: Ingresses and Gateway API routes.
+    pub(crate) fn takes_hosts(self) -> bool {
+        matches!(self, Class::Builtin(b) if b.takes_hosts())
+    }
 }
 
 /// Kinds controllers create from other objects, with why they are not copied.
@@ -211,6 +240,12 @@ pub(crate) fn made_by_controller(group: &str, kind: &str, owner: &str) -> Option
 pub(crate) const BARE_POD: &str =
     "it has no owner, and a bare Pod is not copied; run it from a Deployment or a Job";
 
+/// Why a Gateway of the blueprint is refused.
+pub(crate) const SHARED_GATEWAY: &str = "a Gateway is shared by every preview and never cloned: keep it out of the blueprint (in a namespace of its own) and point the routes' spec.parentRefs at it";
+
+/// Why a ReferenceGrant of the blueprint is left out.
+pub(crate) const REFERENCE_GRANT: &str = "a ReferenceGrant lets routes of other namespaces reach into the source namespace; a preview grants nothing to other namespaces";
+
 /// API groups served by Kubernetes itself; any other group is a custom resource.
 const BUILTIN_GROUPS: [&str; 23] = [
     "",
@@ -282,6 +317,13 @@ pub(crate) fn rule(group: &str, kind: &str, allow_kinds: &[KindRef]) -> KindRule
                     .to_owned(),
             );
         }
+        (GATEWAY_GROUP, "Gateway") => return KindRule::Refuse(SHARED_GATEWAY.to_owned()),
+        (GATEWAY_GROUP, "GatewayClass") => {
+            return KindRule::Refuse(format!(
+                "GatewayClass is cluster-scoped and a preview only owns its namespace; {SHARED_GATEWAY}"
+            ));
+        }
+        (GATEWAY_GROUP, "ReferenceGrant") => return KindRule::LeaveOut(REFERENCE_GRANT),
         _ => {}
     }
     if CLUSTER_SCOPED
@@ -336,7 +378,9 @@ mod tests {
             kr("rbac.authorization.k8s.io/v1", "ClusterRole"),
             kr("apps/v1", "DaemonSet"),
         ];
-        let table: [(&str, &str, KindRule); 10] = [
+        let mut allow = allow.to_vec();
+        allow.push(kr("gateway.networking.k8s.io/v1", "Gateway"));
+        let table: [(&str, &str, KindRule); 15] = [
             ("", "Service", KindRule::Copy(Class::Builtin(Builtin::Service))),
             (
                 "serving.knative.dev",
@@ -391,9 +435,43 @@ mod tests {
                         .to_owned(),
                 ),
             ),
+            (
+                GATEWAY_GROUP,
+                "HTTPRoute",
+                KindRule::Copy(Class::Builtin(Builtin::HttpRoute)),
+            ),
+            (
+                GATEWAY_GROUP,
+                "GRPCRoute",
+                KindRule::Copy(Class::Builtin(Builtin::GrpcRoute)),
+            ),
+            // Listed in allowKinds or not, the shared Gateway is never cloned.
+            (GATEWAY_GROUP, "Gateway", KindRule::Refuse(SHARED_GATEWAY.to_owned())),
+            (
+                GATEWAY_GROUP,
+                "GatewayClass",
+                KindRule::Refuse(format!(
+                    "GatewayClass is cluster-scoped and a preview only owns its namespace; {SHARED_GATEWAY}"
+                )),
+            ),
+            (GATEWAY_GROUP, "ReferenceGrant", KindRule::LeaveOut(REFERENCE_GRANT)),
         ];
         for (group, kind, want) in table {
             assert_eq!(rule(group, kind, &allow), want, "{group} {kind}");
         }
+    }
+
+    #[test]
+    fn routes_are_applied_with_the_ingresses_and_take_hosts() {
+        for b in [Builtin::Ingress, Builtin::HttpRoute, Builtin::GrpcRoute] {
+            assert_eq!(b.stage(), Stage::Ingress);
+            assert!(Class::Builtin(b).takes_hosts());
+            assert!(!b.is_workload());
+        }
+        assert!(Builtin::HttpRoute.is_route() && !Builtin::Ingress.is_route());
+        assert!(!Class::Builtin(Builtin::Service).takes_hosts());
+        assert!(!Class::Extra.takes_hosts());
+        // Routes come after the Ingresses within their phase.
+        assert!(Builtin::Ingress < Builtin::HttpRoute && Builtin::HttpRoute < Builtin::GrpcRoute);
     }
 }

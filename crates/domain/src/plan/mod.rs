@@ -6,7 +6,7 @@
 //! found first ([`namespaces`]). Each object is, in order: identified (a Helm hook Job given the
 //! phase its hook means, [`helm`]), left out ([`select`]) or
 //! refused ([`refuse`], [`security`]), stripped of what the server owns ([`strip`]), rewritten
-//! for the preview ([`rewrite`], [`hosts`], [`images`], [`pods`]), and sorted into phases
+//! for the preview ([`rewrite`], [`hosts`], [`routes`], [`images`], [`pods`]), and sorted into phases
 //! ([`order`]); a plan that would run nothing is refused ([`runnable`]). `docs/cloning.md`
 //! states the rules for users.
 
@@ -22,6 +22,7 @@ mod order;
 mod pods;
 mod refuse;
 mod rewrite;
+mod routes;
 mod runnable;
 mod security;
 mod select;
@@ -62,7 +63,8 @@ pub enum Stage {
     /// Deployments, ReplicaSets, CronJobs, other Jobs, HorizontalPodAutoscalers,
     /// PodDisruptionBudgets and objects of the Blueprint's `allowKinds`.
     Apps,
-    /// Ingresses, last, so that the URL answers only when something serves it.
+    /// Ingresses and Gateway API routes (HTTPRoutes, GRPCRoutes), last, so that the URL
+    /// answers only when something serves it.
     Ingress,
 }
 
@@ -115,7 +117,7 @@ pub struct Plan {
     /// Jobs annotated `sandcastle.dev/hook: pre-delete`: run before teardown, not applied with
     /// the rest.
     pub pre_delete: Vec<Value>,
-    /// The preview URL, when an Ingress gives one.
+    /// The preview URL, when an Ingress or an HTTPRoute gives one.
     pub url: Option<String>,
     /// Objects not copied and why, sorted by kind and name.
     pub left_out: Vec<LeftOut>,
@@ -240,13 +242,14 @@ pub fn plan(
         }
     }
 
-    let mut ingresses: Vec<&mut Obj> = kept
+    // Ingresses and Gateway API routes: their hosts come from the host template.
+    let mut fronts: Vec<&mut Obj> = kept
         .iter_mut()
-        .filter(|(class, _)| *class == kinds::Class::Builtin(kinds::Builtin::Ingress))
+        .filter(|(class, _)| class.takes_hosts())
         .map(|(_, obj)| obj)
         .collect();
     let url =
-        host_template.and_then(|t| hosts::rewrite(&mut ingresses, &t, blueprint, &mut problems));
+        host_template.and_then(|t| hosts::rewrite(&mut fronts, &t, blueprint, &mut problems));
 
     // Only a blueprint with no other problem can be judged empty: a refused object may be the
     // workload it was meant to run.

@@ -1,7 +1,8 @@
 //! Refusals that depend on an object's content rather than its kind: objects of another
 //! namespace (see [`super::namespaces`]), RoleBindings reaching outside the preview, names Sandcastle reserves and hooks it
 //! does not know, and workloads whose pod template is not a mapping. Kinds are refused in
-//! [`super::kinds`], pods in [`super::security`].
+//! [`super::kinds`], pods in [`super::security`], Gateway API routes' references in
+//! [`super::routes`].
 //!
 //! A RoleBinding may bind ServiceAccounts of its own namespace (rewritten to the preview's),
 //! users and groups, a Role, or one of the built-in ClusterRoles `view`, `edit` and `admin`:
@@ -51,6 +52,11 @@ pub(crate) fn check(obj: &Obj, class: Class, namespaces: &Source) -> Vec<Problem
     }
     if class == Class::Builtin(Builtin::RoleBinding) {
         role_binding(obj, source, &mut problems);
+    }
+    if let Class::Builtin(b) = class
+        && b.is_route()
+    {
+        problems.extend(super::routes::check(obj, source));
     }
     if let Class::Builtin(_) = class {
         problems.extend(template_shape(obj, class));

@@ -170,8 +170,9 @@ impl Rewriter<'_> {
     }
 }
 
-/// Rewrite references to the source namespace in every field but the object's identity, and
-/// point RoleBinding ServiceAccount subjects of the source namespace at the target.
+/// Rewrite references to the source namespace in every field but the object's identity, point
+/// RoleBinding ServiceAccount subjects of the source namespace at the target, and a Gateway API
+/// route's parents and backends as [`super::routes::rewrite`] says.
 pub(crate) fn rewrite(obj: &mut Obj, class: Class, rw: &Rewriter<'_>) {
     let Some(map) = obj.value.as_object_mut() else {
         return;
@@ -189,6 +190,11 @@ pub(crate) fn rewrite(obj: &mut Obj, class: Class, rw: &Rewriter<'_>) {
             "data" if class == Class::Builtin(Builtin::Secret) => rw.secret_data(v),
             _ => rw.walk(v),
         }
+    }
+    if let Class::Builtin(b) = class
+        && b.is_route()
+    {
+        super::routes::rewrite(&mut obj.value, rw.source);
     }
     if class == Class::Builtin(Builtin::RoleBinding)
         && let Some(subjects) = obj.value["subjects"].as_array_mut()

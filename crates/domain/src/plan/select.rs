@@ -175,7 +175,9 @@ pub(crate) fn decide(obj: &Obj, index: &Index, blueprint: &BlueprintSpec) -> Dec
         return Decision::LeaveOut("named in spec.skip".to_owned());
     }
     match rule {
-        KindRule::Controller(why) | KindRule::Guardrail(why) => Decision::LeaveOut(why.to_owned()),
+        KindRule::Controller(why) | KindRule::Guardrail(why) | KindRule::LeaveOut(why) => {
+            Decision::LeaveOut(why.to_owned())
+        }
         KindRule::Refuse(why) => Decision::Refuse(why),
         KindRule::Copy(Class::Extra) => Decision::Copy(Class::Extra),
         KindRule::Copy(Class::Builtin(b)) => match left_out_builtin(obj, b, index, blueprint) {

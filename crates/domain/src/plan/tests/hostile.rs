@@ -81,7 +81,7 @@ fn dns_name(host: &str) -> bool {
 }
 
 /// What holds of every plan: each object names the preview, and the plan reads back from the
-/// YAML `sandcastle render` prints; every Ingress host is a DNS name.
+/// YAML `sandcastle render` prints; every Ingress host and route hostname is a DNS name.
 fn sound(result: &Result<Plan, Refused>, ctx: &PreviewContext) -> Result<(), TestCaseError> {
     match result {
         Ok(p) => {
@@ -97,6 +97,15 @@ fn sound(result: &Result<Plan, Refused>, ctx: &PreviewContext) -> Result<(), Tes
                     if let Some(h) = r["host"].as_str().filter(|h| !h.is_empty()) {
                         prop_assert!(dns_name(h), "host {:?}", h);
                     }
+                }
+            }
+            for o in p
+                .objects()
+                .filter(|o| o["kind"] == "HTTPRoute" || o["kind"] == "GRPCRoute")
+            {
+                for h in o["spec"]["hostnames"].as_array().into_iter().flatten() {
+                    let h = h.as_str().unwrap_or_default();
+                    prop_assert!(h.is_empty() || dns_name(h), "hostname {:?}", h);
                 }
             }
             if let Some(url) = &p.url {
@@ -389,6 +398,37 @@ fn proptest_fixture_objects_with_nasty_values_plan_or_are_refused() {
                     })?;
             sound(&result, &fixture.ctx)
                 .map_err(|e| TestCaseError::fail(format!("{}: {e} after {done:?}", fixture.name)))
+        },
+    );
+}
+
+/// A list of nasty values, or a nasty value where a list belongs.
+fn lists() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        values(),
+        proptest::collection::vec(values(), 0..4).prop_map(Value::Array),
+    ]
+}
+
+#[test]
+fn proptest_routes_with_nasty_hosts_parents_and_backends_plan_or_are_refused() {
+    let strategy = (lists(), lists(), lists(), lists(), any::<bool>());
+    hostile::check(
+        "plan: routes with nasty hosts, parents and backends plan or are refused",
+        strategy,
+        |(hostnames, parents, backends, filters, known)| {
+            let route = json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                "metadata": {"name": "web"}, "spec": {"hostnames": hostnames, "parentRefs": parents,
+                "rules": [{"backendRefs": backends, "filters": filters}]}});
+            let mut objects = objects(APP);
+            objects.push(route);
+            let mut c = ctx();
+            if !known {
+                c.source_namespace = None;
+            }
+            let result = std::panic::catch_unwind(|| plan(&objects, &blueprint(""), &c))
+                .map_err(|_| TestCaseError::fail("plan panicked"))?;
+            sound(&result, &c)
         },
     );
 }

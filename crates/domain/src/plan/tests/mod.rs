@@ -5,6 +5,7 @@ mod hostile;
 mod hosts;
 mod namespaces;
 mod refused;
+mod routes;
 mod security;
 mod workloads;
 
