@@ -3,23 +3,25 @@
 //! is rolled out, as `kubectl apply --prune` and Argo CD's prune do. Only objects Sandcastle put
 //! there as part of a plan are candidates: labelled as this preview's, stamped with a commit
 //! (`sandcastle.dev/sha`, which only planned objects and guardrails carry), made by no
-//! controller; everything the new plan and the guardrails hold is kept.
+//! controller; everything the new plan and the guardrails hold is kept. Objects are compared by
+//! API group, kind and name: one object read through another version of its kind is the same
+//! object. The Gateway API's routes are looked at where the cluster serves them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
 use kube::core::ApiResource;
 use serde_json::Value;
 
 use super::apply::Resolver;
-use super::source::LIVE_KINDS;
+use super::source::{GATEWAY_ROUTES, LIVE_KINDS, group_of};
 use sandcastle_crd::KindRef;
 use sandcastle_crd::labels::{MANAGED_BY, MANAGER, PREVIEW, SHA};
 
-/// `(apiVersion, kind, name)` of an object.
+/// `(API group, kind, name)` of an object.
 fn identity(obj: &Value) -> Option<(String, String, String)> {
     Some((
-        obj["apiVersion"].as_str()?.to_owned(),
+        group_of(obj["apiVersion"].as_str()?).to_owned(),
         obj["kind"].as_str()?.to_owned(),
         obj["metadata"]["name"].as_str()?.to_owned(),
     ))
@@ -37,20 +39,31 @@ pub async fn prune(
 ) -> Result<Vec<String>, kube::Error> {
     let kept: BTreeSet<(String, String, String)> =
         keep.iter().filter_map(|o| identity(o)).collect();
-    let mut kinds: BTreeSet<(String, String)> = LIVE_KINDS
+    // Each kind once, by group and kind (the first version named is asked).
+    let mut kinds: BTreeMap<(String, String), String> = BTreeMap::new();
+    let copied = LIVE_KINDS
         .iter()
+        .chain(GATEWAY_ROUTES)
         .filter(|(_, k)| *k != "Pod" && *k != "DaemonSet")
-        .map(|(v, k)| ((*v).to_owned(), (*k).to_owned()))
-        .collect();
-    kinds.extend(
-        extra
-            .iter()
-            .map(|k| (k.api_version.clone(), k.kind.clone())),
-    );
-    kinds.extend(kept.iter().map(|(v, k, _)| (v.clone(), k.clone())));
+        .map(|(v, k)| ((*v).to_owned(), (*k).to_owned()));
+    let extra = extra
+        .iter()
+        .map(|k| (k.api_version.clone(), k.kind.clone()));
+    let planned = keep.iter().filter_map(|o| {
+        Some((
+            o["apiVersion"].as_str()?.to_owned(),
+            o["kind"].as_str()?.to_owned(),
+        ))
+    });
+    for (api_version, kind) in copied.chain(extra).chain(planned) {
+        kinds
+            .entry((group_of(&api_version).to_owned(), kind))
+            .or_insert(api_version);
+    }
     let selector = format!("{MANAGED_BY}={MANAGER},{PREVIEW}={preview},{SHA}");
     let mut removed = Vec::new();
-    for (api_version, kind) in kinds {
+    for ((_, kind), api_version) in kinds {
+        // A kind this cluster does not serve (the Gateway API not installed) holds nothing.
         let Ok(ar) = resolver.resolve(&api_version, &kind, "").await else {
             continue;
         };
@@ -83,7 +96,7 @@ async fn prune_kind(
             .owner_references
             .as_ref()
             .is_some_and(|o| !o.is_empty());
-        let key = (ar.api_version.clone(), ar.kind.clone(), name.clone());
+        let key = (ar.group.clone(), ar.kind.clone(), name.clone());
         if made_by_controller || kept.contains(&key) {
             continue;
         }

@@ -11,6 +11,8 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 use sandcastle_domain::guardrails;
 
 const READ: &[&str] = &["get", "list", "watch"];
+/// The Gateway API's group (HTTPRoutes, GRPCRoutes, Gateways, ReferenceGrants).
+const GATEWAY_API: &str = "gateway.networking.k8s.io";
 const WRITE: &[&str] = &[
     "get", "list", "watch", "create", "patch", "update", "delete",
 ];
@@ -35,6 +37,9 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
 ///   workload is not ready, and Pods to refuse bare ones by name. DaemonSets: read, to refuse
 ///   them by name. `pods/log` and `events.k8s.io`: held so that Sandcastle may grant them
 ///   to each preview's `preview-agent` Role.
+/// - The Gateway API's routes (HTTPRoutes, GRPCRoutes): read in sources, written in previews;
+///   Gateways and ReferenceGrants read in sources (to refuse and to leave out by name). Where the
+///   Gateway API is not installed these rules name nothing.
 /// - CustomResourceDefinitions: read, for `/readyz`.
 /// - The API: TokenReviews and SubjectAccessReviews created (who calls, and may they), and
 ///   `serviceaccounts/token` created for ServiceAccounts named `preview-agent` only (the tokens
@@ -75,6 +80,8 @@ pub fn cluster_rules() -> Vec<PolicyRule> {
         // The FQDN egress rules of `isolation.egress`, on clusters running Cilium.
         rule(&["cilium.io"], &["ciliumnetworkpolicies"], WRITE),
         rule(&["policy"], &["poddisruptionbudgets"], WRITE),
+        rule(&[GATEWAY_API], &["httproutes", "grpcroutes"], WRITE),
+        rule(&[GATEWAY_API], &["gateways", "referencegrants"], READ),
         rule(&[""], &["pods", "pods/log", "events"], READ),
         rule(&["events.k8s.io"], &["events"], READ),
         rule(&["apps"], &["daemonsets"], READ),
@@ -151,6 +158,11 @@ pub fn source_rules() -> Vec<PolicyRule> {
         ),
         rule(&["autoscaling"], &["horizontalpodautoscalers"], READ),
         rule(&["policy"], &["poddisruptionbudgets"], READ),
+        rule(
+            &[GATEWAY_API],
+            &["httproutes", "grpcroutes", "gateways", "referencegrants"],
+            READ,
+        ),
     ]
 }
 
@@ -232,7 +244,9 @@ pub fn role_copy_rules() -> Vec<PolicyRule> {
 }
 
 /// What Sandcastle does in its own namespace: Blueprints read (their status written), PreviewEnvironments and
-/// PreviewCommands written (with their status), the leader Lease, and Events on previews.
+/// PreviewCommands written (with their status), the leader Lease, Events on previews, and the
+/// ReferenceGrants that let stopped previews' HTTPRoutes reach the wake route Service
+/// (`--wake-route-service`), one per stopped preview.
 pub fn namespace_rules() -> Vec<PolicyRule> {
     vec![
         rule(&["sandcastle.dev"], &["blueprints"], READ),
@@ -264,6 +278,7 @@ pub fn namespace_rules() -> Vec<PolicyRule> {
             &["events"],
             &["get", "list", "watch", "create", "patch"],
         ),
+        rule(&[GATEWAY_API], &["referencegrants"], WRITE),
     ]
 }
 
@@ -461,6 +476,38 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn routes_are_written_in_previews_and_grants_only_at_home() {
+        let cluster = cluster_rules();
+        for resource in ["httproutes", "grpcroutes"] {
+            assert!(
+                grants(&cluster, GATEWAY_API, resource, "patch"),
+                "{resource}"
+            );
+            assert!(grants(&source_rules(), GATEWAY_API, resource, "list"));
+        }
+        for resource in ["gateways", "referencegrants"] {
+            assert!(
+                grants(&cluster, GATEWAY_API, resource, "list"),
+                "{resource}"
+            );
+            assert!(
+                !grants(&cluster, GATEWAY_API, resource, "create"),
+                "{resource}"
+            );
+            assert!(grants(&source_rules(), GATEWAY_API, resource, "list"));
+        }
+        let home = namespace_rules();
+        assert!(grants(&home, GATEWAY_API, "referencegrants", "create"));
+        assert!(grants(&home, GATEWAY_API, "referencegrants", "delete"));
+        assert!(!grants(
+            &target_rules(),
+            GATEWAY_API,
+            "referencegrants",
+            "create"
+        ));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Reads a Blueprint's source objects: every object of a copyable kind (and of the kinds that must
-//! be refused, such as DaemonSets and bare Pods) in a live namespace, or the YAML documents of a
-//! manifests ConfigMap. The result goes to the pure plan unchanged, but for the ReplicaSets and
-//! Pods that controllers made, which are not even read (see `LIVE_KINDS`).
+//! be refused or are left out by name, such as DaemonSets, bare Pods, Gateways and
+//! ReferenceGrants) in a live namespace, or the YAML documents of a manifests ConfigMap. The
+//! result goes to the pure plan unchanged, but for the ReplicaSets and Pods that controllers
+//! made, which are not even read (see `LIVE_KINDS`). The Gateway API's kinds are read where the
+//! cluster serves them (`GATEWAY_KINDS`).
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -42,6 +44,27 @@ pub(crate) const LIVE_KINDS: &[(&str, &str)] = &[
     ("autoscaling/v2", "HorizontalPodAutoscaler"),
     ("policy/v1", "PodDisruptionBudget"),
 ];
+
+/// The Gateway API's kinds, read from a live source namespace when the cluster serves them (its
+/// definitions are not part of Kubernetes; a cluster without them has none to read): routes are
+/// copied, Gateways read to be refused by name, ReferenceGrants to be left out by name.
+pub(crate) const GATEWAY_KINDS: &[(&str, &str)] = &[
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+    ("gateway.networking.k8s.io/v1", "GRPCRoute"),
+    ("gateway.networking.k8s.io/v1", "Gateway"),
+    ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant"),
+];
+
+/// The Gateway API's kinds a preview holds (its routes).
+pub(crate) const GATEWAY_ROUTES: &[(&str, &str)] = &[
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+    ("gateway.networking.k8s.io/v1", "GRPCRoute"),
+];
+
+/// The API group of an `apiVersion` (`apps/v1` → `apps`, `v1` → `""`).
+pub(crate) fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(g, _)| g)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -145,25 +168,43 @@ async fn read_namespace(
     if namespaces.get_opt(ns).await?.is_none() {
         return Err(SourceError::NamespaceMissing(ns.to_owned()));
     }
-    let mut kinds: Vec<(String, String)> = LIVE_KINDS
+    // Each kind once, by group and kind: an `allowKinds` entry for a kind read anyway (an
+    // HTTPRoute listed before Sandcastle copied them) would read every object twice.
+    let mut kinds: Vec<(String, String, bool)> = Vec::new();
+    let required = LIVE_KINDS.iter().map(|(a, k)| (*a, *k, false));
+    let optional = GATEWAY_KINDS.iter().map(|(a, k)| (*a, *k, true));
+    let listed = extra
         .iter()
-        .map(|(a, k)| ((*a).to_owned(), (*k).to_owned()))
-        .collect();
-    kinds.extend(
-        extra
+        .map(|k| (k.api_version.as_str(), k.kind.as_str(), false));
+    for (api_version, kind, optional) in required.chain(optional).chain(listed) {
+        let seen = kinds
             .iter()
-            .map(|k| (k.api_version.clone(), k.kind.clone())),
-    );
-    let lists = futures::future::try_join_all(kinds.iter().map(|(api_version, kind)| async move {
-        let ar = resolver.resolve(api_version, kind, "*").await?;
-        let api: Api<DynamicObject> = Api::namespaced_with(resolver.client().clone(), ns, &ar);
-        let list = api.list(&ListParams::default()).await?;
-        list.items
-            .into_iter()
-            .filter(|o| !(made_by_controllers(api_version, kind) && has_controller(o)))
-            .map(|o| with_type(o, api_version, kind))
-            .collect::<Result<Vec<_>, SourceError>>()
-    }))
+            .any(|(a, k, _)| k == kind && group_of(a) == group_of(api_version));
+        if !seen {
+            kinds.push((api_version.to_owned(), kind.to_owned(), optional));
+        }
+    }
+    let lists = futures::future::try_join_all(kinds.iter().map(
+        |(api_version, kind, optional)| async move {
+            let ar = match resolver.resolve(api_version, kind, "*").await {
+                Ok(ar) => ar,
+                // Not served here (the Gateway API is not installed): nothing of it to read.
+                Err(ApplyError::UnknownKind { .. }) if *optional => return Ok(Vec::new()),
+                Err(e) => return Err(e.into()),
+            };
+            let api: Api<DynamicObject> = Api::namespaced_with(resolver.client().clone(), ns, &ar);
+            let list = match api.list(&ListParams::default()).await {
+                Ok(list) => list,
+                Err(kube::Error::Api(r)) if *optional && r.code == 404 => return Ok(Vec::new()),
+                Err(e) => return Err(e.into()),
+            };
+            list.items
+                .into_iter()
+                .filter(|o| !(made_by_controllers(api_version, kind) && has_controller(o)))
+                .map(|o| with_type(o, api_version, kind))
+                .collect::<Result<Vec<_>, SourceError>>()
+        },
+    ))
     .await?;
     Ok(lists.into_iter().flatten().collect())
 }
