@@ -112,7 +112,8 @@ real_images() {
   printf '%s' "$out"
 }
 
-# real_build: build (or find) everything and print the directory holding bin/ and images/.
+# real_build: build (or find) everything and print the directory holding bin/, images/ and the
+# CRDs `up --real` installs (gateway-crds/, traefik-crds/).
 real_build() {
   command -v go >/dev/null || { say "Go >= 1.26 is required to build the real tier"; exit 1; }
   real_packages
@@ -129,15 +130,24 @@ real_build() {
   gateway=$(cd / && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [ -d "$gateway/config/crd/standard" ] || { say "no Gateway API CRDs in sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION"; exit 1; }
+  # Traefik's own CRDs (traefik.io: Middleware, IngressRoute, ...) for its kubernetesCRD provider,
+  # from the same module it is built from (one file, a YAML document per CRD).
+  local traefik_crds
+  traefik_crds=$(cd / && GOFLAGS=-mod=mod go mod download -json "github.com/traefik/traefik/v3@$TRAEFIK_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')/docs/content/reference/dynamic-configuration/kubernetes-crd-definition-v1.yml
+  [ -f "$traefik_crds" ] || { say "no Traefik CRDs in github.com/traefik/traefik/v3@$TRAEFIK_VERSION"; exit 1; }
   local images; images=$(real_images)
-  local set; set="$cache/real/node-$(printf '%s\n' "$k8s" "$CONTAINERD_VERSION" "$COREDNS_VERSION" "$TRAEFIK_VERSION" "$images" "$gateway" | sha256sum | cut -c1-16)"
+  local set; set="$cache/real/node-$(printf '%s\n' "$k8s" "$CONTAINERD_VERSION" "$COREDNS_VERSION" "$TRAEFIK_VERSION" "$images" "$gateway" "$traefik_crds" | sha256sum | cut -c1-16)"
   if [ ! -d "$set" ]; then
+    rm -rf "$set.tmp"
     mkdir -p "$set.tmp/bin"
     ln -s "$k8s/kubelet" "$k8s/kube-proxy" "$set.tmp/bin/"
     ln -s "$cache/real/containerd-$CONTAINERD_VERSION"/* "$cache/real/coredns-$COREDNS_VERSION/coredns" \
       "$cache/real/traefik-$TRAEFIK_VERSION/traefik" "$set.tmp/bin/"
     ln -s "$images" "$set.tmp/images"
     cp -r "$gateway/config/crd/standard" "$set.tmp/gateway-crds"
+    mkdir "$set.tmp/traefik-crds"
+    cp "$traefik_crds" "$set.tmp/traefik-crds/traefik.io.yaml"
     rm -rf "$set"
     mv "$set.tmp" "$set"
   fi
