@@ -1,6 +1,6 @@
 // real.go starts the real tier beside the control plane (docs/real-tier.md): a node that runs
 // containers (node-init's namespaces, containerd, the kubelet), kube-proxy and CoreDNS inside it,
-// and Traefik on the host, serving the preview hosts on a loopback port.
+// and Traefik on the host, serving the preview hosts on two loopback ports (HTTP and HTTPS).
 package main
 
 import (
@@ -21,12 +21,13 @@ import (
 
 // realNode is what the real tier started, for readiness, the smoke check and stopping.
 type realNode struct {
-	paths    nodePaths
-	bin      string // the build's bin/
-	initPID  int
-	webAddr  string // Traefik's preview entry point
-	pingAddr string
-	proxy    *apiProxy
+	paths     nodePaths
+	bin       string // the build's bin/
+	initPID   int
+	webAddr   string // Traefik's preview entry point (web, plain HTTP)
+	httpsAddr string // and its TLS one (websecure)
+	pingAddr  string
+	proxy     *apiProxy
 }
 
 // startReal starts the real node once the control plane is usable; server is the apiserver's
@@ -164,12 +165,13 @@ func writeNodeConfigs(n *realNode, p *pki) error {
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return err
 	}
 	n.webAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	n.pingAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	n.httpsAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	n.pingAddr = fmt.Sprintf("127.0.0.1:%d", ports[2])
 	pkiDir := n.paths.path("pki")
 	files := map[string]string{
 		n.paths.containerdConfig():                                    containerdConfig(n.paths),
@@ -178,7 +180,7 @@ func writeNodeConfigs(n *realNode, p *pki) error {
 			filepath.Join(pkiDir, "kubelet-serving.key"), p.CACert),
 		n.paths.kubeProxyConfig(): kubeProxyConfig(n.paths),
 		n.paths.corefile():        corefile(n.paths.kubeconfig("coredns")),
-		n.paths.traefikConfig():   traefikConfig(n.webAddr, n.pingAddr),
+		n.paths.traefikConfig():   traefikConfig(n.webAddr, n.httpsAddr, n.pingAddr),
 	}
 	for path, text := range files {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
@@ -268,6 +270,7 @@ func (cp *controlPlane) writeRealEnv() error {
 	n := cp.node
 	lines := []string{
 		"SANDCASTLE_INGRESS_HTTP=" + n.webAddr,
+		"SANDCASTLE_INGRESS_HTTPS=" + n.httpsAddr,
 		"SANDCASTLE_REAL_NODE=" + realNodeName,
 		"SANDCASTLE_CONTAINERD_ADDRESS=" + n.paths.containerdSocket(),
 		"SANDCASTLE_CTR=" + filepath.Join(n.bin, "ctr"),

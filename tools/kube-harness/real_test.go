@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,16 +96,101 @@ func TestRealConfigs(t *testing.T) {
 	if proxy["mode"] != "nftables" || proxy["clusterCIDR"] != podCIDR {
 		t.Errorf("kube-proxy %v", proxy)
 	}
-	var traefik map[string]any
-	if err := yaml.Unmarshal([]byte(traefikConfig("127.0.0.1:1", "127.0.0.1:2")), &traefik); err != nil {
-		t.Fatal(err)
-	}
-	providers := traefik["providers"].(map[string]any)
-	if providers["kubernetesIngress"].(map[string]any)["allowExternalNameServices"] != true || providers["kubernetesGateway"] == nil {
-		t.Errorf("traefik providers %v", providers)
-	}
 	if !strings.Contains(corefile("/k"), "kubernetes cluster.local") {
 		t.Error("Corefile does not serve cluster.local")
+	}
+}
+
+// Traefik serves previews on web (HTTP) and websecure (TLS for every router there), both default
+// entry points (ping is not), and reads Ingresses, the Gateway API and its own Middlewares.
+func TestTraefikConfig(t *testing.T) {
+	var traefik struct {
+		EntryPoints map[string]struct {
+			Address   string `json:"address"`
+			AsDefault bool   `json:"asDefault"`
+			HTTP      *struct {
+				TLS *map[string]any `json:"tls"`
+			} `json:"http"`
+		} `json:"entryPoints"`
+		Providers map[string]map[string]any `json:"providers"`
+	}
+	if err := yaml.Unmarshal([]byte(traefikConfig("127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3")), &traefik); err != nil {
+		t.Fatal(err)
+	}
+	web, secure, ping := traefik.EntryPoints["web"], traefik.EntryPoints["websecure"], traefik.EntryPoints["ping"]
+	if web.Address != "127.0.0.1:1" || !web.AsDefault || web.HTTP != nil {
+		t.Errorf("web %+v", web)
+	}
+	if secure.Address != "127.0.0.1:2" || !secure.AsDefault || secure.HTTP == nil || secure.HTTP.TLS == nil {
+		t.Errorf("websecure %+v", secure)
+	}
+	if ping.Address != "127.0.0.1:3" || ping.AsDefault {
+		t.Errorf("ping %+v", ping)
+	}
+	ingress, gateway, crd := traefik.Providers["kubernetesIngress"], traefik.Providers["kubernetesGateway"], traefik.Providers["kubernetesCRD"]
+	if ingress["allowExternalNameServices"] != true || ingress["allowEmptyServices"] != true {
+		t.Errorf("kubernetesIngress %v", ingress)
+	}
+	if gateway == nil || gateway["experimentalChannel"] != false {
+		t.Errorf("kubernetesGateway %v", gateway)
+	}
+	if crd["allowCrossNamespace"] != false || crd["allowExternalNameServices"] != true || crd["allowEmptyServices"] != true {
+		t.Errorf("kubernetesCRD %v", crd)
+	}
+}
+
+// Traefik may read every traefik.io kind its CRD provider watches, and write none.
+func TestTraefikRole(t *testing.T) {
+	var traefikIO []string
+	for _, r := range roles()["traefik"] {
+		if slices.Contains(r.APIGroups, "traefik.io") {
+			if !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) {
+				t.Errorf("traefik.io verbs %v", r.Verbs)
+			}
+			traefikIO = append(traefikIO, r.Resources...)
+		}
+	}
+	for _, want := range []string{"middlewares", "ingressroutes", "traefikservices", "tlsoptions", "tlsstores",
+		"serverstransports", "serverstransporttcps", "middlewaretcps", "ingressroutetcps", "ingressrouteudps"} {
+		if !slices.Contains(traefikIO, want) {
+			t.Errorf("traefik cannot read %s.traefik.io", want)
+		}
+	}
+}
+
+// A file of several YAML documents gives one CRD each; empty documents are skipped; anything
+// but a CRD is refused.
+func TestCRDFiles(t *testing.T) {
+	dir := t.TempDir()
+	crd := func(name string) string {
+		return "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: " + name + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.yml"), []byte(crd("a.example.io")+"---\n---\n"+crd("b.example.io")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte("---\n"+crd("c.example.io")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	crds, err := crdFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range crds {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"a.example.io", "b.example.io", "c.example.io"}) {
+		t.Errorf("names %v", names)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "d.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crdFiles(dir); err == nil || !strings.Contains(err.Error(), "ConfigMap") {
+		t.Errorf("a ConfigMap among CRDs: %v", err)
+	}
+	if _, err := crdFiles(t.TempDir()); err == nil {
+		t.Error("an empty folder gave no error")
 	}
 }
 

@@ -1,11 +1,15 @@
 // realcluster.go writes what the real tier needs in the cluster (RBAC for CoreDNS and Traefik,
 // kube-dns, the kubernetes Service's endpoints, the traefik IngressClass and GatewayClass, the
-// Gateway API CRDs, the fake nodes' taint), and checks that the tier is ready.
+// Gateway API CRDs and Traefik's own (traefik.io), the fake nodes' taint), and checks that the
+// tier is ready.
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -23,12 +27,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 )
 
 const harnessManager = "sandcastle-harness"
@@ -52,8 +56,18 @@ func create[T any](ctx context.Context, what string, f func(context.Context, T, 
 
 var read = []string{"get", "list", "watch"}
 
-// roles are what CoreDNS (the kubernetes plugin) and Traefik (Ingress and Gateway API providers)
-// may do, bound to the users of their certificates.
+// traefikResources are the traefik.io kinds Traefik's kubernetesCRD provider lists and watches
+// (v3.6.17, pkg/provider/kubernetes/crd/client.go WatchAll): one informer each, in every
+// namespace. It writes none of them, nor their status.
+var traefikResources = []string{
+	"ingressroutes", "ingressroutetcps", "ingressrouteudps", "middlewares", "middlewaretcps",
+	"serverstransports", "serverstransporttcps", "tlsoptions", "tlsstores", "traefikservices",
+}
+
+// roles are what CoreDNS (the kubernetes plugin) and Traefik (the kubernetesIngress,
+// kubernetesGateway and kubernetesCRD providers) may do, bound to the users of their
+// certificates. Besides its own kinds, the CRD provider watches Services, EndpointSlices,
+// ConfigMaps and Secrets in every namespace and Nodes, all already read by the others.
 func roles() map[string][]rbacv1.PolicyRule {
 	return map[string][]rbacv1.PolicyRule{
 		"coredns": {
@@ -67,6 +81,7 @@ func roles() map[string][]rbacv1.PolicyRule {
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses/status"}, Verbs: []string{"update"}},
 			{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"*"}, Verbs: read},
 			{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"*/status"}, Verbs: []string{"update", "patch"}},
+			{APIGroups: []string{"traefik.io"}, Resources: traefikResources, Verbs: read},
 		},
 	}
 }
@@ -99,7 +114,13 @@ func setupRealCluster(ctx context.Context, cs *kubernetes.Clientset, kubeconfig 
 	}); err != nil {
 		return err
 	}
-	if err := gatewayAPI(ctx, kubeconfig, filepath.Join(realDir, "gateway-crds")); err != nil {
+	if err := installCRDs(ctx, kubeconfig, map[string]string{
+		"Gateway API": filepath.Join(realDir, "gateway-crds"),
+		"Traefik":     filepath.Join(realDir, "traefik-crds"),
+	}); err != nil {
+		return err
+	}
+	if err := gatewayClass(ctx, kubeconfig); err != nil {
 		return err
 	}
 	return taintFakeNodes(ctx, cs, fakeNodes)
@@ -152,42 +173,79 @@ func endpointSlice(service, ip string, ports []discoveryv1.EndpointPort) *discov
 	}
 }
 
-// gatewayAPI installs the Gateway API's standard CRDs from dir and the traefik GatewayClass.
-func gatewayAPI(ctx context.Context, kubeconfig, dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no Gateway API CRDs in %s", dir)
+// crdFiles reads the CustomResourceDefinitions of every *.yaml and *.yml file in dir; a file may
+// hold several, as YAML documents.
+func crdFiles(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var files []string
+	for _, pattern := range []string{"*.yaml", "*.yml"} {
+		found, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, found...)
 	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := dec.Decode(&crd); err == io.EOF {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if crd.Name == "" {
+				continue // an empty document
+			}
+			if crd.Kind != "CustomResourceDefinition" {
+				return nil, fmt.Errorf("%s: a %s, not a CustomResourceDefinition", f, crd.Kind)
+			}
+			crds = append(crds, &crd)
+		}
+	}
+	if len(crds) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s (scripts/kube-harness build --real puts them there)", dir)
+	}
+	return crds, nil
+}
+
+// installCRDs creates the CRDs of each named folder and waits until all are Established:
+// Traefik's providers start watching their kinds as it starts.
+func installCRDs(ctx context.Context, kubeconfig string, dirs map[string]string) error {
 	crdClient, err := apiextensionsClient(kubeconfig)
 	if err != nil {
 		return err
 	}
 	var names []string
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	for what, dir := range dirs {
+		crds, err := crdFiles(dir)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s CRDs: %w", what, err)
 		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := yaml.Unmarshal(data, &crd); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
+		for _, crd := range crds {
+			if err := create(ctx, "crd "+crd.Name, crdClient.ApiextensionsV1().CustomResourceDefinitions().Create, crd); err != nil {
+				return err
+			}
+			names = append(names, crd.Name)
 		}
-		if err := create(ctx, "crd "+crd.Name, crdClient.ApiextensionsV1().CustomResourceDefinitions().Create, &crd); err != nil {
-			return err
-		}
-		names = append(names, crd.Name)
 	}
-	if err := waitFor(ctx, "Gateway API CRDs Established", time.Minute, func() (bool, error) {
+	return waitFor(ctx, "CRDs Established", time.Minute, func() (bool, error) {
 		for _, name := range names {
 			crd, err := crdClient.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !established(crd) {
+			if err != nil || !crdEstablished(crd) {
 				return false, fmt.Errorf("crd %s not Established yet (%v)", name, err)
 			}
 		}
 		return true, nil
-	}); err != nil {
-		return err
-	}
+	})
+}
+
+// gatewayClass creates the traefik GatewayClass (its CRD Established).
+func gatewayClass(ctx context.Context, kubeconfig string) error {
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -208,15 +266,6 @@ func gatewayAPI(ctx context.Context, kubeconfig, dir string) error {
 	})
 }
 
-func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
 // taintFakeNodes keeps workloads off the fake nodes: beside a real node, a pod lands on a fake
 // node only if it tolerates sandcastle.dev/fake-node.
 func taintFakeNodes(ctx context.Context, cs *kubernetes.Clientset, n int) error {
@@ -234,7 +283,7 @@ func taintFakeNodes(ctx context.Context, cs *kubernetes.Clientset, n int) error 
 }
 
 // realReady: the node Ready without its not-ready taint, kube-dns answering from the host through
-// the Service address, and Traefik serving.
+// the Service address, and Traefik serving on both preview entry points.
 func realReady(ctx context.Context, cs kubernetes.Interface, n *realNode) error {
 	if err := nodeUsable(ctx, cs, realNodeName); err != nil {
 		return err
@@ -248,6 +297,17 @@ func realReady(ctx context.Context, cs kubernetes.Interface, n *realNode) error 
 	resp, err := http.Get("http://" + n.webAddr + "/")
 	if err != nil {
 		return fmt.Errorf("traefik web entry point: %w", err)
+	}
+	resp.Body.Close()
+	// Before any certificate is loaded websecure answers with Traefik's own: only the
+	// handshake and an answer are wanted here.
+	tlsClient := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // #nosec G402 -- readiness only, no data
+	}}
+	defer tlsClient.CloseIdleConnections()
+	resp, err = tlsClient.Get("https://" + n.httpsAddr + "/")
+	if err != nil {
+		return fmt.Errorf("traefik websecure entry point: %w", err)
 	}
 	resp.Body.Close()
 	return nil

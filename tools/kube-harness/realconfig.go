@@ -195,9 +195,13 @@ func corefile(kubeconfig string) string {
 `, kubeconfig)
 }
 
-// traefikConfig is Traefik's static configuration: preview hosts on webAddr, /ping on pingAddr,
-// Ingresses and the Gateway API from the cluster (KUBECONFIG in its environment).
-func traefikConfig(webAddr, pingAddr string) string {
+// traefikConfig is Traefik's static configuration: preview hosts on webAddr (plain HTTP) and
+// httpsAddr (TLS: every router gets TLS there, its certificate chosen by SNI from the Secrets
+// Ingresses and Gateways name), /ping on pingAddr; Ingresses, the Gateway API and Traefik's own
+// resources (Middlewares for forwardAuth) from the cluster (KUBECONFIG in its environment).
+// web and websecure are the default entry points, so a router without entry points (an
+// Ingress's) is served on both and not on ping.
+func traefikConfig(webAddr, httpsAddr, pingAddr string) string {
 	return strings.TrimLeft(fmt.Sprintf(`
 global:
   checkNewVersion: false
@@ -205,6 +209,12 @@ global:
 entryPoints:
   web:
     address: %q
+    asDefault: true
+  websecure:
+    address: %q
+    asDefault: true
+    http:
+      tls: {}
   ping:
     address: %q
 ping:
@@ -219,5 +229,9 @@ providers:
     allowEmptyServices: true
   kubernetesGateway:
     experimentalChannel: false
-`, webAddr, pingAddr), "\n")
+  kubernetesCRD:
+    allowCrossNamespace: false
+    allowExternalNameServices: true
+    allowEmptyServices: true
+`, webAddr, httpsAddr, pingAddr), "\n")
 }

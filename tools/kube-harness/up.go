@@ -43,8 +43,9 @@ type upOptions struct {
 	nodes      int
 	profiling  bool
 	timeout    time.Duration
-	// real is the real tier's build (bin/, images/, gateway-crds/; scripts/kube-harness build
-	// --real): when set, a node that runs containers joins the cluster (real.go).
+	// real is the real tier's build (bin/, images/, gateway-crds/, traefik-crds/;
+	// scripts/kube-harness build --real): when set, a node that runs containers joins the
+	// cluster (real.go).
 	real string
 }
 
@@ -65,7 +66,7 @@ func runUp(args []string) int {
 	fs.BoolVar(&o.profiling, "profiling", false, "serve kube-apiserver's CPU profile (/debug/pprof) to the admin, for benchmarks that ask where its time went")
 	fs.IntVar(&o.nodes, "nodes", 1, "how many fake nodes to create: kwok-node-0..N-1, in zones local-1a, local-1b, local-1c in turn")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the cluster to become ready")
-	fs.StringVar(&o.real, "real", "", "directory of the real tier's build (bin/, images/, gateway-crds/): also run a node that runs containers, kube-proxy, CoreDNS and Traefik")
+	fs.StringVar(&o.real, "real", "", "directory of the real tier's build (bin/, images/, gateway-crds/, traefik-crds/): also run a node that runs containers, kube-proxy, CoreDNS and Traefik")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -394,7 +395,7 @@ func (cp *controlPlane) start(runCtx context.Context) error {
 		if err := cp.writeRealEnv(); err != nil {
 			return err
 		}
-		logf("real node ready after %s; preview hosts on http://%s", time.Since(realStart).Round(time.Millisecond), cp.node.webAddr)
+		logf("real node ready after %s; preview hosts on http://%s and https://%s", time.Since(realStart).Round(time.Millisecond), cp.node.webAddr, cp.node.httpsAddr)
 	}
 	if o.smoke && o.real != "" {
 		smokeStart := time.Now()
