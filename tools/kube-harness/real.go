@@ -28,13 +28,15 @@ type realNode struct {
 	httpsAddr string // and its TLS one (websecure)
 	pingAddr  string
 	proxy     *apiProxy
+	// admin is the control plane's admin kubeconfig (the smoke check's dynamic client).
+	admin string
 }
 
 // startReal starts the real node once the control plane is usable; server is the apiserver's
 // loopback URL.
 func (cp *controlPlane) startReal(ctx context.Context, cs *kubernetes.Clientset, server string) error {
 	o := cp.opts
-	n := &realNode{paths: nodePaths{root: filepath.Join(o.dir, "node")}, bin: filepath.Join(o.real, "bin")}
+	n := &realNode{paths: nodePaths{root: filepath.Join(o.dir, "node")}, bin: filepath.Join(o.real, "bin"), admin: o.kubeconfig}
 	cp.node = n
 	if _, err := net.InterfaceByName(hostLink); err == nil {
 		return fmt.Errorf("a real node is running on this host already (network link %s exists); stop it first (scripts/kube-harness stop)", hostLink)

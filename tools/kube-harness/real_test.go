@@ -1,7 +1,11 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,6 +195,53 @@ func TestCRDFiles(t *testing.T) {
 	}
 	if _, err := crdFiles(t.TempDir()); err == nil {
 		t.Error("an empty folder gave no error")
+	}
+}
+
+// The smoke's auth server answers 401 with a header and a body without X-Smoke: yes, 200 with
+// it, and tells what Traefik sent.
+func TestSmokeAuthHandler(t *testing.T) {
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("X-Forwarded-Method", "GET")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	req.Header.Set("X-Forwarded-Host", smokeAuthHost)
+	req.Header.Set("X-Forwarded-Uri", "/healthz")
+	rec := httptest.NewRecorder()
+	smokeAuthHandler(rec, req)
+	if rec.Code != http.StatusUnauthorized || rec.Body.String() != smokeAuthBody || rec.Header().Get("WWW-Authenticate") == "" ||
+		rec.Header().Get("X-Smoke-Saw") != "GET GET https "+smokeAuthHost+" /healthz" {
+		t.Errorf("without X-Smoke: %d %q %v", rec.Code, rec.Body.String(), rec.Header())
+	}
+	req.Header.Set("X-Smoke", "yes")
+	rec = httptest.NewRecorder()
+	smokeAuthHandler(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Errorf("with X-Smoke: %d", rec.Code)
+	}
+}
+
+// The smoke's certificate is valid for any *.preview.localhost host under its own CA, and usable
+// as a Secret's tls.crt and tls.key.
+func TestSmokeCert(t *testing.T) {
+	pool, certPEM, keyPEM, err := smokeCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{smokeTLSHost, smokeGatewayHost} {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: host}); err != nil {
+			t.Errorf("%s: %v", host, err)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "preview.localhost"}); err == nil {
+		t.Error("the wildcard matched its parent domain")
 	}
 }
 

@@ -3,7 +3,8 @@
 // commit for the preview host; its counter goes up (Redis found by its Service's DNS name); the
 // app swapped to another commit's image is served; a Service answers from the host; logs are
 // served; a container over its memory limit ends OOMKilled; a missing image is reported as such;
-// deleting the namespace removes its containers.
+// deleting the namespace removes its containers. realsmokefront.go adds the front door's checks:
+// forwardAuth through an Ingress and an HTTPRoute, and TLS on the websecure entry point.
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,12 +21,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 )
 
@@ -32,6 +36,23 @@ const smokeHost = "smoke.preview.localhost"
 
 func realSmoke(ctx context.Context, cs *kubernetes.Clientset, n *realNode) error {
 	ns := fmt.Sprintf("real-smoke-%d", time.Now().UnixNano()%1_000_000)
+	rc, err := clientcmd.BuildConfigFromFlags("", n.admin)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	authAddr, stopAuth, err := startSmokeAuth()
+	if err != nil {
+		return fmt.Errorf("forwardAuth server: %w", err)
+	}
+	defer stopAuth()
+	pool, certPEM, keyPEM, err := smokeCert()
+	if err != nil {
+		return err
+	}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -39,15 +60,22 @@ func realSmoke(ctx context.Context, cs *kubernetes.Clientset, n *realNode) error
 		what string
 		run  func() error
 	}{
-		{"create the app, Redis, Services and Ingress", func() error { return createSmokeApp(ctx, cs, ns) }},
+		{"create the app, Redis, Services, Ingresses, a Middleware, a TLS Secret, a Gateway and an HTTPRoute", func() error {
+			if err := createSmokeApp(ctx, cs, ns); err != nil {
+				return err
+			}
+			return createSmokeFrontDoor(ctx, cs, dyn, n, ns, authAddr, certPEM, keyPEM)
+		}},
 		{"app and Redis ready", func() error { return smokeWorkloadsReady(ctx, cs, ns) }},
 		{"commit and counter through Traefik", func() error { return smokeThroughIngress(ctx, n.webAddr) }},
+		{"forwardAuth (Ingress, HTTPRoute) and TLS (Ingress, Gateway) through Traefik", func() error { return smokeFrontDoor(ctx, n, pool) }},
 		{"the image swapped to another commit", func() error { return smokeImageSwap(ctx, cs, ns, n.webAddr) }},
 		{"a Service from the host", func() error { return smokeServiceFromHost(ctx, cs, ns) }},
 		{"logs", func() error { return smokeRealLogs(ctx, cs, ns) }},
 		{"OOMKilled", func() error { return smokeOOM(ctx, cs, ns) }},
 		{"missing images", func() error { return smokeMissingImages(ctx, cs, ns) }},
-		{"namespace deleted, containers gone", func() error { return smokeDeleteNamespace(ctx, cs, n, ns) }},
+		{"namespace deleted, containers gone", func() error { return smokeDeleteNamespace(ctx, cs, dyn, n, ns) }},
+		{"no error in Traefik's log", func() error { return smokeTraefikLog(n) }},
 	}
 	for _, s := range steps {
 		started := time.Now()
@@ -121,19 +149,7 @@ func createSmokeApp(ctx context.Context, cs *kubernetes.Clientset, ns string) er
 			return err
 		}
 	}
-	prefix := networkingv1.PathTypePrefix
-	_, err := cs.NetworkingV1().Ingresses(ns).Create(ctx, &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{
-			Host: smokeHost,
-			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
-				Path: "/", PathType: &prefix,
-				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-					Name: "app", Port: networkingv1.ServiceBackendPort{Number: 80},
-				}},
-			}}}},
-		}}},
-	}, metav1.CreateOptions{})
+	_, err := cs.NetworkingV1().Ingresses(ns).Create(ctx, appIngress("app", smokeHost), metav1.CreateOptions{})
 	return err
 }
 
@@ -343,8 +359,18 @@ func smokeMissingImages(ctx context.Context, cs *kubernetes.Clientset, ns string
 }
 
 // smokeDeleteNamespace deletes ns, waits until it is gone and then until containerd holds no
-// container of it.
-func smokeDeleteNamespace(ctx context.Context, cs *kubernetes.Clientset, n *realNode, ns string) error {
+// container of it. The routes go first: the namespace controller may remove a Service, Secret or
+// Middleware before the Ingress or HTTPRoute naming it, and Traefik logs an error for each
+// rebuild in between; so an error in Traefik's log after the smoke is worth reading.
+func smokeDeleteNamespace(ctx context.Context, cs *kubernetes.Clientset, dyn dynamic.Interface, n *realNode, ns string) error {
+	if err := cs.NetworkingV1().Ingresses(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	for _, gvr := range []schema.GroupVersionResource{httpRouteGVR, gatewayGVR} {
+		if err := dyn.Resource(gvr).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return err
+		}
+	}
 	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		return err
 	}
@@ -366,4 +392,23 @@ func smokeDeleteNamespace(ctx context.Context, cs *kubernetes.Clientset, n *real
 		}
 		return true, nil
 	})
+}
+
+// smokeTraefikLog wants no error in Traefik's log so far: a provider that cannot list or watch
+// what it needs (RBAC, a CRD missing) logs one at every retry.
+func smokeTraefikLog(n *realNode) error {
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(n.paths.root), "logs", "traefik.log"))
+	if err != nil {
+		return err
+	}
+	var errs []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, " ERR ") {
+			errs = append(errs, line)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d errors, the first: %s", len(errs), errs[0])
+	}
+	return nil
 }
