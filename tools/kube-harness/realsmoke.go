@@ -189,6 +189,11 @@ func podStates(ctx context.Context, cs *kubernetes.Clientset, ns string) string 
 	return strings.Join(out, "; ")
 }
 
+// smokeHTTP gives up on a request after a few seconds, so that polling goes on: while a
+// Deployment's pod is replaced, Traefik may still dial the old pod's address for up to 2 s (its
+// throttle) and such a dial waits 30 s before Traefik answers 504.
+var smokeHTTP = &http.Client{Timeout: 3 * time.Second}
+
 type appInfo struct {
 	Commit  string `json:"commit"`
 	Counter *int64 `json:"counter"`
@@ -206,7 +211,7 @@ func getInfoOf(ctx context.Context, webAddr, commit string) (appInfo, error) {
 		return appInfo{}, err
 	}
 	req.Host = smokeHost
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := smokeHTTP.Do(req)
 	if err != nil {
 		return appInfo{}, err
 	}
