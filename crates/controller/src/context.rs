@@ -84,6 +84,10 @@ pub struct Settings {
     /// Where stopped previews' hosts are routed (Sandcastle's wake listener, as the ingress
     /// controller reaches it); `None`: their Ingresses are parked on a Service with no endpoints.
     pub wake: Option<sandcastle_domain::wake::WakeTarget>,
+    /// Where stopped previews' HTTPRoutes are routed in Sandcastle's own cluster: a Service of its
+    /// namespace whose port leads to the wake listener, reached through a ReferenceGrant there
+    /// (`None`, and in other clusters: a Service with no endpoints in the preview's namespace).
+    pub wake_route: Option<sandcastle_domain::wake::routes::WakeRouteService>,
     /// How often each registered cluster is checked (reachable, access).
     pub cluster_check_interval: Duration,
     /// How many previews are reconciled at once (`0`: no limit); the rest wait in the order
@@ -120,6 +124,7 @@ impl Settings {
             oauth: None,
             public_pages: false,
             wake: None,
+            wake_route: None,
             cluster_check_interval: Duration::from_secs(10),
             render: sandcastle_render::Renderer::default(),
             max_concurrent_reconciles: 0,

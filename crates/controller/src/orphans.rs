@@ -7,7 +7,9 @@
 //! is never touched, and a preview that comes back clears the mark. Every cluster that answers is
 //! swept; in another cluster only the namespaces carrying this installation's uid
 //! (`sandcastle.dev/installation`) are Sandcastle's, and a preview owns namespaces only in the
-//! cluster it lives in.
+//! cluster it lives in. ReferenceGrants Sandcastle made in its own namespace for stopped
+//! previews' HTTPRoutes (labelled as the preview's) are deleted once no such preview exists:
+//! they grant nothing anyone else relies on, so they need no grace period.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -23,6 +25,7 @@ use sandcastle_crd::PreviewEnvironment;
 use sandcastle_crd::labels::{HOME, INSTALLATION, MANAGED_BY, MANAGER, ORPHANED_SINCE, PREVIEW};
 use sandcastle_domain::lifecycle;
 use sandcastle_kube::clusters::Cluster;
+use sandcastle_kube::wake_route;
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -34,6 +37,8 @@ pub struct SweepReport {
     pub deleted: Vec<String>,
     /// Marks removed because the preview exists again.
     pub cleared: usize,
+    /// ReferenceGrants of previews that are gone, deleted.
+    pub grants: Vec<String>,
 }
 
 async fn annotate(api: &Api<Namespace>, name: &str, value: Value) -> Result<(), kube::Error> {
@@ -68,7 +73,33 @@ pub async fn sweep(ctx: &Context, grace: Duration) -> Result<SweepReport, kube::
             tracing::warn!(cluster = %cluster.name, error = %e, "orphan sweep failed in a cluster");
         }
     }
+    sweep_grants(ctx, &previews, &mut report).await?;
     Ok(report)
+}
+
+/// Delete the ReferenceGrants in Sandcastle's namespace whose preview is gone (a teardown that
+/// never ran to its end: the resource deleted while Sandcastle was down, its finalizer removed).
+/// They are listed before the previews (afresh): a grant is made only for a preview that exists.
+async fn sweep_grants(
+    ctx: &Context,
+    previews: &Api<PreviewEnvironment>,
+    report: &mut SweepReport,
+) -> Result<(), kube::Error> {
+    let home = &ctx.settings.home;
+    let grants = wake_route::grants(&ctx.client, home).await?;
+    if grants.is_empty() {
+        return Ok(());
+    }
+    let known = known_previews(previews).await?;
+    for (name, preview) in grants {
+        if known.contains_key(&preview) {
+            continue;
+        }
+        wake_route::forget_grant(&ctx.client, home, &name).await?;
+        tracing::info!(target: "audit", actor = "sandcastle", action = "delete-orphan", namespace = %home, preview = %preview, result = "deleted", "orphan ReferenceGrant {name} deleted");
+        report.grants.push(name);
+    }
+    Ok(())
 }
 
 /// Whether a preview placed as `placed` (`None`: not placed yet) may own a namespace in

@@ -24,9 +24,12 @@ pub const HOOK_STARTED: &str = "sandcastle.dev/hook-started-at";
 pub const STOPPED_REPLICAS: &str = "sandcastle.dev/stopped-replicas";
 /// Annotation recording whether a CronJob was suspended before its preview was stopped.
 pub const STOPPED_SUSPEND: &str = "sandcastle.dev/stopped-suspend";
-/// Annotation on a stopped preview's Ingress: its own routes (JSON), while they are sent to the
-/// waking page.
+/// Annotation on a stopped preview's Ingress or HTTPRoute: its own routes (JSON), while they are
+/// sent to the waking page.
 pub const STOPPED_ROUTES: &str = "sandcastle.dev/stopped-routes";
+/// The selector label of the Service a stopped preview's HTTPRoutes are parked on when they wake
+/// nothing: no pod carries it, so the Service has no endpoints.
+pub const PARKED: &str = "sandcastle.dev/parked";
 /// Annotation on a PreviewEnvironment: the last activity (push, command, API call), RFC 3339.
 /// Written by the entry points, only read by the controller, so its own writes never count.
 pub const LAST_ACTIVITY: &str = "sandcastle.dev/last-activity";

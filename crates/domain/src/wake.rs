@@ -8,7 +8,8 @@
 //! The Ingress's own backends are kept in an annotation and put back once the preview is Ready
 //! again, so a visitor's reload lands on the app, not on a half-started one. Without a listener
 //! they are parked all the same, so that what a stopped host answers (503 at once) does not
-//! depend on how the ingress controller treats a Service left without endpoints.
+//! depend on how the ingress controller treats a Service left without endpoints. HTTPRoutes are
+//! parked by the rules of [`routes`].
 
 use std::fmt;
 use std::str::FromStr;
@@ -17,6 +18,8 @@ use serde_json::{Value, json};
 
 use sandcastle_crd::labels::{MANAGED_BY, MANAGER, PREVIEW};
 use sandcastle_crd::{Phase, PreviewEnvironment};
+
+pub mod routes;
 
 /// The Service standing for Sandcastle's waking page in a stopped preview's namespace (a name
 /// Sandcastle keeps for itself there).

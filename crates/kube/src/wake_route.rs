@@ -1,7 +1,7 @@
 //! Routing a stopped preview's Ingresses to Sandcastle's waking page (or nowhere) and back (the rules are in
 //! [`sandcastle_domain::wake`]). One patch per Ingress carries both its parked routes and its own
 //! routes (kept in `sandcastle.dev/stopped-routes`), so a crash between two patches never loses
-//! a route.
+//! a route. Its HTTPRoutes go with them ([`httproutes`]).
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
@@ -10,7 +10,12 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use sandcastle_crd::labels::{LIFECYCLE_FIELD_MANAGER, STOPPED_ROUTES};
+use sandcastle_domain::wake::routes::RouteParking;
 use sandcastle_domain::wake::{self, Parking, WAKE_SERVICE};
+
+mod httproutes;
+
+pub use httproutes::{forget_grant, grants};
 
 fn merge() -> PatchParams {
     PatchParams {
@@ -34,14 +39,25 @@ async fn patch_ingress(api: &Api<Ingress>, name: &str, body: Value) -> Result<()
     }
 }
 
-/// Send every Ingress of `ns` where `parking` says (through the [`WAKE_SERVICE`] made here);
-/// returns the hosts they serve, sorted. Parking a parked Ingress changes nothing.
+/// What parking a stopped preview's routes found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parked {
+    /// The hosts its Ingresses and HTTPRoutes serve, sorted: a visit to one finds the preview.
+    pub hosts: Vec<String>,
+    /// Whether a visit wakes it: its Ingresses are on the waking page, or it has HTTPRoutes and
+    /// they are.
+    pub wakes: bool,
+}
+
+/// Send every Ingress of `ns` where `parking` says (through the [`WAKE_SERVICE`] made here),
+/// and every HTTPRoute where `routes` says. Parking a parked Ingress or route changes nothing.
 pub async fn park(
     client: &Client,
     ns: &str,
     preview: &str,
     parking: Parking<'_>,
-) -> Result<Vec<String>, kube::Error> {
+    routes: RouteParking<'_>,
+) -> Result<Parked, kube::Error> {
     let services: Api<Service> = Api::namespaced(client.clone(), ns);
     let apply = PatchParams::apply(LIFECYCLE_FIELD_MANAGER).force();
     services
@@ -70,15 +86,27 @@ pub async fn park(
         });
         patch_ingress(&ingresses, &ing.name_any(), body).await?;
     }
+    let http = httproutes::park(client, ns, preview, routes).await?;
+    hosts.extend(http.hosts);
     hosts.sort();
     hosts.dedup();
-    Ok(hosts)
+    Ok(Parked {
+        hosts,
+        wakes: parking.wakes() || (routes.wakes() && http.routes > 0),
+    })
 }
 
-/// Give every parked Ingress of `ns` its own routes back and remove the [`WAKE_SERVICE`].
-/// An Ingress a rollout applied again meanwhile keeps what it was given. Returns how many were
-/// put back.
-pub async fn unpark(client: &Client, ns: &str) -> Result<usize, kube::Error> {
+/// Give every parked Ingress and HTTPRoute of `ns` its own routes back and remove the
+/// [`WAKE_SERVICE`] (and what the routes were parked on: with `home`, Sandcastle's namespace
+/// when the preview lives in Sandcastle's cluster, the preview's ReferenceGrant there). An
+/// Ingress or route a rollout applied again meanwhile keeps what it was given. Returns how many
+/// were put back.
+pub async fn unpark(
+    client: &Client,
+    ns: &str,
+    preview: &str,
+    home: Option<&str>,
+) -> Result<usize, kube::Error> {
     let ingresses: Api<Ingress> = Api::namespaced(client.clone(), ns);
     let mut restored = 0;
     for ing in ingresses.list(&ListParams::default()).await? {
@@ -105,5 +133,5 @@ pub async fn unpark(client: &Client, ns: &str) -> Result<usize, kube::Error> {
         Err(kube::Error::Api(r)) if r.code == 404 => {}
         Err(e) => return Err(e),
     }
-    Ok(restored)
+    Ok(restored + httproutes::unpark(client, ns, preview, home).await?)
 }

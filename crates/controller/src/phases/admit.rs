@@ -4,7 +4,7 @@
 //! without a slot under `maxPreviews` waits or is refused (`capacity`); one without a cluster is
 //! placed in one, or waits for one (`place`), and one whose cluster does not answer says so and
 //! waits; a preview asked to stop
-//! (`spec.stopped`) or idle for `stopAfterIdle` has its Ingresses sent to the waking page when
+//! (`spec.stopped`) or idle for `stopAfterIdle` has its Ingresses and HTTPRoutes sent to the waking page when
 //! wake on visit is on (else to a Service with no endpoints, so nothing routes to pods that are
 //! gone), then, once the ingress controller has had time to take that in, is scaled to zero
 //! (`idle`); and one that was stopped and no longer should be is
@@ -33,6 +33,7 @@ use sandcastle_crd::labels::LAST_ACTIVITY;
 use sandcastle_crd::{Blueprint, DEFAULT_TTL, Phase, PreviewEnvironment, PreviewStatus};
 use sandcastle_domain::duration;
 use sandcastle_domain::wake::Parking;
+use sandcastle_domain::wake::routes::RouteParking;
 use sandcastle_domain::{authors, lifecycle};
 use sandcastle_github::text::statuses::fit_description;
 use sandcastle_kube::clusters::Cluster;
@@ -211,8 +212,13 @@ pub(crate) async fn guard(
             Some(target) => Parking::WakePage(target),
             None => Parking::Closed,
         };
+        let mut wakes = parking.wakes();
         if let Some(ns) = st.namespace.clone() {
-            st.hosts = wake_route::park(cluster.client(), &ns, &pe.name_any(), parking).await?;
+            let routes = route_parking(&cluster, ctx);
+            let parked =
+                wake_route::park(cluster.client(), &ns, &pe.name_any(), parking, routes).await?;
+            st.hosts = parked.hosts;
+            wakes = parked.wakes;
             st.wake_page = true;
             // Routes first, pods after (`idle::ROUTE_DRAIN`).
             if st.phase != Some(Phase::Stopped)
@@ -229,7 +235,7 @@ pub(crate) async fn guard(
         let sandbox = pe.spec.pull_request.is_none().then(|| pe.name_any());
         let message = sandcastle_github::text::statuses::stopped_message(
             &why,
-            parking.wakes() && st.wake_page && !pe.spec.stopped,
+            wakes && st.wake_page && !pe.spec.stopped,
             sandbox.as_deref(),
         );
         if st.phase != Some(Phase::Stopped) {
@@ -267,6 +273,20 @@ pub(crate) async fn guard(
         );
     }
     Ok(Guard::Proceed(Box::new((st, bp, cluster))))
+}
+
+/// Where a stopped preview's HTTPRoutes go in `cluster`: the wake route Service of Sandcastle's
+/// namespace (`--wake-route-service`), reached through a ReferenceGrant there, in Sandcastle's
+/// own cluster; else a Service with no endpoints in the preview's namespace (a ReferenceGrant in
+/// another cluster could only name a Service of that cluster).
+fn route_parking<'a>(cluster: &Cluster, ctx: &'a Context) -> RouteParking<'a> {
+    match &ctx.settings.wake_route {
+        Some(service) if cluster.is_local() => RouteParking::WakePage {
+            service,
+            home: &ctx.settings.home,
+        },
+        _ => RouteParking::Closed,
+    }
 }
 
 /// Where a stopped preview's hosts go in `cluster`: Sandcastle's wake listener as that

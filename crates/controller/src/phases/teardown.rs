@@ -1,5 +1,6 @@
 //! Taking a preview down, one pass at a time, in the cluster it lives in: run its pre-delete
-//! hooks (bounded), delete its namespace, wait until it is gone (a cluster that does not answer
+//! hooks (bounded), delete its namespace (and the ReferenceGrant its stopped HTTPRoutes had in
+//! Sandcastle's namespace), wait until it is gone (a cluster that does not answer
 //! is waited for; one no longer registered cannot be reached, and its namespace is left there,
 //! said in the history), mark the GitHub deployment inactive; then either let the
 //! resource go (it is being deleted: the finalizer is removed), keep it as a tombstone (PR
@@ -21,7 +22,7 @@ use sandcastle_crd::{Phase, PreviewEnvironment, PreviewStatus, Reported, Teardow
 use sandcastle_domain::{NamespaceName, naming};
 use sandcastle_github::text::teardown::{Style, what_happened};
 use sandcastle_kube::clusters::Cluster;
-use sandcastle_kube::namespace;
+use sandcastle_kube::{namespace, wake_route};
 use std::sync::Arc;
 
 fn namespace_of(pe: &PreviewEnvironment, ctx: &Context) -> Option<String> {
@@ -138,6 +139,7 @@ async fn take_down(
 ) -> Result<Option<Verdict>, Error> {
     let now = ctx.clock.now();
     if handed_over(pe) {
+        forget_grant(pe, ctx).await?;
         return Ok(None);
     }
     let cluster = match cluster_of(pe, ctx, st).await? {
@@ -169,7 +171,16 @@ async fn take_down(
         }
         return Ok(Some(Verdict::new(st.clone(), Next::Soon)));
     }
+    forget_grant(pe, ctx).await?;
     Ok(None)
+}
+
+/// The ReferenceGrant a stopped preview's HTTPRoutes had in Sandcastle's namespace goes with it
+/// (there is none unless it was stopped with `--wake-route-service` in Sandcastle's cluster).
+async fn forget_grant(pe: &PreviewEnvironment, ctx: &Context) -> Result<(), Error> {
+    wake_route::forget_grant(&ctx.client, &ctx.settings.home, &pe.name_any())
+        .await
+        .map_err(Error::Kube)
 }
 
 const DELETING: &str = "deleting the namespace";

@@ -206,6 +206,14 @@ pub struct PreviewArgs {
     #[arg(long, env = "SANDCASTLE_WAKE_SERVICE")]
     pub wake_service: Option<crate::domain::wake::WakeTarget>,
 
+    /// Wake on visit for HTTPRoutes: a Service of Sandcastle's namespace whose port leads to the
+    /// wake listener, `NAME:PORT` (the chart's own Service and its wake port). A stopped
+    /// preview's HTTPRoutes then route to it, through a ReferenceGrant Sandcastle makes there for
+    /// the preview (Gateway API implementations refuse the ExternalName Service Ingresses use).
+    /// Unset, or for previews in other clusters: they route to a Service with no endpoints.
+    #[arg(long, env = "SANDCASTLE_WAKE_ROUTE_SERVICE")]
+    pub wake_route_service: Option<crate::domain::wake::routes::WakeRouteService>,
+
     /// How often each cluster registered as a Secret (label `sandcastle.dev/cluster`) is
     /// checked: whether its API answers, and (every 10 minutes, or after it comes back) whether
     /// its credentials hold what previews need.

@@ -102,6 +102,7 @@ fn settings_of(args: &ServeArgs) -> Settings {
     settings.delete_github_environments = args.previews.delete_github_environments;
     settings.public_pages = args.previews.public_pages;
     settings.wake = args.previews.wake_service.clone();
+    settings.wake_route = args.previews.wake_route_service.clone();
     settings.cluster_check_interval = args.previews.cluster_check_interval;
     settings.render = args.render.renderer();
     settings.oauth = oauth(args, None);

@@ -274,8 +274,12 @@ async fn ready(
     }
     // Woken and Ready: the hosts go back from the waking page to the app.
     if st.wake_page {
-        let restored = sandcastle_kube::wake_route::unpark(cluster.client(), pass.ns).await?;
-        tracing::debug!(preview = %pe.name_any(), restored, "ingresses routed back to the app");
+        // The preview's ReferenceGrant for its HTTPRoutes lives in Sandcastle's own namespace.
+        let home = cluster.is_local().then_some(ctx.settings.home.as_str());
+        let restored =
+            sandcastle_kube::wake_route::unpark(cluster.client(), pass.ns, &pe.name_any(), home)
+                .await?;
+        tracing::debug!(preview = %pe.name_any(), restored, "ingresses and routes routed back to the app");
         st.wake_page = false;
     }
     prune_dropped(pass, &mut st, keep).await?;
