@@ -248,8 +248,7 @@ pub fn plan(
         .filter(|(class, _)| class.takes_hosts())
         .map(|(_, obj)| obj)
         .collect();
-    let url =
-        host_template.and_then(|t| hosts::rewrite(&mut fronts, &t, blueprint, &mut problems));
+    let url = host_template.and_then(|t| hosts::rewrite(&mut fronts, &t, blueprint, &mut problems));
 
     // Only a blueprint with no other problem can be judged empty: a refused object may be the
     // workload it was meant to run.
