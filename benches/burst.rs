@@ -56,6 +56,7 @@ fn objects_for(
         sha: support::random_sha(),
         branch: "feature".to_owned(),
         default_host: "{{preview}}.preview.example.com".to_owned(),
+        edge: Default::default(),
     };
     let planned = plan::plan(source, spec, &ctx).expect("the blueprint plans");
     let mut out = guardrails::guardrail_objects(&ctx, &spec.isolation, "ingress-nginx");

@@ -157,6 +157,7 @@ fn preview_context(world: &World, preview: &str, sha: &Sha, branch: &str) -> Pre
         sha: sha.clone(),
         branch: branch.to_owned(),
         default_host: settings.default_host,
+        edge: Default::default(),
     }
 }
 
@@ -1585,5 +1586,6 @@ fn preview_context_for(repo: &RepoName) -> PreviewContext {
         sha: sha(),
         branch: "b".into(),
         default_host: "{{host}}-{{preview}}.preview.localhost".into(),
+        edge: Default::default(),
     }
 }

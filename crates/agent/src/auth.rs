@@ -94,7 +94,10 @@ impl GitHubAccess {
         if !self.reads(repository) {
             return Err(AgentError::NotFound(name.to_owned()));
         }
-        if matches!(op, Operation::Create | Operation::Token) {
+        if matches!(
+            op,
+            Operation::Create | Operation::Token | Operation::HeaderSecret
+        ) {
             return Err(AgentError::Forbidden(format!(
                 "{} is not offered to people signed in with GitHub; use the API",
                 op.name()

@@ -325,6 +325,7 @@ impl Agent {
                 adopts: None,
                 incarnation: 0,
                 author_class: None,
+                shares: Vec::new(),
             },
         );
         let mut labels = BTreeMap::from([

@@ -10,9 +10,12 @@
 pub mod auth;
 mod create;
 pub mod error;
+pub mod gate;
 mod observe;
 pub mod operation;
 pub mod remote;
+pub mod sealed;
+mod share;
 mod token;
 pub mod view;
 mod visit;
@@ -28,10 +31,12 @@ use kube::{Client, ResourceExt};
 pub use auth::{Authority, Caller, GitHubAccess, TokenClusters, Via};
 pub use create::CreatePreview;
 pub use error::AgentError;
+pub use gate::{Entry, GateKeys, Knock};
 pub use observe::{
     EventsView, LogEntry, LogLines, LogQuery, WaitFor, WaitOutcome, WaitQuery, WaitResult,
 };
 pub use operation::Operation;
+pub use share::{HeaderSecretView, ShareBody, ShareView};
 pub use token::{TokenRequestBody, TokenView};
 pub use view::{Addresses, ListFilter, PreviewList, PreviewView};
 pub use visit::Visited;
@@ -54,6 +59,8 @@ pub struct Limits {
     /// Most log lines and bytes one `logs` call returns.
     pub log_lines: u32,
     pub log_bytes: u32,
+    /// The longest a share link lives.
+    pub share_lifetime: Duration,
 }
 
 impl Default for Limits {
@@ -63,6 +70,7 @@ impl Default for Limits {
             wait: Duration::from_secs(600),
             log_lines: 5000,
             log_bytes: 1024 * 1024,
+            share_lifetime: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }
@@ -87,6 +95,8 @@ pub struct Agent {
     pub limits: Limits,
     /// The clusters previews live in (their namespaces, pods, logs and tokens are there).
     pub clusters: sandcastle_kube::clusters::Clusters,
+    /// The gate's keys: its cookies, tickets, share links and header secrets.
+    pub gate_keys: GateKeys,
 }
 
 impl std::fmt::Debug for Agent {

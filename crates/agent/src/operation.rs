@@ -22,6 +22,12 @@ pub enum Operation {
     Reset,
     Delete,
     Token,
+    /// Mint a share link.
+    Share,
+    /// Revoke a share link.
+    Unshare,
+    /// Hand out the preview's header secret.
+    HeaderSecret,
 }
 
 /// What RBAC must allow for an operation: `verb` on `previewenvironments[/subresource]`.
@@ -32,7 +38,7 @@ pub struct Access {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 13] = [
+    pub const ALL: [Operation; 16] = [
         Self::List,
         Self::Get,
         Self::Wait,
@@ -46,6 +52,9 @@ impl Operation {
         Self::Reset,
         Self::Delete,
         Self::Token,
+        Self::Share,
+        Self::Unshare,
+        Self::HeaderSecret,
     ];
 
     /// The lower-case name (audit lines, history, metrics).
@@ -64,6 +73,9 @@ impl Operation {
             Self::Reset => "reset",
             Self::Delete => "delete",
             Self::Token => "token",
+            Self::Share => "share",
+            Self::Unshare => "unshare",
+            Self::HeaderSecret => "header-secret",
         }
     }
 
@@ -79,6 +91,10 @@ impl Operation {
             Self::Reset => ("update", Some("reset")),
             Self::Delete => ("delete", None),
             Self::Token => ("create", Some("token")),
+            Self::Share => ("create", Some("share")),
+            Self::Unshare => ("delete", Some("share")),
+            // As good as a token: whoever may mint tokens may have it.
+            Self::HeaderSecret => ("create", Some("token")),
         };
         Access { verb, subresource }
     }
@@ -94,7 +110,10 @@ impl Operation {
             | Self::Extend
             | Self::Reset
             | Self::Delete
-            | Self::Token => true,
+            | Self::Token
+            | Self::Share
+            | Self::Unshare
+            | Self::HeaderSecret => true,
         }
     }
 
@@ -114,7 +133,8 @@ impl Operation {
             | Self::Extend
             | Self::Reset
             | Self::Delete => true,
-            Self::Create | Self::Token => false,
+            // Nor hand out ways in that outlive it: share links, the header secret.
+            Self::Create | Self::Token | Self::Share | Self::Unshare | Self::HeaderSecret => false,
         }
     }
 }

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 use super::auth::VIA_HEADER;
 use super::{
-    CreatePreview, ExtendBody, ListFilter, LogQuery, RedeployBody, TokenRequestBody, Via, WaitQuery,
+    CreatePreview, ExtendBody, ListFilter, LogQuery, RedeployBody, ShareBody, TokenRequestBody,
+    Via, WaitQuery,
 };
 
 use sandcastle_domain::Secret;
@@ -109,6 +110,10 @@ pub enum Request {
     Reset(String),
     Delete(String),
     Token(String, TokenRequestBody),
+    Share(String, ShareBody),
+    /// A preview and the id of its share link to revoke.
+    Unshare(String, String),
+    HeaderSecret(String),
 }
 
 fn to_json<T: Serialize>(v: &T) -> Value {
@@ -170,6 +175,18 @@ fn rest_call(request: &Request) -> Call<'static> {
             ..Call::get(preview_path(name, ""))
         },
         Request::Token(name, body) => post(name, "/token", to_json(body)),
+        Request::Share(name, body) => post(name, "/shares", to_json(body)),
+        Request::Unshare(name, id) => Call {
+            method: Method::DELETE,
+            ..Call::get(preview_path(
+                name,
+                &format!(
+                    "/shares/{}",
+                    percent_encoding::utf8_percent_encode(id, SEGMENT)
+                ),
+            ))
+        },
+        Request::HeaderSecret(name) => post(name, "/header-secret", json!({})),
     }
 }
 

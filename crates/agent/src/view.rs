@@ -67,7 +67,23 @@ pub struct PreviewView {
     /// The last actions on the preview, oldest first; left out of lists (get the preview).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<HistoryView>,
+    /// Its live share links (the links themselves were shown once, to whoever minted them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shares: Vec<ShareListed>,
     pub links: Links,
+}
+
+/// A share link of a preview, as listed: everything but the link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShareListed {
+    pub id: String,
+    pub label: Option<String>,
+    pub created_by: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339.
+    pub expires_at: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -296,6 +312,18 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
                 result: h.result.clone(),
             })
             .collect(),
+        shares: pe
+            .spec
+            .shares
+            .iter()
+            .map(|s| ShareListed {
+                id: s.id.clone(),
+                label: s.label.clone(),
+                created_by: s.created_by.clone(),
+                created_at: s.created_at.0.to_string(),
+                expires_at: s.expires_at.0.to_string(),
+            })
+            .collect(),
         links: Links {
             self_: format!("{public}/api/v1/previews/{name}"),
             page: format!("{public}/previews/{name}"),
@@ -315,10 +343,11 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
     }
 }
 
-/// `pe` as a list shows it: without its history.
+/// `pe` as a list shows it: without its history and share links.
 pub fn list_view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
     let mut v = view(pe, at);
     v.history = Vec::new();
+    v.shares = Vec::new();
     v
 }
 

@@ -105,7 +105,7 @@ impl Agent {
     }
 
     /// Write `change` to `pe`, which `caller` was authorized to run `op` on, audited.
-    async fn write(
+    pub(super) async fn write(
         &self,
         caller: &Caller,
         op: Operation,

@@ -95,6 +95,15 @@ pub struct Settings {
     pub max_concurrent_reconciles: u16,
     /// Helm and Kustomize, and the bounds of a render (`source.helm`, `source.kustomize`).
     pub render: sandcastle_render::Renderer,
+    /// The wildcard certificate every preview host is served with (`--preview-tls-secret`).
+    pub preview_tls: Option<sandcastle_kube::tls::TlsSource>,
+    /// Who may open previews whose Blueprint does not say (`--preview-access`).
+    pub default_access: sandcastle_crd::Access,
+    /// The gate in front of `signedIn` previews, as the ingress controller reaches it
+    /// (`--gate-url`, `--gate-provider`).
+    pub gate: Option<sandcastle_domain::edge::Gate>,
+    /// The longest a share link opens a preview (`--share-max-lifetime`).
+    pub share_lifetime: Duration,
 }
 
 impl Settings {
@@ -128,6 +137,10 @@ impl Settings {
             cluster_check_interval: Duration::from_secs(10),
             render: sandcastle_render::Renderer::default(),
             max_concurrent_reconciles: 0,
+            preview_tls: None,
+            default_access: sandcastle_crd::Access::Public,
+            gate: None,
+            share_lifetime: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }
@@ -184,6 +197,10 @@ pub struct Context {
     pub permissions: Arc<sandcastle_github::permissions::PermissionCache>,
     /// What this leadership term knows of GitHub (`controller::term`); new for each term.
     pub(crate) term: Arc<super::term::Term>,
+    /// The wildcard certificate, followed while the controller runs (`--preview-tls-secret`).
+    pub wildcard: Option<sandcastle_kube::tls::Wildcard>,
+    /// The gate's keys: the readiness probe sends a `signedIn` preview's header secret.
+    pub gate_keys: Option<sandcastle_agent::GateKeys>,
 }
 
 type Wakeups = mpsc::UnboundedReceiver<ObjectRef<PreviewEnvironment>>;
@@ -301,6 +318,7 @@ impl Context {
             client.clone(),
             sandcastle_metrics::ClusterMetrics::default(),
         );
+        let settings_tls = settings.preview_tls.clone();
         Self {
             resolver: clusters.local().resolver.clone(),
             clusters,
@@ -326,6 +344,8 @@ impl Context {
             events,
             permissions: Arc::default(),
             term: Arc::default(),
+            wildcard: settings_tls.map(sandcastle_kube::tls::Wildcard::new),
+            gate_keys: None,
         }
     }
 }

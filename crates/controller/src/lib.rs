@@ -8,6 +8,7 @@
 
 pub mod commands;
 pub mod context;
+mod edge;
 mod error;
 pub mod events;
 mod finalizer;
@@ -156,6 +157,8 @@ pub async fn run(
         Some((next, Some(rx)))
     });
     let housekeeping = housekeeping::run(ctx.clone(), shutdown.clone());
+    // The wildcard certificate, copied again into every live preview when it is renewed.
+    let certificate = edge::follow(ctx.clone(), shutdown.clone());
     // Changes in the other clusters previews live in, and to those clusters themselves.
     let elsewhere = remote::triggers(&ctx, shutdown.clone());
     // `/preview` commands the webhook recorded, carried out beside the previews.
@@ -241,7 +244,7 @@ pub async fn run(
         started
     });
     tokio::select! {
-        _ = async { futures::join!(controller, events, commands, housekeeping) } => {}
+        _ = async { futures::join!(controller, events, commands, housekeeping, certificate) } => {}
         waited = deadline => if waited {
             tracing::warn!("reconciles still running {SHUTDOWN_GRACE:?} after shutdown; dropping them");
         },

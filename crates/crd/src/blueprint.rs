@@ -172,6 +172,12 @@ pub struct BlueprintSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wait_for_checks: Vec<String>,
 
+    /// Who may open the preview's URL: `public`, or `signedIn` (through Sandcastle's gate:
+    /// people signed in with GitHub who can read the repository, the preview's own token,
+    /// share links). Unset: Sandcastle's `--preview-access`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<super::Access>,
+
     /// Where previews go (default: Sandcastle's own cluster).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,

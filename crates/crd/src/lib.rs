@@ -1,5 +1,6 @@
 //! Sandcastle's custom resources (`sandcastle.dev/v1alpha1`) and their generated definitions.
 
+mod access;
 mod authors;
 mod blueprint;
 mod command;
@@ -12,6 +13,7 @@ mod preview;
 pub mod quote;
 mod readiness;
 
+pub use access::*;
 pub use authors::*;
 pub use blueprint::*;
 pub use command::*;

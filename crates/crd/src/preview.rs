@@ -103,6 +103,12 @@ pub struct PreviewEnvironmentSpec {
     /// sandboxes, and for previews made before classes existed: the Blueprint's own rules).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author_class: Option<super::AuthorClass>,
+
+    /// Share links handed out for this preview: each opens it without signing in until it
+    /// expires; removing one revokes it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 50))]
+    pub shares: Vec<super::ShareLink>,
 }
 
 /// A sandbox taken over by a pull request's preview.

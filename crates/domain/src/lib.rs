@@ -6,6 +6,7 @@ pub mod authors;
 pub mod clock;
 pub mod diagnosis;
 pub mod duration;
+pub mod edge;
 pub mod guardrails;
 pub mod ids;
 pub mod intent;

@@ -31,6 +31,8 @@ pub struct PreviewContext {
     /// Host template used when the Blueprint sets none, e.g.
     /// `{{host}}-{{preview}}.preview.localhost`.
     pub default_host: String,
+    /// The front door: the certificate its hosts are served with, who may open it, the gate.
+    pub edge: crate::edge::Edge,
 }
 
 /// One reason a blueprint cannot be cloned, naming the object and, when there is one, the field.

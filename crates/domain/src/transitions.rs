@@ -130,6 +130,7 @@ pub fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
             adopts: None,
             incarnation: 0,
             author_class: class,
+            shares: Vec::new(),
         },
     );
     touch(&mut pe, now);
@@ -179,10 +180,12 @@ fn comes_before(intent: &Intent, last: Option<Timestamp>) -> bool {
 }
 
 /// Bring a torn-down preview back as a new incarnation: the controller takes down whatever the
-/// old one left and rolls the new one out from scratch.
+/// old one left and rolls the new one out from scratch. Share links of the old one open
+/// nothing of the new one.
 pub fn revive(next: &mut PreviewEnvironment) {
     next.spec.teardown = None;
     next.spec.incarnation = next.spec.incarnation.saturating_add(1);
+    next.spec.shares.clear();
 }
 
 /// Change `pe` as `intent` asks. Returns `None` when nothing should be written.
@@ -455,9 +458,17 @@ mod tests {
         pe.spec.pr_updated_at = Some(Time(at("2026-11-29T12:00:10Z")));
 
         let reopened = intent(deploy(true), "2026-11-29T12:00:20Z");
+        pe.spec.shares.push(sandcastle_crd::ShareLink {
+            id: "0123456789abcdef".to_owned(),
+            label: None,
+            created_by: "github:alice".to_owned(),
+            created_at: Time(at("2026-11-29T12:00:05Z")),
+            expires_at: Time(at("2026-11-30T12:00:05Z")),
+        });
         let next = change(&pe, &reopened, now).unwrap();
         assert_eq!(next.spec.incarnation, 1);
         assert!(next.spec.teardown.is_none());
+        assert!(next.spec.shares.is_empty(), "the old incarnation's links");
         assert_eq!(
             next.spec.pr_updated_at,
             Some(Time(at("2026-11-29T12:00:20Z")))

@@ -1,10 +1,12 @@
 //! The HTTP surface, built by one function ([`app`]): the GitHub webhook (pull request events,
 //! `/preview` commands, check runs), health probes, Prometheus metrics, the REST API, how a
 //! client discovers what to authenticate with ([`discovery`]) and the dashboard people sign in
-//! to (whose preview pages GitHub's `log_url` points at); and, on a listener of its own, the
-//! page a visitor to a stopped preview's host sees ([`wake`]). Every body is bounded by its
-//! route: the webhook reads its own under its limit, the API under its own after the caller
-//! was allowed the operation, the dashboard's forms under [`FORM_LIMIT`].
+//! to (whose preview pages GitHub's `log_url` points at); and, on a listener of its own that the
+//! ingress controller reaches (the edge listener), the gate's check of every request to a
+//! `signedIn` preview ([`gate`]) and the page a visitor to a stopped preview's host sees
+//! ([`wake`]). Every body is bounded by its route: the webhook reads its own under its limit,
+//! the API under its own after the caller was allowed the operation, the dashboard's forms
+//! under [`FORM_LIMIT`].
 
 mod answer;
 pub mod api;
@@ -13,6 +15,7 @@ pub mod dashboard;
 mod deliveries;
 pub mod discovery;
 pub mod error;
+pub mod gate;
 mod health;
 mod pulls;
 pub mod wake;
@@ -120,6 +123,7 @@ pub fn app(state: AppState, more: Router) -> Router {
             "/previews/{name}/{action}",
             post(dashboard::act).layer(DefaultBodyLimit::max(FORM_LIMIT)),
         )
+        .route("/gate/signin", get(dashboard::gate_signin))
         .route("/login", get(dashboard::login))
         .route("/oauth/callback", get(dashboard::callback))
         .route(

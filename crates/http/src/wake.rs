@@ -1,12 +1,13 @@
-//! The wake listener: what a visitor to a stopped preview's host sees, whatever the path. The
+//! The edge listener (called the wake listener in its flags): what a visitor to a stopped
+//! preview's host sees, whatever the path, and the gate's check ([`super::gate`]). The
 //! ingress controller sends a stopped preview's hosts here (see `domain::wake`); the `Host`
 //! header says which preview, and only that preview is ever looked at or woken. A host no live
 //! preview has gets 404. The page reloads itself until the app answers in its place: the
 //! Ingress points back at the app once the preview is Ready, so the reload lands on it. It
 //! works without JavaScript and shows no workload names or messages: the host is public.
 //!
-//! This listener serves nothing else (no API, no webhook), so exposing it to the ingress
-//! controller exposes nothing else.
+//! This listener serves nothing else (no API, no webhook, no dashboard), so exposing it to the
+//! ingress controller exposes nothing else.
 
 use axum::Router;
 use axum::extract::State;
@@ -22,9 +23,16 @@ use sandcastle_domain::wake::Visit;
 /// Seconds between the page's reloads while the preview starts.
 pub const RELOAD_SECS: u32 = 2;
 
-/// The wake listener's whole surface: every path answers the same way.
+/// The edge listener's whole surface: the gate's check (`/.sandcastle/gate/{preview}`, asked
+/// by the ingress controller), and the waking page on every other path.
 pub fn router(state: AppState) -> Router {
-    Router::new().fallback(visit).with_state(state)
+    Router::new()
+        .route(
+            "/.sandcastle/gate/{preview}",
+            axum::routing::any(super::gate::check),
+        )
+        .fallback(visit)
+        .with_state(state)
 }
 
 /// The host a request names: its `Host` header, or the authority of an absolute URI.
@@ -123,6 +131,12 @@ fn page(visit: &Visit, reload: Option<u32>) -> Markup {
             "Its pull request says why, and a push or /preview deploys it again.",
         ),
     };
+    shell(title, line, reload)
+}
+
+/// A page of the edge listener (the waking page, the gate's refusals): a title and a line, no
+/// script; it reloads itself after `reload` seconds.
+pub(crate) fn shell(title: &str, line: &str, reload: Option<u32>) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {

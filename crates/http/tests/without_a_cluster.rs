@@ -53,6 +53,7 @@ fn state() -> AppState {
         authority: Authority::new(client.clone(), "sandcastle"),
         limits: Limits::default(),
         clusters: Clusters::new(client.clone(), metrics.clusters.clone()),
+        gate_keys: sandcastle_agent::GateKeys::new(&Secret::new(SECRET)),
     };
     AppState::new(Shared {
         client,

@@ -18,5 +18,6 @@ pub mod rbac;
 pub mod readiness;
 pub mod source;
 pub mod status;
+pub mod tls;
 pub mod wake_route;
 pub mod watched;

@@ -79,6 +79,8 @@ pub fn cluster_rules() -> Vec<PolicyRule> {
         rule(&["autoscaling"], &["horizontalpodautoscalers"], WRITE),
         // The FQDN egress rules of `isolation.egress`, on clusters running Cilium.
         rule(&["cilium.io"], &["ciliumnetworkpolicies"], WRITE),
+        // The gate in front of `signedIn` previews, on clusters running Traefik.
+        rule(&["traefik.io"], &["middlewares"], WRITE),
         rule(&["policy"], &["poddisruptionbudgets"], WRITE),
         rule(&[GATEWAY_API], &["httproutes", "grpcroutes"], WRITE),
         rule(&[GATEWAY_API], &["gateways", "referencegrants"], READ),

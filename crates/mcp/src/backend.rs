@@ -111,5 +111,8 @@ async fn local(agent: &Agent, caller: &Caller, request: &Request) -> Result<Valu
         Request::Reset(name) => json_of(&agent.reset(caller, name).await?),
         Request::Delete(name) => json_of(&agent.delete(caller, name).await?),
         Request::Token(name, body) => json_of(&agent.token(caller, name, body).await?),
+        Request::Share(name, body) => json_of(&agent.share(caller, name, body).await?),
+        Request::Unshare(name, id) => json_of(&agent.unshare(caller, name, id).await?),
+        Request::HeaderSecret(name) => json_of(&agent.header_secret(caller, name).await?),
     })
 }

@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use sandcastle_agent::remote::{self, Request as Api};
 use sandcastle_agent::{
-    CreatePreview, ExtendBody, ListFilter, LogQuery, Operation, RedeployBody, TokenRequestBody,
-    WaitQuery,
+    CreatePreview, ExtendBody, ListFilter, LogQuery, Operation, RedeployBody, ShareBody,
+    TokenRequestBody, WaitQuery,
 };
 use sandcastle_domain::quote::{clip, short};
 
@@ -36,6 +36,9 @@ pub enum Tool {
     Reset,
     Destroy,
     MintPreviewToken,
+    SharePreview,
+    RevokeShare,
+    GetHeaderSecret,
 }
 
 /// A preview, by name.
@@ -99,6 +102,23 @@ pub struct DestroyArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub struct ShareArgs {
+    /// The preview's name.
+    pub name: String,
+    #[serde(flatten)]
+    pub body: ShareBody,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeArgs {
+    /// The preview's name.
+    pub name: String,
+    /// The share link's id (as `get_preview` lists it).
+    pub id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct TokenArgs {
     /// The preview's name.
     pub name: String,
@@ -117,7 +137,7 @@ pub enum Request {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 14] = [
+    pub const ALL: [Tool; 17] = [
         Self::ListPreviews,
         Self::GetPreview,
         Self::WaitForPreview,
@@ -132,6 +152,9 @@ impl Tool {
         Self::Reset,
         Self::Destroy,
         Self::MintPreviewToken,
+        Self::SharePreview,
+        Self::RevokeShare,
+        Self::GetHeaderSecret,
     ];
 
     /// The tool offering `op`. Exhaustive: every operation is a tool.
@@ -150,6 +173,9 @@ impl Tool {
             Operation::Reset => Self::Reset,
             Operation::Delete => Self::Destroy,
             Operation::Token => Self::MintPreviewToken,
+            Operation::Share => Self::SharePreview,
+            Operation::Unshare => Self::RevokeShare,
+            Operation::HeaderSecret => Self::GetHeaderSecret,
         }
     }
 
@@ -169,6 +195,9 @@ impl Tool {
             Self::Reset => Operation::Reset,
             Self::Destroy => Operation::Delete,
             Self::MintPreviewToken => Operation::Token,
+            Self::SharePreview => Operation::Share,
+            Self::RevokeShare => Operation::Unshare,
+            Self::GetHeaderSecret => Operation::HeaderSecret,
         }
     }
 
@@ -188,6 +217,9 @@ impl Tool {
             Self::Reset => "reset",
             Self::Destroy => "destroy",
             Self::MintPreviewToken => "mint_preview_token",
+            Self::SharePreview => "share_preview",
+            Self::RevokeShare => "revoke_share",
+            Self::GetHeaderSecret => "get_header_secret",
         }
     }
 
@@ -235,6 +267,15 @@ impl Tool {
             Self::MintPreviewToken => {
                 "Mint a short-lived Kubernetes token scoped to this preview's namespace (read-only there) and to this preview in Sandcastle."
             }
+            Self::SharePreview => {
+                "Mint a share link: it opens a signed-in-only preview in a browser without a GitHub account until it expires (`expiresIn`, default 24h) or is revoked. The link is in this answer only."
+            }
+            Self::RevokeShare => {
+                "Revoke a share link of a preview by its id: it opens nothing from now on."
+            }
+            Self::GetHeaderSecret => {
+                "The preview's header secret: sent as X-Sandcastle-Preview-Secret it opens a signed-in-only preview for tools that cannot send a token."
+            }
         }
     }
 
@@ -269,6 +310,9 @@ impl Tool {
             Self::Extend => schema_for_type::<ExtendArgs>(),
             Self::Destroy => schema_for_type::<DestroyArgs>(),
             Self::MintPreviewToken => schema_for_type::<TokenArgs>(),
+            Self::SharePreview => schema_for_type::<ShareArgs>(),
+            Self::RevokeShare => schema_for_type::<RevokeArgs>(),
+            Self::GetHeaderSecret => schema_for_type::<Named>(),
         }
     }
 
@@ -325,6 +369,15 @@ impl Tool {
                 let (name, body) = named(v)?;
                 Request::Api(Api::Token(name, body))
             }
+            Self::SharePreview => {
+                let (name, body) = named(v)?;
+                Request::Api(Api::Share(name, body))
+            }
+            Self::RevokeShare => {
+                let a: RevokeArgs = parse(v)?;
+                Request::Api(Api::Unshare(a.name, a.id))
+            }
+            Self::GetHeaderSecret => Request::Api(Api::HeaderSecret(parse::<Named>(v)?.name)),
         })
     }
 }
@@ -401,7 +454,7 @@ mod tests {
                 "diagnose_preview"
             ]
         );
-        assert_eq!(names(true).len(), 14);
+        assert_eq!(names(true).len(), 17);
     }
 
     #[test]

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use reqwest::redirect::{Attempt, Policy};
 
+use sandcastle_domain::Secret;
+use sandcastle_domain::edge::SECRET_HEADER;
 use sandcastle_domain::probe::{Answer, BODY_LIMIT};
 
 /// Redirects followed on the same host before the last one is taken as the answer.
@@ -59,6 +61,8 @@ pub struct Target {
     pub host: Option<String>,
     /// Connect here instead of resolving the URL's host.
     pub connect_to: Option<String>,
+    /// The preview's header secret, sent so a `signedIn` preview's gate lets the probe in.
+    pub secret: Option<Secret>,
 }
 
 impl Target {
@@ -81,11 +85,13 @@ impl Target {
                 url: direct(&format!("{preview_url}{path}"))?,
                 host: None,
                 connect_to: None,
+                secret: None,
             }),
             ProbeVia::ConnectTo(addr) => Ok(Self {
                 url: direct(&format!("{preview_url}{path}"))?,
                 host: None,
                 connect_to: Some(addr.clone()),
+                secret: None,
             }),
             ProbeVia::Service => {
                 let (svc, ns, port) = service.ok_or("no primary Service with a port to probe")?;
@@ -93,6 +99,7 @@ impl Target {
                     url: direct(&format!("http://{svc}.{ns}.svc:{port}{path}"))?,
                     host: Some(host),
                     connect_to: None,
+                    secret: None,
                 })
             }
         }
@@ -122,6 +129,9 @@ pub async fn ask(target: &Target, timeout: Duration) -> Result<Answer, String> {
     let mut request = client.get(target.url.clone());
     if let Some(host) = &target.host {
         request = request.header(reqwest::header::HOST, host);
+    }
+    if let Some(secret) = &target.secret {
+        request = request.header(SECRET_HEADER, secret.expose());
     }
     let mut response = request.send().await.map_err(|e| failure(&e))?;
     let status = response.status().as_u16();

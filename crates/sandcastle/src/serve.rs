@@ -130,6 +130,17 @@ fn dashboard(parts: &Parts) -> crate::http::dashboard::Dashboard {
     )
 }
 
+/// The gate's keys, derived from the current webhook secret so that every replica opens what
+/// another sealed; without one (the App not set up yet), from a random secret of this process.
+fn gate_keys(parts: &Parts) -> crate::agent::GateKeys {
+    let secret = parts
+        .webhook_secrets
+        .first()
+        .cloned()
+        .unwrap_or_else(|| Secret::new(crate::agent::sealed::random(32)));
+    crate::agent::GateKeys::new(&secret)
+}
+
 /// Start Sandcastle; it runs until [`Running::shutdown`].
 pub async fn start(parts: Parts) -> anyhow::Result<Running> {
     let stop = CancellationToken::new();
@@ -156,7 +167,8 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
     ));
     // PreviewEnvironments, for the API's lists (reads of one preview go to the API server).
     let previews = cache::<PreviewEnvironment>(&parts, "preview cache", &stop, &mut tasks);
-    let agent = agent(&parts, &github, previews, &clusters);
+    let keys = gate_keys(&parts);
+    let agent = agent(&parts, &github, previews, &clusters, keys.clone());
     let state = AppState::new(http::Shared {
         client: parts.client.clone(),
         home: home.clone(),
@@ -200,6 +212,7 @@ pub async fn start(parts: Parts) -> anyhow::Result<Running> {
         )
         .with_clusters(clusters);
         ctx.metrics = metrics.controller.clone();
+        ctx.gate_keys = Some(keys);
         tasks.push(("controller", run_controller(&parts, ctx, leading_tx, &stop)));
     }
     tracing::info!(%addr, "Sandcastle is listening");
@@ -254,6 +267,7 @@ fn agent(
     github: &GitHubApp,
     previews: reflector::Store<PreviewEnvironment>,
     clusters: &crate::k8s::clusters::Clusters,
+    keys: crate::agent::GateKeys,
 ) -> Agent {
     let settings = &parts.settings;
     let tokens = TokenClusters {
@@ -274,9 +288,11 @@ fn agent(
         clock: parts.clock.clone(),
         previews,
         authority: Authority::new(parts.client.clone(), &settings.home).with_clusters(tokens),
+        gate_keys: keys,
         limits: Limits {
             token_lifetime: settings.token_lifetime,
             wait: settings.api_max_wait,
+            share_lifetime: settings.share_lifetime,
             ..Limits::default()
         },
         clusters: clusters.clone(),

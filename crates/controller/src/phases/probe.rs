@@ -41,6 +41,8 @@ pub(super) struct Probed<'a> {
     /// Service, both inside that cluster) applies only there; a preview in another cluster is
     /// probed at its URL.
     pub local: bool,
+    /// Sent as the preview's header secret: a `signedIn` preview's gate lets the probe in.
+    pub secret: Option<sandcastle_domain::Secret>,
 }
 
 /// Try the probe once if it is due, recording what it saw in `rollout`.
@@ -81,7 +83,8 @@ pub(super) async fn gate(
         &sandcastle_probe::ProbeVia::Url
     };
     let seen = match Target::new(url, &spec.path, via, backend) {
-        Ok(target) => {
+        Ok(mut target) => {
+            target.secret = at.secret.clone();
             let timeout = interval.clamp(Duration::from_secs(1), REQUEST_TIMEOUT_CAP);
             in_a_row(spec, sha, &target, timeout).await
         }

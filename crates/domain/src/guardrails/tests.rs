@@ -17,6 +17,7 @@ fn ctx() -> PreviewContext {
         sha: Sha::new("0123456789abcdef0123456789abcdef01234567").unwrap(),
         branch: "main".to_owned(),
         default_host: String::new(),
+        edge: Default::default(),
     }
 }
 

@@ -10,6 +10,7 @@
 //! ([`order`]); a plan that would run nothing is refused ([`runnable`]). `docs/cloning.md`
 //! states the rules for users.
 
+mod edge;
 mod env;
 mod helm;
 mod hosts;
@@ -249,6 +250,9 @@ pub fn plan(
         .map(|(_, obj)| obj)
         .collect();
     let url = host_template.and_then(|t| hosts::rewrite(&mut fronts, &t, blueprint, &mut problems));
+    let url = url.map(|u| with_scheme(&u, &ctx.edge));
+    let mut routed: Vec<&mut Obj> = kept.iter_mut().map(|(_, obj)| obj).collect();
+    let gate = edge::apply(&mut routed, &ctx.edge, ctx, &mut problems);
 
     // Only a blueprint with no other problem can be judged empty: a refused object may be the
     // workload it was meant to run.
@@ -295,7 +299,23 @@ pub fn plan(
     left_out.sort();
     // A file may declare the source's Namespace more than once: it is left out once.
     left_out.dedup();
-    Ok(order::assemble(out, url, left_out))
+    let mut plan = order::assemble(out, url, left_out);
+    // The gate comes with the configuration: no route of the preview is ever served without it.
+    for mut obj in gate {
+        rewrite::identify_as_preview(&mut obj, kinds::Class::Extra, ctx);
+        if let Some(config) = plan.steps.iter_mut().find(|s| s.stage == Stage::Config) {
+            config.objects.push(obj.value);
+        }
+    }
+    Ok(plan)
+}
+
+/// `url` as it is served: `https` with the wildcard certificate, else as its route said.
+fn with_scheme(url: &str, edge: &crate::edge::Edge) -> String {
+    match (&edge.tls, url.split_once("://")) {
+        (Some(_), Some((_, host))) => format!("https://{host}"),
+        _ => url.to_owned(),
+    }
 }
 
 /// The labels the preview namespace takes from the blueprint: the Pod Security labels of the

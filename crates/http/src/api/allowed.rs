@@ -33,7 +33,22 @@ pub mod op {
     }
 
     ops!(
-        List, Get, Wait, Events, Logs, Create, Redeploy, Stop, Wake, Extend, Reset, Delete, Token
+        List,
+        Get,
+        Wait,
+        Events,
+        Logs,
+        Create,
+        Redeploy,
+        Stop,
+        Wake,
+        Extend,
+        Reset,
+        Delete,
+        Token,
+        Share,
+        Unshare,
+        HeaderSecret
     );
 }
 
@@ -48,10 +63,11 @@ impl<O: Op> FromRequestParts<AppState> for Allowed<O> {
         let Authenticated(caller) = Authenticated::from_request_parts(parts, state).await?;
         let on_one = super::route_of(O::OP).1.contains("{name}");
         let name = if on_one {
-            Path::<String>::from_request_parts(parts, state)
+            Path::<Vec<(String, String)>>::from_request_parts(parts, state)
                 .await
                 .ok()
-                .map(|Path(name)| name)
+                .and_then(|Path(params)| params.into_iter().find(|(k, _)| k == "name"))
+                .map(|(_, name)| name)
         } else {
             None
         };

@@ -1,6 +1,6 @@
 //! The REST API for agents and people, `/api/v1`: previews listed, read, created (sandboxes),
 //! redeployed, stopped, woken, extended, reset and deleted; waited on; their logs, events and a
-//! scoped token. Handlers only translate HTTP to the `agent` operations (which authenticate,
+//! scoped token; share links minted and revoked, and the header secret. Handlers only translate HTTP to the `agent` operations (which authenticate,
 //! authorize and audit) and back; each takes first the caller allowed its operation
 //! (`allowed`), so a query or body is read only for a caller who may, and a body only so far.
 //! The OpenAPI document is generated from these handlers (utoipa), served at
@@ -10,6 +10,7 @@
 mod allowed;
 mod extract;
 mod previews;
+mod shares;
 
 use axum::Json;
 use axum::extract::State;
@@ -67,6 +68,9 @@ pub fn route_of(op: Operation) -> (&'static str, &'static str) {
         Operation::Extend => ("post", "/api/v1/previews/{name}/extend"),
         Operation::Reset => ("post", "/api/v1/previews/{name}/reset"),
         Operation::Token => ("post", "/api/v1/previews/{name}/token"),
+        Operation::Share => ("post", "/api/v1/previews/{name}/shares"),
+        Operation::Unshare => ("delete", "/api/v1/previews/{name}/shares/{id}"),
+        Operation::HeaderSecret => ("post", "/api/v1/previews/{name}/header-secret"),
     }
 }
 
@@ -83,6 +87,9 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(previews::extend))
         .routes(routes!(previews::reset))
         .routes(routes!(previews::token))
+        .routes(routes!(shares::share))
+        .routes(routes!(shares::unshare))
+        .routes(routes!(shares::header_secret))
 }
 
 /// The OpenAPI document, as served and as kept in `docs/openapi.json`.

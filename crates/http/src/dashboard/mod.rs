@@ -6,11 +6,14 @@
 //! Every action is a POST carrying the session's CSRF token, carried out by the same operations
 //! as the API (audited, recorded in the preview's history).
 
+mod gate;
 mod render;
 mod session;
 pub mod setup;
+mod shares;
 mod signin;
 
+pub(crate) use gate::signin as gate_signin;
 pub(crate) use signin::{callback, login, logout};
 
 use std::collections::BTreeSet;
@@ -409,6 +412,11 @@ pub(super) struct ActionForm {
     duration: Option<String>,
     #[serde(default)]
     confirm: Option<String>,
+    /// A share link's label (`share`), or which link (`unshare`).
+    #[serde(default)]
+    label: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
 }
 
 pub(super) async fn act(
@@ -468,6 +476,23 @@ pub(super) async fn act(
             ))
         }
         Action::Destroy => agent.delete(caller, &name).await,
+        Action::Share => {
+            let body = sandcastle_agent::ShareBody {
+                expires_in: form.duration.clone(),
+                label: form.label.clone(),
+            };
+            return match agent.share(caller, &name, &body).await {
+                Ok(made) => page(StatusCode::OK, shares::made(&made, &name, &viewer.who(d))),
+                Err(e) => page(
+                    e.status(),
+                    render::message("Not done", &viewer.who(d), &e.to_string(), None),
+                ),
+            };
+        }
+        Action::Unshare => {
+            let id = form.id.as_deref().unwrap_or_default();
+            agent.unshare(caller, &name, id).await
+        }
     };
     match done {
         Ok(_) if action == Action::Destroy => Redirect::to("/").into_response(),

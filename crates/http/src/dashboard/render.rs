@@ -120,7 +120,7 @@ fn when(now: Timestamp, at: Option<&str>) -> String {
 }
 
 /// `in 23 h (Wed 2 Dec 14:46 UTC)`.
-fn until(now: Timestamp, at: Option<&str>) -> String {
+pub(super) fn until(now: Timestamp, at: Option<&str>) -> String {
     match at.and_then(|a| a.parse::<Timestamp>().ok()) {
         Some(t) => expiry(now, t),
         None => "—".to_owned(),
@@ -215,10 +215,25 @@ pub enum Action {
     Wake,
     Redeploy,
     Destroy,
+    /// Mint a share link (in the page's share links section).
+    Share,
+    /// Revoke one.
+    Unshare,
 }
 
 impl Action {
-    pub const ALL: [Action; 5] = [
+    pub const ALL: [Action; 7] = [
+        Action::Extend,
+        Action::Stop,
+        Action::Wake,
+        Action::Redeploy,
+        Action::Destroy,
+        Action::Share,
+        Action::Unshare,
+    ];
+
+    /// The actions of the bar at the top of the page.
+    const BAR: [Action; 5] = [
         Action::Extend,
         Action::Stop,
         Action::Wake,
@@ -233,6 +248,8 @@ impl Action {
             Self::Wake => "wake",
             Self::Redeploy => "redeploy",
             Self::Destroy => "destroy",
+            Self::Share => "share",
+            Self::Unshare => "unshare",
         }
     }
 
@@ -245,7 +262,7 @@ impl Action {
         match self {
             Self::Stop => matches!(phase, Phase::Ready | Phase::Deploying | Phase::Failed),
             Self::Wake => phase == Phase::Stopped,
-            Self::Extend | Self::Redeploy | Self::Destroy => {
+            Self::Extend | Self::Redeploy | Self::Destroy | Self::Share | Self::Unshare => {
                 !matches!(phase, Phase::Terminating | Phase::Removed)
             }
         }
@@ -284,6 +301,7 @@ fn action_form(p: &PreviewView, a: Action, csrf: &str) -> Markup {
                 Action::Stop => { button type="submit" { "Stop" } }
                 Action::Wake => { button type="submit" { "Wake" } }
                 Action::Redeploy => { button type="submit" { "Redeploy" } }
+                Action::Share | Action::Unshare => {}
             }
         }
     }
@@ -360,9 +378,10 @@ pub fn preview(page: &PreviewPage) -> String {
         (diagnosis(p))
         @if let Some(csrf) = &page.actions {
             section.actions aria-label="Actions" {
-                @for a in Action::ALL { @if a.applies(p.phase) { (action_form(p, a, csrf)) } }
+                @for a in Action::BAR { @if a.applies(p.phase) { (action_form(p, a, csrf)) } }
             }
         }
+        (super::shares::section(p, page.actions.as_deref(), page.now))
         @if !p.services.is_empty() {
             h2 { "Services" }
             table {
@@ -419,6 +438,7 @@ mod tests {
                 deployed: None,
             },
             services: Vec::new(),
+            shares: Vec::new(),
             services_ready: 0,
             services_total: 0,
             expires_at: None,

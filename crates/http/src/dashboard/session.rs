@@ -1,18 +1,17 @@
 //! Who is looking at the dashboard, remembered between requests: a session cookie holding the
 //! person's GitHub login and user token, sealed with AES-256-GCM under a key derived from the
-//! webhook secret (so every replica opens it, and it says nothing to whoever holds it); the
-//! OAuth `state`; and the CSRF token every form carries, bound to the session. ring's AEAD and
-//! HMAC do the cryptography; the cookie format is small enough to own.
+//! webhook secret (so every replica opens it, and it says nothing to whoever holds it:
+//! `agent::sealed`); the OAuth `state`; and the CSRF token every form carries, bound to the
+//! session.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::hmac;
-use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
 
+use sandcastle_agent::sealed::{Sealer, random, signing_key};
 use sandcastle_domain::Secret;
 
 /// The session cookie's name.
@@ -45,7 +44,7 @@ impl std::fmt::Debug for Session {
 /// Seals and opens sessions, and makes and checks CSRF tokens. Cheap to clone.
 #[derive(Clone)]
 pub struct Sessions {
-    key: std::sync::Arc<LessSafeKey>,
+    sealer: Sealer,
     csrf: hmac::Key,
     /// Cookies only over HTTPS (`Secure`).
     secure: bool,
@@ -70,54 +69,21 @@ impl Sessions {
     /// Keys derived from `secret` (the current webhook secret), for cookies marked `Secure`
     /// when `secure`.
     pub fn new(secret: &Secret, secure: bool) -> Self {
-        let root = hmac::Key::new(hmac::HMAC_SHA256, secret.expose().as_bytes());
-        let derive = |label: &str| hmac::sign(&root, label.as_bytes());
-        let sealing = derive("sandcastle dashboard session v1");
-        let unbound = UnboundKey::new(&AES_256_GCM, sealing.as_ref()).expect("a 32-byte key");
-        let csrf = hmac::Key::new(
-            hmac::HMAC_SHA256,
-            derive("sandcastle dashboard csrf v1").as_ref(),
-        );
         Self {
-            key: std::sync::Arc::new(LessSafeKey::new(unbound)),
-            csrf,
+            sealer: Sealer::new(secret, "sandcastle dashboard session v1", COOKIE),
+            csrf: signing_key(secret, "sandcastle dashboard csrf v1"),
             secure,
         }
     }
 
     /// The cookie value of `session`.
     pub fn seal(&self, session: &Session) -> String {
-        let mut nonce = [0u8; NONCE_LEN];
-        SystemRandom::new()
-            .fill(&mut nonce)
-            .expect("the system's random source works");
-        let mut data = serde_json::to_vec(session).expect("a session serializes");
-        self.key
-            .seal_in_place_append_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(COOKIE.as_bytes()),
-                &mut data,
-            )
-            .expect("sealing cannot fail for a short value");
-        let mut out = nonce.to_vec();
-        out.extend(data);
-        URL_SAFE_NO_PAD.encode(out)
+        self.sealer.seal(session)
     }
 
     /// The session in cookie value `value`, unless it was tampered with or is over.
     pub fn open(&self, value: &str) -> Option<Session> {
-        let bytes = URL_SAFE_NO_PAD.decode(value).ok()?;
-        if bytes.len() <= NONCE_LEN {
-            return None;
-        }
-        let (nonce, sealed) = bytes.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-        let mut sealed = sealed.to_vec();
-        let plain = self
-            .key
-            .open_in_place(nonce, Aad::from(COOKIE.as_bytes()), &mut sealed)
-            .ok()?;
-        let session: Session = serde_json::from_slice(plain).ok()?;
+        let session: Session = self.sealer.open(value)?;
         (session.expires > now()).then_some(session)
     }
 
@@ -165,11 +131,7 @@ impl Sessions {
 
 /// A random value for the OAuth `state`.
 pub fn random_state() -> String {
-    let mut bytes = [0u8; 24];
-    SystemRandom::new()
-        .fill(&mut bytes)
-        .expect("the system's random source works");
-    URL_SAFE_NO_PAD.encode(bytes)
+    random(24)
 }
 
 /// The value of cookie `name` the request carries.

@@ -219,6 +219,68 @@ pub struct PreviewArgs {
     /// its credentials hold what previews need.
     #[arg(long, env = "SANDCASTLE_CLUSTER_CHECK_INTERVAL", default_value = "10s", value_parser = duration_arg)]
     pub cluster_check_interval: Duration,
+
+    /// The front door: the wildcard certificate and who may open previews.
+    #[command(flatten)]
+    pub edge: EdgeArgs,
+}
+
+/// A preview's front door: the one wildcard certificate every preview host is served with, who
+/// may open previews, and the gate in front of those only signed-in people and agents may.
+#[derive(Debug, Clone, Args)]
+pub struct EdgeArgs {
+    /// A wildcard certificate's Secret, `NAMESPACE/NAME` (e.g. `*.preview.example.com`, issued
+    /// once by cert-manager with DNS-01): copied into every preview namespace and named by every
+    /// Ingress's `tls`, followed when it is renewed; preview URLs are then `https://` and each
+    /// preview host must be one label under the wildcard.
+    #[arg(long, env = "SANDCASTLE_PREVIEW_TLS_SECRET")]
+    pub preview_tls_secret: Option<crate::k8s::tls::TlsSource>,
+
+    /// Who may open previews whose Blueprint sets no `access`: `public`, or `signedIn` (people
+    /// signed in with GitHub who can read the repository, the preview's own token or header
+    /// secret, share links; needs `--gate-url`).
+    #[arg(long, env = "SANDCASTLE_PREVIEW_ACCESS", default_value = "public")]
+    pub preview_access: crate::crd::Access,
+
+    /// The gate, as the ingress controller reaches Sandcastle's wake listener (its edge
+    /// listener), e.g. `http://sandcastle.sandcastle.svc.cluster.local:8081`: `signedIn`
+    /// previews' routes ask it about every request.
+    #[arg(long, env = "SANDCASTLE_GATE_URL", value_parser = gate_url_arg)]
+    pub gate_url: Option<String>,
+
+    /// The ingress controller the gate is wired into: `traefik` (a forwardAuth Middleware,
+    /// named by each Ingress and by an ExtensionRef filter on each HTTPRoute rule).
+    #[arg(long, env = "SANDCASTLE_GATE_PROVIDER", default_value = "traefik")]
+    pub gate_provider: crate::domain::edge::GateProvider,
+
+    /// The longest a share link opens a preview.
+    #[arg(long, env = "SANDCASTLE_SHARE_MAX_LIFETIME", default_value = "7d", value_parser = duration_arg)]
+    pub share_max_lifetime: Duration,
+}
+
+impl EdgeArgs {
+    /// The gate, when one is configured.
+    pub fn gate(&self) -> Option<crate::domain::edge::Gate> {
+        self.gate_url
+            .as_ref()
+            .map(|address| crate::domain::edge::Gate {
+                provider: self.gate_provider,
+                address: address.clone(),
+            })
+    }
+}
+
+/// The gate's base URL: `http://` or `https://`, a host, no path, query or fragment.
+pub(crate) fn gate_url_arg(s: &str) -> Result<String, String> {
+    let rest = s
+        .strip_prefix("http://")
+        .or_else(|| s.strip_prefix("https://"))
+        .ok_or("the gate URL is http://HOST:PORT (or https://)")?;
+    let rest = rest.trim_end_matches('/');
+    if rest.is_empty() || rest.contains(['/', '?', '#']) || s.chars().any(char::is_whitespace) {
+        return Err("the gate URL is http://HOST:PORT, without a path".to_owned());
+    }
+    Ok(s.trim_end_matches('/').to_owned())
 }
 
 /// Rendering Blueprints' Helm charts and Kustomize overlays (`source.helm`, `source.kustomize`):

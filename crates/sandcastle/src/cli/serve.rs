@@ -105,6 +105,10 @@ fn settings_of(args: &ServeArgs) -> Settings {
     settings.wake_route = args.previews.wake_route_service.clone();
     settings.cluster_check_interval = args.previews.cluster_check_interval;
     settings.render = args.render.renderer();
+    settings.preview_tls = args.previews.edge.preview_tls_secret.clone();
+    settings.default_access = args.previews.edge.preview_access;
+    settings.gate = args.previews.edge.gate();
+    settings.share_lifetime = args.previews.edge.share_max_lifetime;
     settings.oauth = oauth(args, None);
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();

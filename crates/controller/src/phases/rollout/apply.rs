@@ -246,6 +246,11 @@ async fn ready(
             backend: plan.backend(),
             namespace: pass.ns,
             local: cluster.is_local(),
+            secret: crate::edge::probe_secret(
+                pe,
+                pctx.edge.access == sandcastle_crd::Access::SignedIn,
+                ctx,
+            ),
         };
         let rollout = st.rollout.as_mut().expect("a rollout is under way");
         match probe::gate(http, rollout, &pctx.sha, &at, ctx).await {

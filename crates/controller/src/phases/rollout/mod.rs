@@ -28,6 +28,7 @@ use sandcastle_domain::plan::{self, PreviewContext};
 use sandcastle_domain::{NamespaceName, PrNumber, RepoName, Sha};
 use sandcastle_kube::clusters::Cluster;
 use sandcastle_kube::namespace::{self, NamespaceError};
+use sandcastle_kube::tls::NoCertificate;
 use std::sync::Arc;
 
 mod apply;
@@ -45,6 +46,7 @@ fn context_of(
     pe: &PreviewEnvironment,
     blueprint: &Blueprint,
     ctx: &Context,
+    edge: sandcastle_domain::edge::Edge,
 ) -> Result<PreviewContext, String> {
     let bad = |what: &str, e: &dyn std::fmt::Display| format!("invalid {what}: {e}");
     let repo = RepoName::new(&pe.spec.repository).map_err(|e| bad("spec.repository", &e))?;
@@ -72,6 +74,7 @@ fn context_of(
         sha,
         branch: pe.spec.git_ref.clone(),
         default_host: ctx.settings.default_host.clone(),
+        edge,
     })
 }
 
@@ -134,7 +137,12 @@ pub(crate) async fn run(
 ) -> Result<Verdict, Error> {
     let now = ctx.clock.now();
     st.observed_generation = pe.metadata.generation;
-    let pctx = match context_of(pe, &blueprint, ctx) {
+    let edge = match crate::edge::edge_of(&blueprint, ctx) {
+        Ok(edge) => edge,
+        Err(e @ NoCertificate::NotReadYet(_)) => return Err(Error::Transient(e.to_string())),
+        Err(NoCertificate::Unusable(why)) => return Ok(fail(pe, st, why, ctx)),
+    };
+    let pctx = match context_of(pe, &blueprint, ctx, edge) {
         Ok(c) => c,
         Err(why) => return Ok(fail(pe, st, why, ctx)),
     };
@@ -255,6 +263,8 @@ pub(crate) async fn run(
         let source = spec.source.describe();
         let message = format!("cloning {source} ({total_objects} objects)");
         set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
+        // The wildcard certificate's copy, before any route names it.
+        crate::edge::copy_certificate(ctx, cluster.client(), pctx.namespace.as_str()).await?;
     } else if let Some(r) = st.rollout.as_mut() {
         r.namespace_uid = r.namespace_uid.take().or(namespace_uid);
     }

@@ -27,6 +27,7 @@ pub(super) fn ctx() -> PreviewContext {
         sha: Sha::new(SHA).unwrap(),
         branch: "feature/Login".to_owned(),
         default_host: "{{host}}-{{preview}}.preview.localhost".to_owned(),
+        edge: Default::default(),
     }
 }
 

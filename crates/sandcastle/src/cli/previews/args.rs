@@ -64,6 +64,13 @@ pub enum PreviewsAction {
     Reset(NameArg),
     /// Tear the preview down.
     Delete(NameArg),
+    /// Mint a share link: it opens a signed-in-only preview without a GitHub account until it
+    /// expires or is revoked. Prints the link.
+    Share(ShareArgs),
+    /// Revoke a share link of a preview (its id, as `get -o json` lists it).
+    Unshare(UnshareArgs),
+    /// Print the preview's header secret (send it as X-Sandcastle-Preview-Secret).
+    HeaderSecret(NameArg),
 }
 
 #[derive(Debug, Args)]
@@ -149,6 +156,24 @@ pub struct TokenArgs {
     /// Lifetime in seconds (bounded by the preview's expiry and the server's maximum).
     #[arg(long)]
     pub expiration_seconds: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShareArgs {
+    pub name: String,
+    /// How long the link opens the preview (`2h`, `3d`; default 24h).
+    #[arg(long)]
+    pub expires_in: Option<String>,
+    /// What it is for (shown on the preview's page).
+    #[arg(long)]
+    pub label: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct UnshareArgs {
+    pub name: String,
+    /// The share link's id.
+    pub id: String,
 }
 
 #[derive(Debug, Args)]

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::agent::remote::{Call, CallError, Request, Server, preview_path};
 use crate::agent::{
     CreatePreview, EventsView, ExtendBody, LogLines, LogQuery, Operation, PreviewList, PreviewView,
-    RedeployBody, TokenRequestBody, WaitOutcome, WaitResult,
+    RedeployBody, ShareBody, TokenRequestBody, WaitOutcome, WaitResult,
 };
 use crate::domain::Secret;
 use args::{Output, PreviewsAction, PreviewsArgs};
@@ -169,6 +169,34 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
         PreviewsAction::Delete(n) => {
             later(server, out, Request::Delete(n.name.clone()), Asked::Delete).await
         }
+        PreviewsAction::Share(s) => {
+            let body = ShareBody {
+                expires_in: s.expires_in.clone(),
+                label: s.label.clone(),
+            };
+            let v = server
+                .call(Request::Share(s.name.clone(), body).call())
+                .await?;
+            // The link alone, for `$(…)`; when it expires on stderr.
+            print(out, &v, |v| {
+                if let Some(at) = v["expiresAt"].as_str() {
+                    eprintln!("note: the link opens the preview until {at}");
+                }
+                v["url"].as_str().map(|u| format!("{u}\n"))
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        PreviewsAction::Unshare(u) => {
+            let request = Request::Unshare(u.name.clone(), u.id.clone());
+            one(server, out, request).await
+        }
+        PreviewsAction::HeaderSecret(n) => {
+            let v = server
+                .call(Request::HeaderSecret(n.name.clone()).call())
+                .await?;
+            print(out, &v, |v| v["value"].as_str().map(|t| format!("{t}\n")));
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -261,6 +289,9 @@ pub fn subcommand_of(op: Operation) -> &'static str {
         Operation::Reset => "reset",
         Operation::Delete => "delete",
         Operation::Token => "token",
+        Operation::Share => "share",
+        Operation::Unshare => "unshare",
+        Operation::HeaderSecret => "header-secret",
     }
 }
 

@@ -417,6 +417,7 @@ mod tests {
                 commit: None,
                 result: Some("2/2 services ready".into()),
             }],
+            shares: Vec::new(),
             links: Links {
                 self_: format!("https://sandcastle.example.com/api/v1/previews/{name}"),
                 page: format!("https://sandcastle.example.com/previews/{name}"),

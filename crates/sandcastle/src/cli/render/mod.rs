@@ -324,6 +324,13 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
         sha,
         branch: args.branch.clone().unwrap_or_else(|| format!("pr-{pr}")),
         default_host: args.previews.default_host.clone(),
+        // The certificate is not read here: hosts are not checked against it, and URLs show
+        // the scheme the routes themselves give.
+        edge: crate::domain::edge::Edge {
+            tls: None,
+            access: spec.access.unwrap_or(args.previews.edge.preview_access),
+            gate: args.previews.edge.gate(),
+        },
     };
     let (objects, read) = match &from {
         Origin::Files(files) => {
