@@ -32,6 +32,7 @@ mod docs;
 mod egress;
 mod failures;
 mod fidelity;
+mod gateway;
 mod github_calls;
 mod github_credentials;
 mod guardrails_lifecycle;

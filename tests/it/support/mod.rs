@@ -2,7 +2,7 @@
 //! world — Sandcastle, the GitHub stand-in and a blueprint (`world`); the blueprint fixtures as
 //! a user loads them (`fixtures`); what the pods of a namespace log (`logs`); `sandcastle serve` as a process (`process`); an ingress controller
 //! that routes by the cluster's Ingress objects (`ingress`); other control planes for previews
-//! placed elsewhere (`clusters`).
+//! placed elsewhere (`clusters`); the Gateway API's definitions installed (`gateway`).
 
 pub mod api;
 pub mod audit;
@@ -10,6 +10,7 @@ pub mod browser;
 pub mod cluster;
 pub mod clusters;
 pub mod fixtures;
+pub mod gateway;
 pub mod ingress;
 pub mod logs;
 pub mod mcp_clients;
