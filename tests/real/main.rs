@@ -13,6 +13,7 @@ mod tier;
 mod data;
 mod demo;
 mod diagnosis;
+mod gateway;
 mod logs;
 mod probe;
 mod serving;

@@ -312,7 +312,13 @@ impl World {
     /// Wake on visit from now on: a wake listener on a free port of its own, which stopped
     /// previews' Ingresses route to (as `localhost:PORT`).
     pub fn wake_on_visit(&mut self) -> SocketAddr {
-        let at = std::net::TcpListener::bind("127.0.0.1:0")
+        self.wake_on_visit_at("127.0.0.1".parse().unwrap())
+    }
+
+    /// [`World::wake_on_visit`] on a free port of `ip`: an address the real tier's pods and
+    /// Traefik reach, where a Service's EndpointSlice may name it (never a loopback one).
+    pub fn wake_on_visit_at(&mut self, ip: std::net::IpAddr) -> SocketAddr {
+        let at = std::net::TcpListener::bind(SocketAddr::new(ip, 0))
             .and_then(|l| l.local_addr())
             .expect("a free port");
         self.wake = Some(at);
