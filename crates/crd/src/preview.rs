@@ -299,13 +299,13 @@ pub struct PreviewStatus {
     /// The expiry the pull request was last warned of (`expiryWarning`): one reply per expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiry_warned: Option<Time>,
-    /// The hosts of the preview's Ingresses, read when it was stopped: a visit to one of them
-    /// while it is stopped reaches Sandcastle's waking page.
+    /// The hosts of the preview's Ingresses and HTTPRoutes, read when it was stopped: a visit to
+    /// one of them while it is stopped reaches Sandcastle's waking page.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
-    /// Whether the preview's Ingresses are parked (stopped, or woken and not Ready yet): on
-    /// Sandcastle's waking page, or on a Service with no endpoints where no wake listener is
-    /// configured.
+    /// Whether the preview's Ingresses and HTTPRoutes are parked (stopped, or woken and not Ready
+    /// yet): on Sandcastle's waking page, or on a Service with no endpoints where no wake listener
+    /// is configured.
     #[serde(default, skip_serializing_if = "is_false")]
     pub wake_page: bool,
 }
