@@ -5,7 +5,8 @@
 //! server's own validation of HTTPRoutes; a Gateway in the blueprint fails the preview, named. Stopped for idleness, the preview's route is parked on the wake route Service
 //! of Sandcastle's namespace, which a ReferenceGrant made there lets it name; a visit to its host
 //! finds the preview and wakes it, and once it is Ready the route has its own rules back byte
-//! for byte and the grant is gone. Stopped again and closed, teardown takes the grant too.
+//! for byte and the grant is gone. Stopped again and closed, teardown takes the grant too; the
+//! orphan sweep takes the grant of a preview that is gone.
 
 use std::time::Duration;
 
@@ -257,4 +258,63 @@ async fn a_stopped_previews_route_waits_on_the_waking_page_and_comes_back_as_it_
     assert_eq!(status, 200, "{body}");
     world.wait_phase(name, Phase::Removed, T).await;
     assert!(grant(&world, name).await.is_none());
+}
+
+/// A ReferenceGrant Sandcastle made for a preview that is gone (its teardown never ran to its
+/// end) goes with the next orphan sweep; one of a live preview, and one Sandcastle did not make,
+/// stay.
+#[tokio::test]
+async fn grants_of_previews_that_are_gone_are_swept() {
+    ensure_gateway_api(&client().await).await;
+    let mut world = World::unstarted("gworph", ROUTED_APP, json!({})).await;
+    world.clock = Clock::manual(Timestamp::from_second(Timestamp::now().as_second()).unwrap());
+    world.configure = Some(|parts| {
+        parts.settings.orphan_grace = Some(60 * MINUTE);
+        parts.settings.housekeeping_interval = 60 * MINUTE;
+    });
+    world.start().await;
+    world.open(1).await;
+    world.wait_phase("gworph-pr-1", Phase::Ready, T).await;
+
+    let grants = Api::<DynamicObject>::namespaced_with(
+        world.client.clone(),
+        &world.home.name,
+        &reference_grants(),
+    );
+    let grant = |name: &str, labels: Value| {
+        json!({"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "ReferenceGrant",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "x"}],
+                     "to": [{"group": "", "kind": "Service", "name": "sandcastle"}]}})
+    };
+    let ours = |preview: &str| json!({"app.kubernetes.io/managed-by": "sandcastle", "sandcastle.dev/preview": preview});
+    for (name, labels) in [
+        ("gworph-ghost", ours("gworph-ghost")),
+        ("gworph-pr-1", ours("gworph-pr-1")),
+        (
+            "someone-elses",
+            json!({"sandcastle.dev/preview": "gworph-ghost"}),
+        ),
+    ] {
+        grants
+            .patch(
+                name,
+                &PatchParams::apply("sandcastle-tests").force(),
+                &Patch::Apply(&grant(name, labels)),
+            )
+            .await
+            .expect("a ReferenceGrant");
+    }
+    // A moved clock runs a sweep.
+    world.clock.advance(MINUTE);
+    eventually("the gone preview's grant is swept", T, || async {
+        match grants.get_opt("gworph-ghost").await.unwrap() {
+            None => Ok(()),
+            Some(_) => Err("still there".to_owned()),
+        }
+    })
+    .await;
+    for kept in ["gworph-pr-1", "someone-elses"] {
+        assert!(grants.get_opt(kept).await.unwrap().is_some(), "{kept}");
+    }
 }
