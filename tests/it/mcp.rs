@@ -29,6 +29,23 @@ spec:
       containers: [{name: web, image: ghcr.io/acme/web:1.0}]
 ---
 apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web}
+spec:
+  rules:
+  - host: web.staging.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+---
+apiVersion: v1
 kind: Secret
 metadata: {name: db}
 stringData: {password: correct-horse-battery-staple-42}
@@ -94,7 +111,12 @@ async fn ready_sandbox(world: &World, admin: &str, name: &str) -> String {
 #[tokio::test]
 async fn official_sdks_read_previews_over_http_and_see_no_write_tools() {
     let (py, node) = (python(), node());
-    let world = World::new("mcpread", APP, json!({})).await;
+    let world = World::new(
+        "mcpread",
+        APP,
+        json!({"host": "{{preview}}.preview.example.com"}),
+    )
+    .await;
     let admin = account(&world, "admin", &[ALL]).await;
     ready_sandbox(&world, &admin, "mcpread-a").await;
     let url = format!("http://{}/mcp", world.addr());
@@ -146,7 +168,12 @@ async fn official_sdks_read_previews_over_http_and_see_no_write_tools() {
 #[tokio::test]
 async fn writes_are_two_step_and_no_more_than_rbac_allows() {
     let py = python();
-    let mut world = World::unstarted("mcpwrite", APP, json!({})).await;
+    let mut world = World::unstarted(
+        "mcpwrite",
+        APP,
+        json!({"host": "{{preview}}.preview.example.com"}),
+    )
+    .await;
     world.configure = Some(|parts| parts.settings.mcp_write = true);
     let clock = world.use_manual_clock().await;
     let admin = account(&world, "admin", &[ALL]).await;
@@ -172,7 +199,7 @@ async fn writes_are_two_step_and_no_more_than_rbac_allows() {
         "repository": world.repo.as_str(), "commit": sha().as_str(), "name": "mcpwrite-made",
         "idempotencyKey": "task-1"});
     let wrote = run_client(&py, "client.py", "write", &case).await;
-    assert_eq!(tools_of(&wrote).len(), 14, "{wrote}");
+    assert_eq!(tools_of(&wrote).len(), 17, "{wrote}");
     let made = world.previews().get("mcpwrite-made").await.unwrap();
     assert!(made.spec.teardown.is_some(), "destroyed: {:?}", made.spec);
     // Every write is attributed to the caller and says it came through MCP (the controller
@@ -188,14 +215,26 @@ async fn writes_are_two_step_and_no_more_than_rbac_allows() {
         .await;
         let history = seen.body["history"].as_array().cloned().unwrap_or_default();
         let has = |a: &str| history.iter().any(|h| h["action"] == a);
-        ["mcp-create", "mcp-extend", "mcp-delete"]
-            .iter()
-            .all(|a| has(a))
-            .then(|| history.clone())
-            .ok_or(format!("{history:?}"))
+        [
+            "mcp-create",
+            "mcp-extend",
+            "mcp-share",
+            "mcp-unshare",
+            "mcp-delete",
+        ]
+        .iter()
+        .all(|a| has(a))
+        .then(|| history.clone())
+        .ok_or(format!("{history:?}"))
     })
     .await;
-    for action in ["mcp-create", "mcp-extend", "mcp-delete"] {
+    for action in [
+        "mcp-create",
+        "mcp-extend",
+        "mcp-share",
+        "mcp-unshare",
+        "mcp-delete",
+    ] {
         let entry = history.iter().find(|h| h["action"] == action).unwrap();
         assert!(
             entry["actor"].as_str().unwrap().ends_with(":admin"),
@@ -296,7 +335,12 @@ async fn writes_are_two_step_and_no_more_than_rbac_allows() {
 #[tokio::test]
 async fn the_stdio_server_serves_a_local_agent_with_a_token() {
     let py = python();
-    let world = World::new("mcpstdio", APP, json!({})).await;
+    let world = World::new(
+        "mcpstdio",
+        APP,
+        json!({"host": "{{preview}}.preview.example.com"}),
+    )
+    .await;
     let admin = account(&world, "admin", &[ALL]).await;
     ready_sandbox(&world, &admin, "mcpstdio-a").await;
     let case = json!({"sandcastle": env!("CARGO_BIN_EXE_sandcastle-dev"),
@@ -310,7 +354,12 @@ async fn the_stdio_server_serves_a_local_agent_with_a_token() {
 #[tokio::test]
 async fn the_stdio_server_writes_as_mcp_and_says_why_it_cannot_start() {
     let py = python();
-    let world = World::new("mcpstdiow", APP, json!({})).await;
+    let world = World::new(
+        "mcpstdiow",
+        APP,
+        json!({"host": "{{preview}}.preview.example.com"}),
+    )
+    .await;
     let admin = account(&world, "admin", &[ALL]).await;
     let body = json!({"blueprint": world.repo.name(), "repository": world.repo.as_str(),
         "commit": sha().as_str(), "branch": "b", "name": "mcpstdiow-a"});

@@ -17,7 +17,10 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 const SDK = `@modelcontextprotocol/sdk ${sdkVersion()}`;
 
 const READ_TOOLS = ['list_previews', 'get_preview', 'wait_for_preview', 'get_logs', 'get_events', 'diagnose_preview'];
-const WRITE_TOOLS = ['create_preview', 'redeploy', 'extend', 'stop', 'wake', 'reset', 'destroy', 'mint_preview_token'];
+const WRITE_TOOLS = [
+  'create_preview', 'redeploy', 'extend', 'stop', 'wake', 'reset', 'destroy', 'mint_preview_token',
+  'share_preview', 'revoke_share', 'get_header_secret',
+];
 const PREVIEW_TEMPLATE = 'sandcastle://previews/{name}';
 
 const CALL_TIMEOUT_MS = 60_000; // for each request (initialize, list, call, read)

@@ -47,6 +47,9 @@ WRITE_TOOLS = [
     "reset",
     "destroy",
     "mint_preview_token",
+    "share_preview",
+    "revoke_share",
+    "get_header_secret",
 ]
 PREVIEW_TEMPLATE = "sandcastle://previews/{name}"
 
@@ -455,6 +458,26 @@ async def scenario_write(case: dict[str, Any]) -> dict[str, Any]:
 
         extended = await call_ok(client, "extend", {"name": name, "duration": "1h"})
 
+        shared = await call_ok(client, "share_preview", {"name": name, "expiresIn": "30m", "label": "review"})
+        link = shared.get("url")
+        expect(
+            isinstance(link, str) and "/.sandcastle/share/" in link and shared.get("label") == "review",
+            "share_preview to answer the link (…/.sandcastle/share/…) and its label",
+            shared,
+        )
+        listed = await call_ok(client, "get_preview", {"name": name})
+        ids = [s.get("id") for s in listed.get("shares", [])]
+        expect(ids == [shared.get("id")], "get_preview to list the link by its id", listed)
+        expect(link.rsplit("/", 1)[-1] not in json.dumps(listed), "get_preview not to show the link itself", listed)
+        revoked = await call_ok(client, "revoke_share", {"name": name, "id": shared["id"]})
+        expect(not revoked.get("shares"), "revoke_share to answer the preview without the link", revoked)
+        secret = await call_ok(client, "get_header_secret", {"name": name})
+        expect(
+            secret.get("header") == "x-sandcastle-preview-secret" and len(secret.get("value", "")) == 64,
+            "get_header_secret to answer the header and a 64-hex-digit secret",
+            secret,
+        )
+
         asked = await call_ok(client, "destroy", {"name": name})
         token = asked.get("confirm")
         expect(isinstance(token, str) and token, "destroy without confirm to return a `confirm` token", asked)
@@ -477,6 +500,7 @@ async def scenario_write(case: dict[str, Any]) -> dict[str, Any]:
         "created": name,
         "confirm": token,
         "extended": extended,
+        "shared": {"id": shared.get("id"), "expiresAt": shared.get("expiresAt")},
         "destroyed": destroyed,
     }
 

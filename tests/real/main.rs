@@ -13,12 +13,14 @@ mod tier;
 mod data;
 mod demo;
 mod diagnosis;
+mod gate;
 mod gateway;
 mod logs;
 mod probe;
 mod serving;
 mod sources;
 mod teardown;
+mod tls;
 mod wake;
 
 /// These tests run on the real tier.

@@ -23,6 +23,8 @@ pub const REAL_APP: &str = sandcastle_demo::real::TESTAPP_YAML;
 pub struct RealTier {
     /// Traefik's entry point for every preview host (`127.0.0.1:PORT`).
     pub ingress: String,
+    /// Traefik's TLS entry point (`127.0.0.1:PORT`; send the host as SNI).
+    pub https: String,
     harness_dir: PathBuf,
     ctr: String,
     containerd: String,
@@ -41,6 +43,7 @@ fn var(name: &str) -> String {
 pub fn tier() -> RealTier {
     RealTier {
         ingress: var("SANDCASTLE_INGRESS_HTTP"),
+        https: var("SANDCASTLE_INGRESS_HTTPS"),
         harness_dir: PathBuf::from(
             std::env::var("SANDCASTLE_REAL_HARNESS_DIR")
                 .unwrap_or_else(|_| var("SANDCASTLE_HARNESS_DIR")),

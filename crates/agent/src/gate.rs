@@ -275,6 +275,14 @@ fn out(status: u16, code: &'static str, message: impl Into<String>) -> Entry {
     }
 }
 
+/// Where a request to the preview arrived: its host (without a port, what passes are bound
+/// to), its origin as the browser named it, and whether over HTTPS.
+struct Arrival<'a> {
+    host: &'a str,
+    origin: &'a str,
+    secure: bool,
+}
+
 /// A `Set-Cookie` value for the gate's cookie (`max_age` zero removes it), host-only.
 pub fn gate_cookie(value: &str, max_age: Duration, secure: bool) -> String {
     let secure = if secure { "; Secure" } else { "" };
@@ -310,12 +318,20 @@ impl Agent {
         };
         let secure = knock.proto == "https";
         let now = self.now_seconds();
+        // Where to send the browser on the preview's host: an absolute URL, since the ingress
+        // controller resolves a relative one against the gate's own address.
+        let origin = format!("{}://{}", knock.proto, knock.host.trim());
+        let at = Arrival {
+            host: &host,
+            origin: &origin,
+            secure,
+        };
         match edge::gate_path(knock.uri) {
-            GatePath::Callback { ticket } => return self.with_ticket(&pe, ticket, &host, secure),
-            GatePath::Share { token } => return self.with_link(&pe, token, &host, secure),
+            GatePath::Callback { ticket } => return self.with_ticket(&pe, ticket, &at),
+            GatePath::Share { token } => return self.with_link(&pe, token, &at),
             GatePath::SignOut => {
                 return Entry::Go {
-                    location: "/".to_owned(),
+                    location: format!("{origin}/"),
                     cookie: gate_cookie("", Duration::ZERO, secure),
                 };
             }
@@ -376,7 +392,7 @@ impl Agent {
         {
             return refused;
         }
-        self.knock_first(&pe, knock, &host)
+        self.knock_first(&pe, knock)
     }
 
     /// Who a bearer token is, when it opens `pe`: the preview's own token, or an identity RBAC
@@ -430,10 +446,16 @@ impl Agent {
     }
 
     /// Nobody we know: a browser goes to sign in, a program hears how to get in.
-    fn knock_first(&self, pe: &PreviewEnvironment, knock: &Knock<'_>, host: &str) -> Entry {
+    fn knock_first(&self, pe: &PreviewEnvironment, knock: &Knock<'_>) -> Entry {
         let name = pe.name_any();
         if knock.wants_page {
-            let rd = format!("{}://{host}{}", knock.proto, edge::local_path(knock.uri));
+            // The host as the browser named it, with its port: where to come back to.
+            let rd = format!(
+                "{}://{}{}",
+                knock.proto,
+                knock.host.trim(),
+                edge::local_path(knock.uri)
+            );
             let query = serde_urlencoded::to_string([("preview", name.as_str()), ("rd", &rd)])
                 .unwrap_or_default();
             return Entry::SignIn {
@@ -455,15 +477,9 @@ impl Agent {
         )
     }
 
-    fn with_ticket(
-        &self,
-        pe: &PreviewEnvironment,
-        sealed: &str,
-        host: &str,
-        secure: bool,
-    ) -> Entry {
+    fn with_ticket(&self, pe: &PreviewEnvironment, sealed: &str, at: &Arrival<'_>) -> Entry {
         let now = self.now_seconds();
-        let Some(t) = self.gate_keys.redeem(pe, sealed, host, now) else {
+        let Some(t) = self.gate_keys.redeem(pe, sealed, at.host, now) else {
             return out(
                 403,
                 "ticket_invalid",
@@ -474,16 +490,16 @@ impl Agent {
         let exp = now + PASS_LIFETIME.as_secs();
         self.audit_entry(pe, &who, "sign-in", None);
         Entry::Go {
-            location: t.path,
+            location: format!("{}{}", at.origin, t.path),
             cookie: gate_cookie(
-                &self.gate_keys.pass(pe, who, host, exp),
+                &self.gate_keys.pass(pe, who, at.host, exp),
                 PASS_LIFETIME,
-                secure,
+                at.secure,
             ),
         }
     }
 
-    fn with_link(&self, pe: &PreviewEnvironment, token: &str, host: &str, secure: bool) -> Entry {
+    fn with_link(&self, pe: &PreviewEnvironment, token: &str, at: &Arrival<'_>) -> Entry {
         let now = self.now_seconds();
         let refused = || {
             out(
@@ -503,11 +519,11 @@ impl Agent {
         let who = format!("share:{id}");
         self.audit_entry(pe, &who, "share-link", Some(&id));
         Entry::Go {
-            location: "/".to_owned(),
+            location: format!("{}/", at.origin),
             cookie: gate_cookie(
-                &self.gate_keys.pass(pe, who, host, until),
+                &self.gate_keys.pass(pe, who, at.host, until),
                 Duration::from_secs(until - now),
-                secure,
+                at.secure,
             ),
         }
     }

@@ -55,6 +55,13 @@ pub(crate) fn probe_secret(
     ctx.gate_keys.as_ref().map(|k| k.header_secret(pe))
 }
 
+/// What the readiness probe trusts besides the system's roots: the wildcard's CA, if its
+/// Secret holds one.
+pub(crate) fn probe_roots(ctx: &Context) -> Option<Vec<u8>> {
+    let loaded = ctx.wildcard.as_ref()?.current().ok()?;
+    loaded.ca().map(<[u8]>::to_vec)
+}
+
 /// Follow the certificate until `shutdown`; each change is copied into every live preview.
 pub(crate) async fn follow(ctx: Context, shutdown: impl std::future::Future<Output = ()>) {
     let Some(wildcard) = ctx.wildcard.clone() else {
@@ -74,7 +81,7 @@ pub(crate) async fn follow(ctx: Context, shutdown: impl std::future::Future<Outp
 }
 
 /// Copy `loaded` into the namespace of every live preview (those not deployed yet get it with
-/// their rollout).
+/// their rollout), and look again at those that failed.
 async fn renew(ctx: &Context, loaded: &Loaded) {
     let Some(previews) = &ctx.previews else {
         return;
@@ -112,4 +119,13 @@ async fn renew(ctx: &Context, loaded: &Loaded) {
         }
     }
     tracing::info!(version = %loaded.version, copied, live = live.len(), "preview certificate copied into live previews");
+    // Those that failed (for want of a certificate, or one that did not serve their hosts)
+    // are looked at again now.
+    if let Some(pokes) = &ctx.pokes {
+        for pe in previews.state() {
+            if pe.status.as_ref().and_then(|s| s.phase) == Some(Phase::Failed) {
+                let _ = pokes.unbounded_send(kube::runtime::reflector::ObjectRef::from_obj(&*pe));
+            }
+        }
+    }
 }

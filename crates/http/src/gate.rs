@@ -98,7 +98,7 @@ pub fn answer(entry: Entry, wants_page: bool) -> Response {
         } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
             if wants_page {
-                let page = super::wake::shell(title_of(code), &message, None);
+                let page = super::page::shell(title_of(code), &message, None);
                 (status, Html(page.into_string())).into_response()
             } else {
                 ApiError::new(status, code, message).into_response()

@@ -17,6 +17,7 @@ pub mod discovery;
 pub mod error;
 pub mod gate;
 mod health;
+mod page;
 mod pulls;
 pub mod wake;
 pub mod webhook;

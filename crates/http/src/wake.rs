@@ -13,7 +13,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
-use maud::{DOCTYPE, Markup, html};
+use maud::Markup;
 use serde_json::json;
 
 use super::AppState;
@@ -131,32 +131,7 @@ fn page(visit: &Visit, reload: Option<u32>) -> Markup {
             "Its pull request says why, and a push or /preview deploys it again.",
         ),
     };
-    shell(title, line, reload)
-}
-
-/// A page of the edge listener (the waking page, the gate's refusals): a title and a line, no
-/// script; it reloads itself after `reload` seconds.
-pub(crate) fn shell(title: &str, line: &str, reload: Option<u32>) -> Markup {
-    html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                @if let Some(secs) = reload {
-                    meta http-equiv="refresh" content=(secs);
-                }
-                title { (title) " · Sandcastle" }
-                style { "body{font:18px/1.5 system-ui,sans-serif;max-width:36rem;margin:15vh auto;padding:0 1rem;color:#1b1f24}@media (prefers-color-scheme:dark){body{background:#0d1117;color:#e6edf3}}" }
-            }
-            body {
-                main role="status" aria-live="polite" {
-                    h1 { (title) }
-                    p { (line) }
-                }
-            }
-        }
-    }
+    super::page::shell(title, line, reload)
 }
 
 #[cfg(test)]

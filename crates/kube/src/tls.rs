@@ -140,6 +140,14 @@ fn load(s: &Secret) -> Result<Loaded, String> {
     })
 }
 
+impl Loaded {
+    /// The certificate's CA (`ca.crt`, PEM), when its Secret holds one: a private CA, which
+    /// Sandcastle's own readiness probe trusts.
+    pub fn ca(&self) -> Option<&[u8]> {
+        self.data.get("ca.crt").map(|b| b.0.as_slice())
+    }
+}
+
 impl Wildcard {
     pub fn new(source: TlsSource) -> Self {
         Self {

@@ -63,6 +63,9 @@ pub struct Target {
     pub connect_to: Option<String>,
     /// The preview's header secret, sent so a `signedIn` preview's gate lets the probe in.
     pub secret: Option<Secret>,
+    /// Certificates (PEM) trusted besides the system's: the CA of the wildcard certificate
+    /// previews are served with, when its Secret holds one (`ca.crt`: a private CA).
+    pub roots: Option<Vec<u8>>,
 }
 
 impl Target {
@@ -86,12 +89,14 @@ impl Target {
                 host: None,
                 connect_to: None,
                 secret: None,
+                roots: None,
             }),
             ProbeVia::ConnectTo(addr) => Ok(Self {
                 url: direct(&format!("{preview_url}{path}"))?,
                 host: None,
                 connect_to: Some(addr.clone()),
                 secret: None,
+                roots: None,
             }),
             ProbeVia::Service => {
                 let (svc, ns, port) = service.ok_or("no primary Service with a port to probe")?;
@@ -100,6 +105,7 @@ impl Target {
                     host: Some(host),
                     connect_to: None,
                     secret: None,
+                    roots: None,
                 })
             }
         }
@@ -121,6 +127,13 @@ pub async fn ask(target: &Target, timeout: Duration) -> Result<Answer, String> {
         .redirect(policy)
         .timeout(timeout)
         .user_agent(concat!("sandcastle-probe/", env!("CARGO_PKG_VERSION")));
+    if let Some(pem) = &target.roots {
+        let roots = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| format!("the preview certificate's ca.crt cannot be read: {e}"))?;
+        for root in roots {
+            builder = builder.add_root_certificate(root);
+        }
+    }
     if let (Some(addr), Some(host)) = (&target.connect_to, target.url.host_str()) {
         let resolved = resolve(addr).await?;
         builder = builder.resolve(host, resolved);

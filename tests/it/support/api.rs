@@ -173,6 +173,7 @@ pub const ALL: (&[&str], &[&str]) = (
         "previewenvironments/events",
         "previewenvironments/token",
         "previewenvironments/reset",
+        "previewenvironments/share",
     ],
     &[
         "get", "list", "watch", "create", "update", "patch", "delete",

@@ -43,6 +43,8 @@ pub(super) struct Probed<'a> {
     pub local: bool,
     /// Sent as the preview's header secret: a `signedIn` preview's gate lets the probe in.
     pub secret: Option<sandcastle_domain::Secret>,
+    /// The wildcard certificate's CA, trusted besides the system's (a private CA).
+    pub roots: Option<Vec<u8>>,
 }
 
 /// Try the probe once if it is due, recording what it saw in `rollout`.
@@ -85,6 +87,7 @@ pub(super) async fn gate(
     let seen = match Target::new(url, &spec.path, via, backend) {
         Ok(mut target) => {
             target.secret = at.secret.clone();
+            target.roots = at.roots.clone();
             let timeout = interval.clamp(Duration::from_secs(1), REQUEST_TIMEOUT_CAP);
             in_a_row(spec, sha, &target, timeout).await
         }

@@ -256,11 +256,13 @@ enum Served {
     HttpRoute,
 }
 
-/// The preview URL's scheme, decided here and nowhere else: `https` where an Ingress lists the
-/// host under `tls`; `http` otherwise (an HTTPRoute is served over TLS only by a listener of the
-/// shared Gateway, which the plan does not see).
-fn scheme(served: Served) -> &'static str {
+/// The preview URL's scheme, decided here and nowhere else: `https` with the wildcard
+/// certificate (every preview host is served with it, `--preview-tls-secret`) or where an
+/// Ingress lists the host under `tls`; `http` otherwise (an HTTPRoute is served over TLS only
+/// by a listener of the shared Gateway, which the plan does not see).
+fn scheme(served: Served, wildcard: bool) -> &'static str {
     match served {
+        _ if wildcard => "https",
         Served::Ingress { tls: true } => "https",
         Served::Ingress { tls: false } | Served::HttpRoute => "http",
     }
@@ -275,6 +277,7 @@ pub(crate) fn rewrite(
     fronts: &mut [&mut Obj],
     t: &HostTemplate,
     blueprint: &BlueprintSpec,
+    wildcard: bool,
     problems: &mut Vec<Problem>,
 ) -> Option<String> {
     // Ingresses, then HTTPRoutes, then GRPCRoutes (the order of `Builtin`), each by name.
@@ -288,11 +291,12 @@ pub(crate) fn rewrite(
         }
     }
     let primary = blueprint.primary_service.as_deref();
-    ingress_url(fronts, primary).or_else(|| route_url(fronts, primary))
+    let (host, served) = ingress_url(fronts, primary).or_else(|| route_url(fronts, primary))?;
+    Some(format!("{}://{host}", scheme(served, wildcard)))
 }
 
-/// The preview URL an Ingress of `fronts` gives.
-fn ingress_url(fronts: &[&mut Obj], primary: Option<&str>) -> Option<String> {
+/// The preview URL's host an Ingress of `fronts` gives, and how it is served.
+fn ingress_url(fronts: &[&mut Obj], primary: Option<&str>) -> Option<(String, Served)> {
     let candidates = || {
         fronts.iter().filter(|f| is_ingress(f)).flat_map(|i| {
             i.value["spec"]["rules"]
@@ -314,11 +318,11 @@ fn ingress_url(fronts: &[&mut Obj], primary: Option<&str>) -> Option<String> {
     let (ingress, rule) = primary.or_else(|| candidates().next())?;
     let host = rule["host"].as_str()?;
     let tls = tls_hosts(ingress).any(|h| h == host);
-    Some(format!("{}://{host}", scheme(Served::Ingress { tls })))
+    Some((host.to_owned(), Served::Ingress { tls }))
 }
 
-/// The preview URL an HTTPRoute of `fronts` gives.
-fn route_url(fronts: &[&mut Obj], primary: Option<&str>) -> Option<String> {
+/// The preview URL's host an HTTPRoute of `fronts` gives.
+fn route_url(fronts: &[&mut Obj], primary: Option<&str>) -> Option<(String, Served)> {
     let named = || {
         fronts
             .iter()
@@ -330,7 +334,7 @@ fn route_url(fronts: &[&mut Obj], primary: Option<&str>) -> Option<String> {
         .and_then(|s| named().find(|r| routes::serves(r, s)))
         .or_else(|| named().next())?;
     let host = routes::hostnames(route).next()?;
-    Some(format!("{}://{host}", scheme(Served::HttpRoute)))
+    Some((host.to_owned(), Served::HttpRoute))
 }
 
 /// The Service and port the preview URL's host leads to, for probing it directly: with an
@@ -397,9 +401,11 @@ mod tests {
 
     #[test]
     fn only_an_ingress_listing_the_host_under_tls_gives_https() {
-        assert_eq!(scheme(Served::Ingress { tls: true }), "https");
-        assert_eq!(scheme(Served::Ingress { tls: false }), "http");
-        assert_eq!(scheme(Served::HttpRoute), "http");
+        assert_eq!(scheme(Served::Ingress { tls: true }, false), "https");
+        assert_eq!(scheme(Served::Ingress { tls: false }, false), "http");
+        assert_eq!(scheme(Served::HttpRoute, false), "http");
+        assert_eq!(scheme(Served::HttpRoute, true), "https");
+        assert_eq!(scheme(Served::Ingress { tls: false }, true), "https");
     }
 
     #[test]

@@ -249,8 +249,9 @@ pub fn plan(
         .filter(|(class, _)| class.takes_hosts())
         .map(|(_, obj)| obj)
         .collect();
-    let url = host_template.and_then(|t| hosts::rewrite(&mut fronts, &t, blueprint, &mut problems));
-    let url = url.map(|u| with_scheme(&u, &ctx.edge));
+    let wildcard = ctx.edge.tls.is_some();
+    let url = host_template
+        .and_then(|t| hosts::rewrite(&mut fronts, &t, blueprint, wildcard, &mut problems));
     let mut routed: Vec<&mut Obj> = kept.iter_mut().map(|(_, obj)| obj).collect();
     let gate = edge::apply(&mut routed, &ctx.edge, ctx, &mut problems);
 
@@ -308,14 +309,6 @@ pub fn plan(
         }
     }
     Ok(plan)
-}
-
-/// `url` as it is served: `https` with the wildcard certificate, else as its route said.
-fn with_scheme(url: &str, edge: &crate::edge::Edge) -> String {
-    match (&edge.tls, url.split_once("://")) {
-        (Some(_), Some((_, host))) => format!("https://{host}"),
-        _ => url.to_owned(),
-    }
 }
 
 /// The labels the preview namespace takes from the blueprint: the Pod Security labels of the

@@ -381,7 +381,7 @@ pub fn preview(page: &PreviewPage) -> String {
                 @for a in Action::BAR { @if a.applies(p.phase) { (action_form(p, a, csrf)) } }
             }
         }
-        (super::shares::section(p, page.actions.as_deref(), page.now))
+        (shares(p, page.actions.as_deref(), page.now))
         @if !p.services.is_empty() {
             h2 { "Services" }
             table {
@@ -401,6 +401,52 @@ pub fn preview(page: &PreviewPage) -> String {
         } }
     };
     layout(&format!("Preview {}", p.name), &page.who, on_its_way, body).into_string()
+}
+
+/// The share links section of `p`'s page: the live links (who made them, what for, until
+/// when); with `csrf` (the viewer may write), a form to mint one and a button to revoke each.
+fn shares(p: &PreviewView, csrf: Option<&str>, now: Timestamp) -> Markup {
+    let live = Action::Share.applies(p.phase);
+    html! {
+        section aria-labelledby="shares" {
+            h2 id="shares" { "Share links" }
+            p.muted {
+                "A share link opens this preview without a GitHub account until it expires or is \
+                 revoked, for previews only signed-in people may open."
+            }
+            @if p.shares.is_empty() { p.muted { "None." } } @else {
+                div.wrap { table {
+                    thead { tr {
+                        th scope="col" { "Link" } th scope="col" { "For" } th scope="col" { "Made by" }
+                        th scope="col" { "Expires" } @if csrf.is_some() { th scope="col" { "" } }
+                    } }
+                    tbody { @for s in &p.shares { tr {
+                        td { code { (s.id) } }
+                        td { (s.label.as_deref().unwrap_or("")) }
+                        td { (s.created_by) }
+                        td { (until(now, Some(&s.expires_at))) }
+                        @if let Some(csrf) = csrf { td {
+                            form.inline method="post" action=(format!("/previews/{}/unshare", p.name)) {
+                                input type="hidden" name="csrf" value=(csrf);
+                                input type="hidden" name="id" value=(s.id);
+                                button type="submit" { "Revoke" }
+                            }
+                        } }
+                    } } }
+                } }
+            }
+            @if let (Some(csrf), true) = (csrf, live) {
+                form.inline method="post" action=(format!("/previews/{}/share", p.name)) {
+                    input type="hidden" name="csrf" value=(csrf);
+                    label for="expires" { "Valid for" }
+                    input id="expires" name="duration" value="24h" size="4" pattern="([0-9]+[wdhmsWDHMS])+";
+                    " " label for="label" { "for" }
+                    input id="label" name="label" placeholder="the design review" maxlength="100";
+                    " " button type="submit" { "Make a share link" }
+                }
+            }
+        }
+    }
 }
 
 /// A short page saying `text` (not found, sign in, refused); `sign_in`: with a link to sign in

@@ -251,6 +251,7 @@ async fn ready(
                 pctx.edge.access == sandcastle_crd::Access::SignedIn,
                 ctx,
             ),
+            roots: crate::edge::probe_roots(ctx),
         };
         let rollout = st.rollout.as_mut().expect("a rollout is under way");
         match probe::gate(http, rollout, &pctx.sha, &at, ctx).await {
