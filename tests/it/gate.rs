@@ -15,7 +15,6 @@ use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
 use sandcastle::crd::Phase;
 use sandcastle::domain::clock::Clock;
-use sandcastle::domain::edge::{Gate, GateProvider};
 use sandcastle_fake_github::Role;
 use serde_json::{Value, json};
 
@@ -47,14 +46,7 @@ async fn gated(name: &str, clock: Clock) -> World {
     ensure_traefik(&world.client).await;
     world.sign_in = true;
     world.listen_on_a_port_of_its_own();
-    world.wake_on_visit();
-    world.configure = Some(|parts| {
-        let edge = parts.wake_listen.expect("an edge listener");
-        parts.settings.gate = Some(Gate {
-            provider: GateProvider::Traefik,
-            address: format!("http://127.0.0.1:{}", edge.port()),
-        });
-    });
+    world.gate_on_the_edge_listener();
     world.gh.set_role(&world.repo, "alice", Role::Write);
     world.gh.set_role(&world.repo, "bob", Role::Read);
     world.start().await;
@@ -665,4 +657,79 @@ async fn a_share_link_expires() {
     )
     .await;
     assert_eq!(late.status, 401, "{late:?}");
+}
+
+#[tokio::test]
+async fn writers_share_a_preview_from_its_page_and_revoke_the_link() {
+    let world = gated("pagelink", Clock::system()).await;
+    let preview = "pagelink-pr-1";
+    let page = format!("/previews/{preview}");
+
+    // bob may read: the links are listed to him, without the forms.
+    let mut bob = Visitor::new(&world);
+    world.gh.sign_in_to_github("bob");
+    bob.sign_in().await;
+    let seen = bob.get(&page).await;
+    assert!(seen.body.contains("Share links"), "{}", seen.body);
+    assert!(!seen.body.contains("Make a share link"), "{}", seen.body);
+
+    // alice may write: she makes one, sees it once, and it is listed without the link.
+    let mut alice = Visitor::new(&world);
+    world.gh.sign_in_to_github("alice");
+    alice.sign_in().await;
+    let seen = alice.get(&page).await;
+    assert!(seen.body.contains("Make a share link"), "{}", seen.body);
+    let csrf = crate::dashboard::csrf_of(&seen.body);
+    let made = alice
+        .post(
+            &format!("{page}/share"),
+            &[
+                ("csrf", &csrf),
+                ("duration", "3h"),
+                ("label", "for the client"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 200, "{made:?}");
+    let at = made
+        .body
+        .find("/.sandcastle/share/")
+        .expect("the link, once");
+    let token: String = made.body[at + 19..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    assert!(token.len() > 40, "{}", made.body);
+    let listed = alice.get(&page).await;
+    assert!(
+        listed.body.contains("for the client") && listed.body.contains("github:alice"),
+        "{}",
+        listed.body
+    );
+    assert!(
+        !listed.body.contains(&token),
+        "the link is shown once: {}",
+        listed.body
+    );
+    let pe = world.previews().get(preview).await.unwrap();
+    let id = pe.spec.shares[0].id.clone();
+    assert_eq!(pe.spec.shares[0].created_by, "github:alice");
+
+    // Revoked from the page.
+    let csrf = crate::dashboard::csrf_of(&listed.body);
+    let revoked = alice
+        .post(&format!("{page}/unshare"), &[("csrf", &csrf), ("id", &id)])
+        .await;
+    assert_eq!(revoked.status, 303, "{revoked:?}");
+    let pe = world.previews().get(preview).await.unwrap();
+    assert!(pe.spec.shares.is_empty(), "{:?}", pe.spec.shares);
+    // And bob may not, whatever he sends.
+    let csrf = crate::dashboard::csrf_of(&bob.get(&page).await.body);
+    let refused = bob
+        .post(
+            &format!("{page}/share"),
+            &[("csrf", &csrf), ("duration", "1h")],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{refused:?}");
 }

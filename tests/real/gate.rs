@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use fantoccini::Locator;
 use sandcastle::crd::Phase;
-use sandcastle::domain::edge::{Gate, GateProvider};
 use sandcastle_fake_github::Role;
 use serde_json::{Value, json};
 
@@ -32,14 +31,7 @@ async fn gated(tier: &RealTier, name: &str) -> World {
     world.probe_via = Some(tier.probe_via());
     world.sign_in = true;
     world.listen_on_a_port_of_its_own();
-    world.wake_on_visit();
-    world.configure = Some(|parts| {
-        let edge = parts.wake_listen.expect("an edge listener");
-        parts.settings.gate = Some(Gate {
-            provider: GateProvider::Traefik,
-            address: format!("http://127.0.0.1:{}", edge.port()),
-        });
-    });
+    world.gate_on_the_edge_listener();
     world.gh.set_role(&world.repo, "alice", Role::Read);
     world.start().await;
     world
@@ -98,6 +90,14 @@ async fn curl(
     )
 }
 
+/// A token of `preview`'s own, minted through the API by `admin`.
+async fn preview_token(world: &World, admin: &str, preview: &str) -> String {
+    let path = format!("/api/v1/previews/{preview}/token");
+    let minted = call(world, "POST", &path, Some(admin), None).await;
+    assert_eq!(minted.status, 201, "{minted:?}");
+    minted.body["token"].as_str().unwrap().to_owned()
+}
+
 /// The commit the app's page shows in `browser` (its `#commit`).
 async fn commit_shown(b: &Browser) -> String {
     let found = eventually("the app's page", T, || async {
@@ -134,16 +134,7 @@ async fn people_agents_and_share_links_get_in_and_nobody_else() {
 
     // An agent with the preview's own token, and with another preview's.
     let admin = account(&world, "admin", &[ALL]).await;
-    let token = |preview: &str| {
-        let (world, admin) = (&world, &admin);
-        let path = format!("/api/v1/previews/{preview}/token");
-        async move {
-            let minted = call(world, "POST", &path, Some(admin), None).await;
-            assert_eq!(minted.status, 201, "{minted:?}");
-            minted.body["token"].as_str().unwrap().to_owned()
-        }
-    };
-    let own = token("gated-pr-1").await;
+    let own = preview_token(&world, &admin, "gated-pr-1").await;
     let (status, commit, body) = curl(
         &tier,
         &host,
@@ -156,7 +147,7 @@ async fn people_agents_and_share_links_get_in_and_nobody_else() {
     tier.image_for(&second);
     open_at(&world, 2, &second).await;
     world.wait_phase("gated-pr-2", Phase::Ready, T).await;
-    let other = token("gated-pr-2").await;
+    let other = preview_token(&world, &admin, "gated-pr-2").await;
     let (status, _, body) = curl(
         &tier,
         &host,
@@ -228,4 +219,41 @@ async fn people_agents_and_share_links_get_in_and_nobody_else() {
         "the expired link's cookie opens nothing: {text}"
     );
     r.screenshot("gate-share-link-expired").await;
+}
+
+#[tokio::test]
+async fn a_signed_in_only_previews_http_route_passes_the_gate_first() {
+    let tier = tier::tier();
+    let gateways =
+        crate::support::TestNamespace::new(&crate::support::client().await, "gwgate").await;
+    crate::gateway::shared_gateway(&gateways.name, &tier.ingress).await;
+    let mut world = World::unstarted(
+        "gwgated",
+        &crate::gateway::routed_app(&gateways.name),
+        tier::blueprint(json!({"access": "signedIn"})),
+    )
+    .await;
+    world.probe_via = Some(tier.probe_via());
+    world.gate_on_the_edge_listener();
+    world.start().await;
+    let head = sha();
+    tier.image_for(&head);
+    open_at(&world, 1, &head).await;
+    // The probe passed the gate on the route (the ExtensionRef filter to the Middleware).
+    world.wait_github_state(&head, "success", T).await;
+    let host = host_of(&world, "gwgated-pr-1").await;
+
+    let (status, commit, body) = curl(&tier, &host, "/api/info", &[]).await;
+    assert_eq!(status, 401, "{body}");
+    assert!(commit.is_empty(), "the app was not reached: {body}");
+    let admin = account(&world, "admin", &[ALL]).await;
+    let token = preview_token(&world, &admin, "gwgated-pr-1").await;
+    let (status, commit, body) = curl(
+        &tier,
+        &host,
+        "/api/info",
+        &[format!("X-Sandcastle-Token: {token}")],
+    )
+    .await;
+    assert_eq!((status, commit.as_str()), (200, head.as_str()), "{body}");
 }

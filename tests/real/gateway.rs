@@ -35,7 +35,7 @@ const WAKE_ROUTE_PORT: u16 = 8081;
 
 /// The test app ([`tier::REAL_APP`]) with its Ingress replaced by an HTTPRoute of Gateway
 /// `shared` in namespace `gateways`.
-fn routed_app(gateways: &str) -> String {
+pub fn routed_app(gateways: &str) -> String {
     let docs: Vec<&str> = tier::REAL_APP
         .split("\n---\n")
         .filter(|d| !d.contains("kind: Ingress"))
@@ -72,7 +72,7 @@ async fn apply(api: &Api<DynamicObject>, name: &str, object: &Value) {
 
 /// The shared Gateway `shared` in `ns`: one HTTP listener on Traefik's preview entry point,
 /// taking routes of every namespace.
-async fn shared_gateway(ns: &str, ingress: &str) {
+pub async fn shared_gateway(ns: &str, ingress: &str) {
     let port: u16 = ingress
         .rsplit_once(':')
         .and_then(|(_, p)| p.parse().ok())

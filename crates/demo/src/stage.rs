@@ -20,9 +20,11 @@ use crate::real::{RealTier, TESTAPP_YAML};
 
 use sandcastle::controller::Settings;
 use sandcastle::crd;
+use sandcastle::crd::Access;
 use sandcastle::domain::RepoName;
 use sandcastle::domain::Secret;
 use sandcastle::domain::clock::Clock;
+use sandcastle::domain::edge::{Gate, GateProvider};
 use sandcastle::github::client::{ClientSettings, GitHubApp};
 use sandcastle::k8s::apply::Resolver;
 use sandcastle::probe::ProbeVia;
@@ -156,7 +158,30 @@ impl Stage {
         port: u16,
         tier: RealTier,
     ) -> anyhow::Result<Self> {
-        Self::set_up(client, home, staging, port, true, "", Some(tier)).await
+        Self::set_up(
+            client,
+            home,
+            staging,
+            port,
+            true,
+            "",
+            Some((tier, Access::Public)),
+        )
+        .await
+    }
+
+    /// [`Stage::prepare_real`] with the Blueprint `access: signedIn`: Sandcastle's gate (on a
+    /// wake listener of its own, on loopback, where the real tier's Traefik reaches it) in front
+    /// of the preview's routes.
+    pub async fn prepare_real_gated(
+        client: Client,
+        home: &str,
+        staging: &str,
+        port: u16,
+        tier: RealTier,
+    ) -> anyhow::Result<Self> {
+        let real = Some((tier, Access::SignedIn));
+        Self::set_up(client, home, staging, port, true, "", real).await
     }
 
     async fn set_up(
@@ -166,7 +191,7 @@ impl Stage {
         port: u16,
         controller: bool,
         namespace_prefix: &str,
-        real: Option<RealTier>,
+        real: Option<(RealTier, Access)>,
     ) -> anyhow::Result<Self> {
         sandcastle::k8s::crd_install::install(&client, Duration::from_secs(30)).await?;
         ensure_namespace(&client, home).await?;
@@ -184,11 +209,12 @@ impl Stage {
                     "primaryService": "frontend",
                 }),
             ),
-            Some(_) => (
+            Some((_, access)) => (
                 "shop",
                 "app",
                 TESTAPP_YAML.to_owned(),
                 json!({
+                    "access": access,
                     "source": {"namespace": staging},
                     "repositories": ["acme/shop"],
                     "images": [{"repository": "sandcastle.test/app", "tag": "{{sha}}"}],
@@ -227,8 +253,17 @@ impl Stage {
         let mut settings = Settings::for_namespace(home);
         settings.progress_interval = Duration::from_millis(500);
         namespace_prefix.clone_into(&mut settings.namespace_prefix);
-        if let Some(tier) = &real {
+        let mut wake_listen = None;
+        if let Some((tier, access)) = &real {
             settings.probe_via = ProbeVia::ConnectTo(tier.ingress.clone());
+            if *access == Access::SignedIn {
+                let edge = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+                wake_listen = Some(edge);
+                settings.gate = Some(Gate {
+                    provider: GateProvider::Traefik,
+                    address: format!("http://{edge}"),
+                });
+            }
         }
         let running = serve::start(Parts {
             client,
@@ -236,7 +271,7 @@ impl Stage {
             settings,
             webhook_secrets: vec![Secret::new(SECRET)],
             listen: ([127, 0, 0, 1], port).into(),
-            wake_listen: None,
+            wake_listen,
             clock: Clock::system(),
             controller,
         })
@@ -246,7 +281,7 @@ impl Stage {
             repo,
             blueprint: name.to_owned(),
             app: app.to_owned(),
-            real,
+            real: real.map(|(tier, _)| tier),
             running,
             objects,
             http: HttpClient::builder(TokioExecutor::new()).build_http(),

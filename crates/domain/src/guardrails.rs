@@ -32,7 +32,7 @@ pub const PREVIEW_AGENT_ANCHOR: &str = "preview-agent-anchor";
 
 /// Objects Sandcastle adds to every preview, by API group, kind and name. A blueprint object
 /// with one of these names would collide with them.
-const RESERVED: [(&str, &str, &str); 9] = [
+const RESERVED: [(&str, &str, &str); 11] = [
     ("", "ConfigMap", ENV_CONFIG_MAP),
     ("", "ServiceAccount", PREVIEW_AGENT),
     ("", "Secret", PREVIEW_AGENT_ANCHOR),
@@ -42,6 +42,8 @@ const RESERVED: [(&str, &str, &str); 9] = [
     ("", "ResourceQuota", RESOURCE_QUOTA),
     ("", "LimitRange", LIMIT_RANGE),
     ("cilium.io", "CiliumNetworkPolicy", egress::FQDN_POLICY),
+    ("", "Secret", crate::edge::TLS_SECRET),
+    ("traefik.io", "Middleware", crate::edge::GATE_MIDDLEWARE),
 ];
 
 /// Whether Sandcastle adds an object of this group, kind and name to every preview.

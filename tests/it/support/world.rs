@@ -309,6 +309,20 @@ impl World {
         port
     }
 
+    /// Sandcastle's gate on its wake (edge) listener, as the ingress controller on this host
+    /// reaches it (`http://127.0.0.1:PORT`), for `access: signedIn` previews; with the wake
+    /// listener that needs.
+    pub fn gate_on_the_edge_listener(&mut self) {
+        self.wake_on_visit();
+        self.configure = Some(|parts| {
+            let edge = parts.wake_listen.expect("an edge listener");
+            parts.settings.gate = Some(sandcastle::domain::edge::Gate {
+                provider: sandcastle::domain::edge::GateProvider::Traefik,
+                address: format!("http://127.0.0.1:{}", edge.port()),
+            });
+        });
+    }
+
     /// Wake on visit from now on: a wake listener on a free port of its own, which stopped
     /// previews' Ingresses route to (as `localhost:PORT`).
     pub fn wake_on_visit(&mut self) -> SocketAddr {

@@ -207,6 +207,10 @@ fn reserved_names_are_matched_by_group_kind_and_name() {
     ));
     assert!(!is_reserved("", "Secret", "sandcastle-env"));
     assert!(!is_reserved("example.com", "Role", "preview-agent"));
+    // The front door's: the wildcard certificate's copy and the gate.
+    assert!(is_reserved("", "Secret", "sandcastle-tls"));
+    assert!(is_reserved("traefik.io", "Middleware", "sandcastle-gate"));
+    assert!(!is_reserved("", "ConfigMap", "sandcastle-tls"));
 }
 
 const ALLOW_LIST: &str = r#"
