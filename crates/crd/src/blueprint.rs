@@ -115,6 +115,11 @@ pub struct BlueprintSpec {
     #[serde(default = "default_stop_after_idle")]
     pub stop_after_idle: GoDuration,
 
+    /// Off hours: running previews stop at each `stop` instant and those it stopped wake at
+    /// each `wake` instant (cron, in `timeZone`). Unset: Sandcastle's `--schedule-stop`, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<super::ScheduleSpec>,
+
     /// Globs of the files that concern previews (`services/web/**`); empty: every file. A
     /// pull request or push touching none of them gets no new preview and leaves the one it
     /// has where it is.

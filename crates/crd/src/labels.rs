@@ -33,6 +33,13 @@ pub const PARKED: &str = "sandcastle.dev/parked";
 /// Annotation on a PreviewEnvironment: the last activity (push, command, API call), RFC 3339.
 /// Written by the entry points, only read by the controller, so its own writes never count.
 pub const LAST_ACTIVITY: &str = "sandcastle.dev/last-activity";
+/// Annotation on a PreviewEnvironment: the last activity through the API or MCP (an agent's
+/// session; the dashboard, pull requests and visits are people's), RFC 3339. Off-hours schedules
+/// leave a preview running while it is recent.
+pub const AGENT_ACTIVITY: &str = "sandcastle.dev/agent-activity";
+/// Label on a PreviewEnvironment whose pull request carries the `preview-keep` label (as its
+/// last event said), `"true"`: an off-hours schedule leaves it running.
+pub const KEEP: &str = "sandcastle.dev/keep";
 /// Label on preview namespaces: the namespace of the Sandcastle that made them, so that an
 /// installation only ever sweeps its own orphans.
 pub const HOME: &str = "sandcastle.dev/home";

@@ -13,6 +13,7 @@ mod preview;
 pub mod quote;
 mod readiness;
 
+mod schedule;
 pub use access::*;
 pub use authors::*;
 pub use blueprint::*;
@@ -26,6 +27,7 @@ pub use readiness::*;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
+pub use schedule::*;
 
 /// The schema of a field holding any JSON object, kept as written.
 fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {

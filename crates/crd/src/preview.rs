@@ -308,6 +308,9 @@ pub struct PreviewStatus {
     /// is configured.
     #[serde(default, skip_serializing_if = "is_false")]
     pub wake_page: bool,
+    /// What the Blueprint's off-hours schedule last did to the preview: stopped it, or woke it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<super::ScheduleRecord>,
 }
 
 /// Running time: the finished stretches, and the one under way.

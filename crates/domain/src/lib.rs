@@ -19,6 +19,7 @@ pub mod preview;
 pub mod probe;
 pub mod redact;
 pub mod running;
+pub mod schedule;
 mod secret;
 pub mod template;
 pub mod transitions;
