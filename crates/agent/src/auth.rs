@@ -133,6 +133,12 @@ impl Via {
         }
     }
 
+    /// Whether calls through it are an agent's (the API, which the CLI uses too, and MCP); the
+    /// dashboard's are a person's.
+    pub fn is_agent(self) -> bool {
+        matches!(self, Self::Api | Self::Mcp)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Api => "api",

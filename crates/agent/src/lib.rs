@@ -43,7 +43,7 @@ pub use visit::Visited;
 pub use write::{ExtendBody, ExtendView, RedeployBody};
 
 use sandcastle_crd::PreviewEnvironment;
-use sandcastle_crd::labels::LAST_ACTIVITY;
+use sandcastle_crd::labels::{AGENT_ACTIVITY, LAST_ACTIVITY};
 use sandcastle_domain::clock::Clock;
 use sandcastle_domain::naming;
 use sandcastle_github::client::GitHubApp;
@@ -311,17 +311,21 @@ impl Agent {
     /// One preview.
     pub async fn get(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
         let pe = self.authorized(caller, Operation::Get, name).await?;
-        self.read_activity(&pe);
+        self.read_activity(&pe, Some(caller.via));
         Ok(self.view(&pe))
     }
 
-    /// A read is activity: stamp it, at most once a minute.
-    fn read_activity(&self, pe: &PreviewEnvironment) {
+    /// A read is activity: stamp it, at most once a minute (through the API or MCP, `via`, an
+    /// agent's too).
+    fn read_activity(&self, pe: &PreviewEnvironment, via: Option<Via>) {
         let now = self.clock.now();
-        if stamped_before(pe, now, READ_ACTIVITY_EVERY) && pe.spec.teardown.is_none() {
+        let agent = via.is_some_and(Via::is_agent);
+        let due = stamped_before(pe, now, READ_ACTIVITY_EVERY)
+            || (agent && stamped_before_at(pe, AGENT_ACTIVITY, now, READ_ACTIVITY_EVERY));
+        if due && pe.spec.teardown.is_none() {
             // In the background: an agent's read does not wait on a write to the API server.
             let (api, name) = (self.api(), pe.name_any());
-            tokio::spawn(async move { write::touch(&api, &name, now).await });
+            tokio::spawn(async move { write::touch(&api, &name, now, agent).await });
         }
     }
 }
@@ -329,9 +333,14 @@ impl Agent {
 /// Whether `pe`'s last activity stamp is at least `every` old (or absent): a read or a visit
 /// stamps it again only then.
 fn stamped_before(pe: &PreviewEnvironment, now: Timestamp, every: Duration) -> bool {
+    stamped_before_at(pe, LAST_ACTIVITY, now, every)
+}
+
+/// [`stamped_before`] for the stamp under `key`.
+fn stamped_before_at(pe: &PreviewEnvironment, key: &str, now: Timestamp, every: Duration) -> bool {
     let last = pe
         .annotations()
-        .get(LAST_ACTIVITY)
+        .get(key)
         .and_then(|s| s.parse::<Timestamp>().ok());
     last.is_none_or(|l| Duration::try_from(now.duration_since(l)).unwrap_or_default() >= every)
 }

@@ -255,7 +255,7 @@ impl Agent {
                 format!("wait at most {}", duration::human(self.limits.wait)),
             ));
         }
-        self.read_activity(&pe);
+        self.read_activity(&pe, Some(caller.via));
         let done = move |p: Option<&PreviewEnvironment>| outcome(p, wanted).is_some();
         let waited = tokio::time::timeout(timeout, await_condition(self.api(), name, done)).await;
         let last = match waited {
@@ -281,7 +281,7 @@ impl Agent {
         q: &LogQuery,
     ) -> Result<LogLines, AgentError> {
         let pe = self.authorized(caller, Operation::Logs, name).await?;
-        self.read_activity(&pe);
+        self.read_activity(&pe, Some(caller.via));
         let ns = view::namespace_of(&pe, &self.addresses.namespace_prefix);
         let since = q.since.as_deref().map(log_window).transpose()?;
         let tail = q.tail_lines.unwrap_or(200).clamp(1, self.limits.log_lines);
@@ -371,7 +371,7 @@ impl Agent {
     /// Sandcastle's Events on `name`, and the Events in its namespace, newest last.
     pub async fn events(&self, caller: &Caller, name: &str) -> Result<EventsView, AgentError> {
         let pe = self.authorized(caller, Operation::Events, name).await?;
-        self.read_activity(&pe);
+        self.read_activity(&pe, Some(caller.via));
         self.events_of(&pe, true).await
     }
 
@@ -385,7 +385,7 @@ impl Agent {
         name: &str,
     ) -> Result<(PreviewView, Option<EventsView>), AgentError> {
         let pe = self.authorized(caller, Operation::Get, name).await?;
-        self.read_activity(&pe);
+        self.read_activity(&pe, Some(caller.via));
         let events = match self.also_allowed(caller, Operation::Events, &pe).await {
             // The page shows what it can: Events that cannot be read now are left out.
             Ok(()) => self.events_of(&pe, false).await.ok(),

@@ -47,7 +47,7 @@ impl Agent {
         if visit == Visit::Wake && super::stamped_before(&pe, now, VISIT_ACTIVITY_EVERY) {
             self.wake_by_visit(&pe, &host, now).await;
         } else if visit != Visit::StoppedOnRequest {
-            self.read_activity(&pe);
+            self.read_activity(&pe, None);
         }
         Visited {
             preview: Some(pe.name_any()),

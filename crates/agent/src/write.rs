@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{Agent, AgentError, Caller, Operation, PreviewView};
-use sandcastle_crd::labels::{LAST_ACTIVITY, REDEPLOY, RESET};
+use sandcastle_crd::labels::{AGENT_ACTIVITY, LAST_ACTIVITY, REDEPLOY, RESET};
 use sandcastle_crd::{Blueprint, DEFAULT_MAX_TTL, PreviewEnvironment, Teardown, TeardownReason};
 use sandcastle_domain::{Sha, duration, lifecycle};
 use sandcastle_kube::previews::{self, Outcome};
@@ -53,10 +53,16 @@ pub struct ExtendBody {
     pub duration: String,
 }
 
-/// Stamp activity on `name` (best effort: a read is not refused because this failed).
-pub(super) async fn touch(api: &Api<PreviewEnvironment>, name: &str, now: Timestamp) {
-    // One merge patch of one annotation: no read first, nothing to conflict with.
-    let stamp = serde_json::json!({"metadata": {"annotations": {LAST_ACTIVITY: now.to_string()}}});
+/// Stamp activity on `name` (best effort: a read is not refused because this failed); an
+/// agent's (`agent`) is stamped as such too.
+pub(super) async fn touch(api: &Api<PreviewEnvironment>, name: &str, now: Timestamp, agent: bool) {
+    // One merge patch of its annotations: no read first, nothing to conflict with.
+    let mut annotations = serde_json::Map::new();
+    annotations.insert(LAST_ACTIVITY.to_owned(), now.to_string().into());
+    if agent {
+        annotations.insert(AGENT_ACTIVITY.to_owned(), now.to_string().into());
+    }
+    let stamp = serde_json::json!({"metadata": {"annotations": annotations}});
     let result = api
         .patch(name, &PatchParams::default(), &Patch::Merge(&stamp))
         .await;
@@ -124,6 +130,10 @@ impl Agent {
         let outcome = previews::modify(&self.api(), name, &delivery, &request, |next| {
             change(next)?;
             previews::touch(next, now);
+            if caller.via.is_agent() {
+                next.annotations_mut()
+                    .insert(AGENT_ACTIVITY.to_owned(), now.to_string());
+            }
             Ok(())
         })
         .await?;
