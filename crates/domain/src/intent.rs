@@ -30,6 +30,9 @@ pub struct Intent {
     /// The pull request's `opened`, its first event: whatever was applied at the same second
     /// (`updated_at` has whole seconds) came after it, so it loses that tie.
     pub opens: bool,
+    /// Whether the pull request carries the `preview-keep` label, as the event says (its
+    /// labels); `None`: not known here, left as it is.
+    pub keep: Option<bool>,
     pub change: Change,
 }
 
@@ -54,6 +57,9 @@ pub enum Change {
     /// A fork's head is `sha`: a preview nobody approved yet waits at it (`create`: make one if
     /// there is none); a preview a maintainer approved stays pinned where it is.
     AwaitApproval { create: bool, requested_by: String },
+    /// Record the pull request's labels only (`preview-keep` removed): nothing deployed, no
+    /// activity.
+    Relabel,
     /// Take the preview down (PR merged or closed, `no-preview` added). `create`: leave a
     /// tombstone even if there is no preview, so that late deliveries cannot make one.
     Teardown {

@@ -11,7 +11,9 @@ use kube::ResourceExt;
 
 use super::intent::{Change, Intent};
 use super::lifecycle;
-use sandcastle_crd::labels::{LAST_ACTIVITY, MANAGED_BY, MANAGER, PR, PREVIEW, REDEPLOY, REPO};
+use sandcastle_crd::labels::{
+    KEEP, LAST_ACTIVITY, MANAGED_BY, MANAGER, PR, PREVIEW, REDEPLOY, REPO,
+};
 use sandcastle_crd::{
     Interface, PreviewEnvironment, PreviewEnvironmentSpec, Requester, RequesterKind, Teardown,
     TeardownReason,
@@ -68,6 +70,20 @@ pub fn touch(pe: &mut PreviewEnvironment, now: Timestamp) {
         .insert(LAST_ACTIVITY.to_owned(), now.to_string());
 }
 
+/// Record whether the pull request carries `preview-keep` (`keep`, when known) as the
+/// preview's `sandcastle.dev/keep` label.
+pub fn set_keep(pe: &mut PreviewEnvironment, keep: Option<bool>) {
+    match keep {
+        Some(true) => {
+            pe.labels_mut().insert(KEEP.to_owned(), "true".to_owned());
+        }
+        Some(false) => {
+            pe.labels_mut().remove(KEEP);
+        }
+        None => {}
+    }
+}
+
 /// The expiry after activity at `now`: `now + ttl`, never past creation + `max_ttl`, never
 /// earlier than it already is.
 pub fn extended_expiry(
@@ -97,6 +113,8 @@ pub fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
         } => (requested_by.clone(), Some(expiry(now, *ttl)), None),
         // Nothing runs until someone approves, so nothing expires yet either.
         Change::AwaitApproval { requested_by, .. } => (requested_by.clone(), None, None),
+        // Labels alone make no preview (`apply` does not create for them).
+        Change::Relabel => ("github".into(), None, None),
         Change::Teardown { reason, actor, .. } => (
             actor.clone().unwrap_or_else(|| "github".into()),
             None,
@@ -134,6 +152,7 @@ pub fn new_preview(intent: &Intent, now: Timestamp) -> PreviewEnvironment {
         },
     );
     touch(&mut pe, now);
+    set_keep(&mut pe, intent.keep);
     pe.labels_mut().extend([
         (MANAGED_BY.to_owned(), MANAGER.to_owned()),
         (PREVIEW.to_owned(), intent.preview.to_string()),
@@ -238,6 +257,13 @@ pub fn change(
             }
             next.spec.installation_id = intent.installation_id.or(pe.spec.installation_id);
         }
+        Change::Relabel => {
+            if pe.spec.teardown.is_some() {
+                return Err(Outcome::Unchanged);
+            } else if comes_before(intent, last) {
+                return Err(Outcome::Stale);
+            }
+        }
         Change::Teardown { reason, actor, .. } => {
             if pe.spec.teardown.is_some() {
                 return Err(Outcome::Unchanged);
@@ -256,7 +282,10 @@ pub fn change(
     if last.is_none_or(|l| intent.event_time > l) {
         next.spec.pr_updated_at = Some(Time(intent.event_time));
     }
-    if next.spec == pe.spec {
+    if !matches!(intent.change, Change::Teardown { .. }) {
+        set_keep(&mut next, intent.keep);
+    }
+    if next.spec == pe.spec && next.labels() == pe.labels() {
         return Err(Outcome::Unchanged);
     }
     Ok(next)
@@ -346,6 +375,7 @@ mod tests {
             event_time: at(event_time),
             undoes: None,
             opens: false,
+            keep: None,
             change,
         }
     }

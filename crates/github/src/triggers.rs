@@ -40,6 +40,8 @@ pub fn from_pull_request(
     // Adding `preview-keep` moves the previews there are to their longest life, as a push would.
     let kept_now = ev.action == PrAction::Labeled && ev.label.as_deref() == Some(KEEP_LABEL);
     let moves_only = ev.action == PrAction::Synchronize || kept_now;
+    // Removing it is recorded on the previews there are, and changes nothing else.
+    let unkept_now = ev.action == PrAction::Unlabeled && ev.label.as_deref() == Some(KEEP_LABEL);
     for (name, spec) in blueprints
         .iter()
         .filter(|(_, s)| admits(s, &ev.repo, &ev.base.ref_))
@@ -84,6 +86,7 @@ pub fn from_pull_request(
                 actor: Some(ev.sender.clone()),
                 create: false,
             }),
+            PrAction::Unlabeled if unkept_now => Some(Change::Relabel),
             _ if !head_moved => None,
             // The label is state, not only an event: a push (or the resync's reading) that still
             // carries it takes down a preview whose `labeled` delivery never arrived.
@@ -154,6 +157,7 @@ pub fn from_pull_request(
                 event_time: ev.updated_at,
                 undoes: undone_by(&ev.action, about_no_preview),
                 opens: ev.action == PrAction::Opened,
+                keep: Some(keep),
                 change,
             });
         }
@@ -174,7 +178,7 @@ pub fn may_act(ev: &PullRequestEvent) -> bool {
         | PrAction::ConvertedToDraft
         | PrAction::Closed => true,
         PrAction::Labeled => label == Some(NO_PREVIEW_LABEL) || label == Some(KEEP_LABEL),
-        PrAction::Unlabeled => label == Some(NO_PREVIEW_LABEL),
+        PrAction::Unlabeled => label == Some(NO_PREVIEW_LABEL) || label == Some(KEEP_LABEL),
         PrAction::Edited { .. } => false,
     }
 }

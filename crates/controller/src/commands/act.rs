@@ -223,6 +223,7 @@ async fn deploy(
             event_time: pull.updated_at,
             undoes: None,
             opens: false,
+            keep: Some(pull.labels.iter().any(|l| l == intent::KEEP_LABEL)),
             change: Change::Deploy {
                 create: true,
                 requested_by: cmd.spec.author.clone(),

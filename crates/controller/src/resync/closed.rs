@@ -65,6 +65,7 @@ pub(super) async fn tear_down(
             event_time,
             undoes: None,
             opens: false,
+            keep: None,
             change: Change::Teardown {
                 reason,
                 actor: None,

@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::{ResyncError, Round, Step, step};
 use crate::context::Context;
+use kube::ResourceExt;
+use sandcastle_crd::labels::KEEP;
 use sandcastle_crd::{BlueprintSpec, DEFAULT_TTL, PreviewEnvironment};
 use sandcastle_domain::intent::{self, Change, Intent};
 use sandcastle_domain::{RepoName, lifecycle, naming};
@@ -192,6 +194,18 @@ async fn follow_one(
             if r.write(intent).await? == Outcome::Updated {
                 r.report.moved += 1;
             }
+        }
+        // A `preview-keep` label added or removed while its delivery was lost.
+        Some(p)
+            if intent
+                .keep
+                .is_some_and(|k| k != p.labels().contains_key(KEEP)) =>
+        {
+            let relabel = Intent {
+                change: Change::Relabel,
+                ..intent.clone()
+            };
+            r.write(&relabel).await?;
         }
         Some(_) => {}
     }

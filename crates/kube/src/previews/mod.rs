@@ -143,6 +143,7 @@ pub async fn apply(
         Change::Deploy { create: false, .. }
             | Change::AwaitApproval { create: false, .. }
             | Change::Teardown { create: false, .. }
+            | Change::Relabel
     );
     let read = api.get_opt(intent.preview.as_str()).await?;
     // A pull request's first preview takes over a sandbox of its branch, if there is one.
