@@ -104,6 +104,8 @@ pub struct Settings {
     pub gate: Option<sandcastle_domain::edge::Gate>,
     /// The longest a share link opens a preview (`--share-max-lifetime`).
     pub share_lifetime: Duration,
+    /// The off-hours schedule of Blueprints that set none (`--schedule-stop`).
+    pub schedule: Option<sandcastle_domain::schedule::Schedule>,
 }
 
 impl Settings {
@@ -141,6 +143,7 @@ impl Settings {
             default_access: sandcastle_crd::Access::Public,
             gate: None,
             share_lifetime: Duration::from_secs(7 * 24 * 3600),
+            schedule: None,
         }
     }
 }

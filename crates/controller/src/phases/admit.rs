@@ -4,12 +4,15 @@
 //! without a slot under `maxPreviews` waits or is refused (`capacity`); one without a cluster is
 //! placed in one, or waits for one (`place`), and one whose cluster does not answer says so and
 //! waits; a preview asked to stop
-//! (`spec.stopped`) or idle for `stopAfterIdle` has its Ingresses and HTTPRoutes sent to the waking page when
+//! (`spec.stopped`), idle for `stopAfterIdle` or outside its Blueprint's working hours
+//! (`schedule`) has its Ingresses and HTTPRoutes sent to the waking page when
 //! wake on visit is on (else to a Service with no endpoints, so nothing routes to pods that are
 //! gone), then, once the ingress controller has had time to take that in, is scaled to zero
 //! (`idle`); and one that was stopped and no longer should be is
-//! woken before the rollout goes on (its Ingresses come back once it is Ready). Time comes from the
-//! clock; each preview is requeued at its next deadline, so nothing polls every preview.
+//! woken before the rollout goes on (its Ingresses come back once it is Ready). A Blueprint whose
+//! schedule cannot be read fails its previews, naming the field. Time comes from the clock; each
+//! preview is requeued at its next deadline (a schedule's instants among them), so nothing polls
+//! every preview.
 //!
 //! Activity is the `sandcastle.dev/last-activity` annotation, written by the entry points
 //! (pushes, commands, API calls) and only read here: the controller's own writes never count.
@@ -24,7 +27,7 @@ use serde_json::json;
 
 use super::capacity::{self, Slot};
 use super::place::{self, Placed};
-use super::{idle, warn};
+use super::{idle, schedule, warn};
 use crate::context::Context;
 use crate::error::Error;
 use crate::report::Report;
@@ -32,6 +35,7 @@ use crate::verdict::{Next, Verdict, set_phase};
 use sandcastle_crd::labels::LAST_ACTIVITY;
 use sandcastle_crd::{Blueprint, DEFAULT_TTL, Phase, PreviewEnvironment, PreviewStatus};
 use sandcastle_domain::duration;
+use sandcastle_domain::schedule::Decision;
 use sandcastle_domain::wake::Parking;
 use sandcastle_domain::wake::routes::RouteParking;
 use sandcastle_domain::{authors, lifecycle};
@@ -84,8 +88,8 @@ fn times(pe: &PreviewEnvironment, bp: Option<&Blueprint>, now: Timestamp) -> Tim
     }
 }
 
-/// When to look at `pe` again: its next deadline (expiry, idle stop, the warning before expiry),
-/// but no later than `at_most`.
+/// When to look at `pe` again: its next deadline (expiry, idle stop, the warning before expiry,
+/// its schedule's next instants), but no later than `at_most`.
 pub(crate) fn requeue(
     pe: &PreviewEnvironment,
     bp: &Blueprint,
@@ -94,13 +98,18 @@ pub(crate) fn requeue(
 ) -> Duration {
     let now = ctx.clock.now();
     let t = times(pe, Some(bp), now);
-    let idle = lifecycle::idle_deadline(t.last_activity, t.stop_after_idle);
+    let record = pe.status.as_ref().and_then(schedule::record_of);
+    let idle = lifecycle::idle_deadline(
+        schedule::idle_from(t.last_activity, record),
+        t.stop_after_idle,
+    );
     let warned = pe.status.as_ref().and_then(|s| s.expiry_warned.as_ref());
     let warning =
         lifecycle::warning_at(t.expires_at, bp.spec.expiry_warning.get(), t.last_activity)
             .filter(|_| warned.is_none_or(|w| w.0 != t.expires_at));
-    lifecycle::until_next(now, &[Some(t.expires_at), idle, warning])
-        .map_or(at_most, |d| (d + SLACK).min(at_most))
+    let mut deadlines = vec![Some(t.expires_at), idle, warning];
+    deadlines.extend(schedule::deadlines(pe, bp, ctx, now).into_iter().map(Some));
+    lifecycle::until_next(now, &deadlines).map_or(at_most, |d| (d + SLACK).min(at_most))
 }
 
 fn until(now: Timestamp, at: Timestamp, at_most: Duration) -> Duration {
@@ -169,6 +178,23 @@ pub(crate) async fn guard(
         )));
     };
 
+    let off_hours = match schedule::of(&bp, ctx) {
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
+            let message = schedule::refusal(&bp, &e);
+            set_phase(&mut st, Phase::Failed, message.clone(), now, Some(&sha));
+            let next = Next::After(until(now, t.expires_at, ctx.settings.drift_interval));
+            let report = Report::Failure {
+                why: fit_description(&message),
+                rollout: false,
+            };
+            return Ok(Guard::Done(Box::new(
+                Verdict::new(st, next).reporting(report),
+            )));
+        }
+        None => None,
+    };
+
     if let Slot::Waiting(report) = capacity::admit(api, pe, &bp, &mut st, persisted, ctx).await? {
         let verdict = Verdict::new(st, Next::After(requeue(pe, &bp, ctx, QUEUE_RECHECK)));
         return Ok(Guard::Done(Box::new(match report {
@@ -191,13 +217,23 @@ pub(crate) async fn guard(
     }
 
     warn::expiry(pe, &bp, &mut st, t.expires_at, t.last_activity, ctx).await;
-    let idle = lifecycle::is_idle(t.last_activity, t.stop_after_idle, now);
+    let decision = off_hours
+        .as_ref()
+        .map(|s| schedule::judge(s, pe, &st, &bp, t.last_activity, now));
+    if let Some(d) = decision {
+        let record = d.record(schedule::record_of(&st));
+        schedule::remember(&mut st, record);
+    }
+    let idle_from = schedule::idle_from(t.last_activity, schedule::record_of(&st));
+    let idle = lifecycle::is_idle(idle_from, t.stop_after_idle, now);
     let settled = matches!(
         st.phase,
         Some(Phase::Ready | Phase::Failed | Phase::Stopped)
     );
     let stop = if pe.spec.stopped {
         Some("on request".to_owned())
+    } else if let (Some(s), Some(Decision::Stop { since })) = (&off_hours, decision) {
+        Some(s.stop_reason(since))
     } else if idle && settled {
         Some(format!(
             "after {} without activity",
@@ -239,7 +275,11 @@ pub(crate) async fn guard(
             sandbox.as_deref(),
         );
         if st.phase != Some(Phase::Stopped) {
-            tracing::info!(target: "audit", actor = "sandcastle", action = "stop", preview = %pe.name_any(), sha = %sha, result = %why, "preview stopped");
+            let by = match decision {
+                Some(Decision::Stop { .. }) if !pe.spec.stopped => "schedule",
+                _ => "lifecycle",
+            };
+            tracing::info!(target: "audit", actor = "sandcastle", action = "stop", preview = %pe.name_any(), sha = %sha, result = %why, by, "preview stopped");
         }
         set_phase(&mut st, Phase::Stopped, message.clone(), now, Some(&sha));
         let next = Next::After(requeue(pe, &bp, ctx, ctx.settings.drift_interval));
@@ -254,7 +294,11 @@ pub(crate) async fn guard(
             Some(ns) => idle::wake(cluster.client(), &ns).await?,
             None => 0,
         };
-        tracing::info!(target: "audit", actor = "sandcastle", action = "wake", preview = %pe.name_any(), sha = %sha, result = restored, "preview woken");
+        let by_schedule = match (&off_hours, decision) {
+            (Some(s), Some(Decision::Wake { .. })) => Some(s.wake_reason()),
+            _ => None,
+        };
+        tracing::info!(target: "audit", actor = "sandcastle", action = "wake", preview = %pe.name_any(), sha = %sha, result = restored, by = if by_schedule.is_some() { "schedule" } else { "activity" }, "preview woken");
         // Waking is asking again: a rollout that had failed starts over, and the readiness
         // timeout counts from now (not from when the workloads were first applied, which may
         // be hours ago: the woken pods would fail at once, while still starting).
@@ -267,7 +311,10 @@ pub(crate) async fn guard(
         set_phase(
             &mut st,
             Phase::Deploying,
-            format!("Waking up: {restored} workloads restored"),
+            match by_schedule {
+                Some(why) => format!("Waking up {why}: {restored} workloads restored"),
+                None => format!("Waking up: {restored} workloads restored"),
+            },
             now,
             Some(&sha),
         );

@@ -1,7 +1,7 @@
 //! What a reconcile does to a preview, one phase of its life at a time: the guardrails before a
 //! rollout (`admit`: expiry, a deleted Blueprint, the slot under `maxPreviews` in `capacity`,
 //! the cluster it lives in in `place`,
-//! stop and wake in `idle`, the reply before expiry in `warn`), the rollout itself (`rollout`, its `steps`, the `checks` it waits
+//! stop and wake in `idle`, off-hours schedules in `schedule`, the reply before expiry in `warn`), the rollout itself (`rollout`, its `steps`, the `checks` it waits
 //! for, the pre-delete `hooks` it applies suspended), and the teardown (`teardown`). Each
 //! returns a verdict; the reconcile reports and saves it.
 
@@ -18,6 +18,7 @@ pub(crate) mod place;
 pub(super) mod probe;
 pub(super) mod reset;
 pub(super) mod rollout;
+pub(super) mod schedule;
 pub(super) mod steps;
 pub(super) mod teardown;
 pub(super) mod warn;

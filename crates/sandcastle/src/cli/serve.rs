@@ -29,6 +29,8 @@ pub struct ServeArgs {
     pub lifecycle: LifecycleArgs,
     #[command(flatten)]
     pub render: super::args::RenderToolArgs,
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
 }
 
 /// Previews worked on at once by default (`--max-concurrent-reconciles`).
@@ -76,6 +78,49 @@ pub struct LifecycleArgs {
     pub identity: Option<String>,
 }
 
+/// Sandcastle's off-hours schedule, for Blueprints that set no `schedule`.
+#[derive(Debug, Clone, Args)]
+pub struct ScheduleArgs {
+    /// When running previews of Blueprints without a `schedule` stop: a cron expression of five
+    /// fields (`0 20 * * 1-5`: 20:00 on weekdays). Unset: no default schedule.
+    #[arg(long, env = "SANDCASTLE_SCHEDULE_STOP", value_parser = cron_arg)]
+    pub schedule_stop: Option<String>,
+
+    /// When the previews it stopped wake (`0 7 * * 1-5`). Unset: they stay stopped until a
+    /// visit or other activity wakes them.
+    #[arg(long, env = "SANDCASTLE_SCHEDULE_WAKE", requires = "schedule_stop", value_parser = cron_arg)]
+    pub schedule_wake: Option<String>,
+
+    /// The IANA time zone those expressions are read in (`Europe/Paris`).
+    #[arg(long, env = "SANDCASTLE_SCHEDULE_TIME_ZONE", default_value = "UTC", value_parser = zone_arg)]
+    pub schedule_time_zone: String,
+}
+
+fn cron_arg(s: &str) -> Result<String, String> {
+    crate::domain::schedule::CronExpr::parse(s).map(|c| c.as_str().to_owned())
+}
+
+fn zone_arg(s: &str) -> Result<String, String> {
+    crate::domain::schedule::Zone::parse(s).map(|z| z.name().to_owned())
+}
+
+impl ScheduleArgs {
+    /// The default schedule, when `--schedule-stop` names one (each part was read by its flag's
+    /// parser already).
+    pub fn schedule(&self) -> anyhow::Result<Option<crate::domain::schedule::Schedule>> {
+        let Some(stop) = &self.schedule_stop else {
+            return Ok(None);
+        };
+        let schedule = crate::domain::schedule::Schedule::new(
+            stop,
+            self.schedule_wake.as_deref(),
+            Some(&self.schedule_time_zone),
+        )
+        .map_err(|e| anyhow::anyhow!("{}: {}", e.field.flag(), e.reason))?;
+        Ok(Some(schedule))
+    }
+}
+
 impl LifecycleArgs {
     /// The Lease holder identity: `--identity`, or the host name with a random suffix so that a
     /// restarted process never mistakes the previous one's lease for its own.
@@ -110,6 +155,8 @@ fn settings_of(args: &ServeArgs) -> Settings {
     settings.gate = args.previews.edge.gate();
     settings.share_lifetime = args.previews.edge.share_max_lifetime;
     settings.oauth = oauth(args, None);
+    // Each flag's parser read its part; together they cannot fail.
+    settings.schedule = args.schedule.schedule().unwrap_or_default();
     let lifecycle = &args.lifecycle;
     settings.resync = !lifecycle.resync_interval.is_zero();
     if settings.resync {
