@@ -25,6 +25,13 @@
 //! meets the waking page with wake on visit (it wakes, a few seconds' wait) and, without it, a
 //! stopped preview: the reviewer comments `/preview wake` (counted as a command). "Running"
 //! hours count workloads scaled up; "existing" hours count namespaces.
+//!
+//! Off-hours schedules (the rows with one) are judged by `domain::schedule::decide` at each
+//! stop and wake instant of the PR's life (UTC; the week starts on a Monday). An agent's pushes
+//! stand for its API calls (an agent that pushes reads its preview through the API too), so a
+//! stop instant within its idle window leaves its preview running; people's previews are
+//! stopped. No PR carries `preview-keep`. Traffic has no daily rhythm: PRs open and reviewers
+//! visit at any hour, so the nights' savings shown are the least a team that sleeps would see.
 
 use std::time::Duration;
 
@@ -32,6 +39,7 @@ use jiff::{SignedDuration, Timestamp};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sandcastle::domain::lifecycle;
+use sandcastle::domain::schedule::{self, Decision, Facts, Record, Schedule};
 
 const WEEK_H: f64 = 168.0;
 
@@ -61,6 +69,8 @@ enum Kind {
     Ask,
     /// A reviewer opens the preview's URL.
     Visit,
+    /// A stop or wake instant of the policy's schedule.
+    Tick,
 }
 
 /// One pull request: who opened it, what happened when, when it closed.
@@ -177,12 +187,14 @@ struct Rule {
     idle: Duration,
 }
 
-/// A policy: each class's rule (in [`AUTHORS`] order), `maxTtl`, and wake on visit.
+/// A policy: each class's rule (in [`AUTHORS`] order), `maxTtl`, wake on visit, and an
+/// off-hours schedule.
 struct Policy {
     name: &'static str,
     rules: [Rule; 4],
     max_ttl: Duration,
     wake_on_visit: bool,
+    schedule: Option<Schedule>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -195,6 +207,10 @@ struct Usage {
     commands: u32,
     /// Visits that met the waking page.
     woken: u32,
+    /// Stops at a schedule's stop instant (counted in `stops` too).
+    scheduled: u32,
+    /// Wakes at a schedule's wake instant.
+    scheduled_wakes: u32,
 }
 
 impl std::ops::Add for Usage {
@@ -207,6 +223,8 @@ impl std::ops::Add for Usage {
             stops: self.stops + b.stops,
             commands: self.commands + b.commands,
             woken: self.woken + b.woken,
+            scheduled: self.scheduled + b.scheduled,
+            scheduled_wakes: self.scheduled_wakes + b.scheduled_wakes,
         }
     }
 }
@@ -214,8 +232,24 @@ impl std::ops::Add for Usage {
 /// A live preview: created, expires, last active.
 type Live = (Timestamp, Timestamp, Timestamp);
 
+/// The stop and wake instants of `schedule` from `from` until `to`.
+fn instants(schedule: &Schedule, from: Timestamp, to: Timestamp) -> Vec<Timestamp> {
+    let mut out = Vec::new();
+    let mut t = from;
+    while let Some(n) = schedule.next_stop(t).filter(|n| *n < to) {
+        out.push(n);
+        t = n;
+    }
+    let mut t = from;
+    while let Some(n) = schedule.next_wake(t).filter(|n| *n < to) {
+        out.push(n);
+        t = n;
+    }
+    out
+}
+
 /// Hours and reviewer costs of one PR's previews under `rule` (`None`: live until close).
-fn usage(pr: &Pr, rule: Option<Rule>, max_ttl: Duration, wake_on_visit: bool) -> Usage {
+fn usage(pr: &Pr, rule: Option<Rule>, max_ttl: Duration, policy: Option<&Policy>) -> Usage {
     let Some(rule) = rule else {
         let h = h_between(pr.open, pr.close);
         return Usage {
@@ -225,27 +259,43 @@ fn usage(pr: &Pr, rule: Option<Rule>, max_ttl: Duration, wake_on_visit: bool) ->
             ..Usage::default()
         };
     };
+    let wake_on_visit = policy.is_some_and(|p| p.wake_on_visit);
+    let off_hours = policy.and_then(|p| p.schedule.as_ref());
     let mut u = Usage::default();
     let mut live: Option<Live> = None;
+    let mut running = false;
+    let mut record: Option<Record> = None;
     let mut asked = !rule.comment;
     let mut now = pr.open;
     let mut events = pr.events.clone();
+    if let Some(s) = off_hours {
+        events.extend(
+            instants(s, pr.open, pr.close)
+                .into_iter()
+                .map(|t| (t, Kind::Tick)),
+        );
+        events.sort();
+    }
     events.push((pr.close, Kind::Activity));
     for (i, (at, kind)) in events.iter().copied().enumerate() {
-        let mut stopped_at_visit = false;
         if let Some((_, expires, last)) = live {
             let gone = expires.min(at);
-            let stop = lifecycle::idle_deadline(last, rule.idle)
-                .unwrap_or(gone)
-                .min(gone);
             u.existing += h_between(now, gone);
-            u.running += h_between(now, stop.max(now));
-            if lifecycle::is_idle(last, rule.idle, gone) && stop > now {
-                u.stops += 1;
+            if running {
+                let idle_from = schedule::idle_from(last, record);
+                let stop = lifecycle::idle_deadline(idle_from, rule.idle)
+                    .unwrap_or(gone)
+                    .min(gone);
+                u.running += h_between(now, stop.max(now));
+                if lifecycle::is_idle(idle_from, rule.idle, gone) {
+                    u.stops += 1;
+                    running = false;
+                }
             }
-            stopped_at_visit = lifecycle::is_idle(last, rule.idle, at);
             if lifecycle::is_expired(expires, at) {
                 live = None;
+                running = false;
+                record = None;
             }
         }
         now = at;
@@ -253,6 +303,35 @@ fn usage(pr: &Pr, rule: Option<Rule>, max_ttl: Duration, wake_on_visit: bool) ->
             break; // closed: torn down
         }
         let acts = match kind {
+            Kind::Tick => {
+                if let (Some(s), Some((_, _, last))) = (off_hours, live) {
+                    let facts = Facts {
+                        now: at,
+                        last_activity: last,
+                        agent_activity: (pr.author == Author::Agent).then_some(last),
+                        agent_session: schedule::agent_session(rule.idle),
+                        keep: false,
+                        stopped_on_request: false,
+                        live: running,
+                        record,
+                    };
+                    let decision = schedule::decide(s, &facts);
+                    match decision {
+                        Decision::Stop { .. } if running => {
+                            running = false;
+                            u.stops += 1;
+                            u.scheduled += 1;
+                        }
+                        Decision::Wake { .. } => {
+                            running = true;
+                            u.scheduled_wakes += 1;
+                        }
+                        _ => {}
+                    }
+                    record = decision.record(record);
+                }
+                false
+            }
             Kind::Activity => asked,
             Kind::Ask => {
                 asked = true;
@@ -260,7 +339,7 @@ fn usage(pr: &Pr, rule: Option<Rule>, max_ttl: Duration, wake_on_visit: bool) ->
             }
             // A running preview's visit goes to the app; a stopped one's wakes it, by the page
             // or by the reviewer's command.
-            Kind::Visit if live.is_some() && stopped_at_visit => {
+            Kind::Visit if live.is_some() && !running => {
                 if wake_on_visit {
                     u.woken += 1;
                 } else {
@@ -273,6 +352,7 @@ fn usage(pr: &Pr, rule: Option<Rule>, max_ttl: Duration, wake_on_visit: bool) ->
         if !acts {
             continue;
         }
+        running = true;
         live = Some(match live {
             None => {
                 u.previews += 1;
@@ -304,12 +384,12 @@ fn class_of(a: Author) -> usize {
 fn total(prs: &[Pr], policy: Option<&Policy>) -> Usage {
     prs.iter()
         .map(|p| match policy {
-            None => usage(p, None, Duration::ZERO, false),
+            None => usage(p, None, Duration::ZERO, None),
             Some(pol) => usage(
                 p,
                 Some(pol.rules[class_of(p.author)]),
                 pol.max_ttl,
-                pol.wake_on_visit,
+                Some(pol),
             ),
         })
         .fold(Usage::default(), |a, b| a + b)
@@ -322,6 +402,11 @@ fn arg(name: &str, default: u64) -> u64 {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// An off-hours schedule in UTC.
+fn nights(stop: &str, wake: Option<&str>) -> Schedule {
+    Schedule::new(stop, wake, None).expect("a schedule of the table")
 }
 
 fn policies() -> Vec<Policy> {
@@ -356,42 +441,84 @@ fn policies() -> Vec<Policy> {
             rules: every(all(h(24), h(4))),
             max_ttl: h(168),
             wake_on_visit: false,
+            schedule: None,
         },
         Policy {
             name: "TTL 24h + idle stop 1h",
             rules: every(all(h(24), h(1))),
             max_ttl: h(168),
             wake_on_visit: false,
+            schedule: None,
         },
         Policy {
             name: "TTL 24h + idle stop 1h + wake on visit",
             rules: every(all(h(24), h(1))),
             max_ttl: h(168),
             wake_on_visit: true,
+            schedule: None,
         },
         Policy {
             name: "+ bots, outsiders on /preview",
             rules: by_class(h(1), h(1)),
             max_ttl: h(168),
             wake_on_visit: true,
+            schedule: None,
         },
         Policy {
             name: "+ agents idle 30m (new defaults)",
             rules: by_class(m(30), h(1)),
             max_ttl: h(168),
             wake_on_visit: true,
+            schedule: None,
         },
         Policy {
             name: "+ agents idle 15m",
             rules: by_class(m(15), h(1)),
             max_ttl: h(168),
             wake_on_visit: true,
+            schedule: None,
+        },
+        Policy {
+            name: "defaults + stop 20:00 weekdays, wake 07:00",
+            rules: by_class(m(30), h(1)),
+            max_ttl: h(168),
+            wake_on_visit: true,
+            schedule: Some(nights("0 20 * * 1-5", Some("0 7 * * 1-5"))),
+        },
+        Policy {
+            name: "defaults + stop 20:00 weekdays, no wake",
+            rules: by_class(m(30), h(1)),
+            max_ttl: h(168),
+            wake_on_visit: true,
+            schedule: Some(nights("0 20 * * 1-5", None)),
+        },
+        Policy {
+            name: "defaults + stop 20:00 daily, no wake",
+            rules: by_class(m(30), h(1)),
+            max_ttl: h(168),
+            wake_on_visit: true,
+            schedule: Some(nights("0 20 * * *", None)),
+        },
+        Policy {
+            name: "idle 4h (old) + stop 20:00 wkdays, wake 07:00",
+            rules: every(all(h(24), h(4))),
+            max_ttl: h(168),
+            wake_on_visit: true,
+            schedule: Some(nights("0 20 * * 1-5", Some("0 7 * * 1-5"))),
+        },
+        Policy {
+            name: "idle 4h (old) + stop 20:00 wkdays, no wake",
+            rules: every(all(h(24), h(4))),
+            max_ttl: h(168),
+            wake_on_visit: true,
+            schedule: Some(nights("0 20 * * 1-5", None)),
         },
         Policy {
             name: "idle stop 30m for all + wake on visit",
             rules: by_class(m(30), m(30)),
             max_ttl: h(168),
             wake_on_visit: true,
+            schedule: None,
         },
     ]
 }
@@ -421,7 +548,7 @@ fn main() {
     );
     let baseline = total(&prs, None);
     println!(
-        "| {:<40} | {:>8} | {:>8} | {:>8} | {:>8} | {:>6} | {:>14} | {:>12} |",
+        "| {:<46} | {:>8} | {:>8} | {:>8} | {:>8} | {:>6} | {:>14} | {:>12} | {:>11} | {:>11} |",
         "policy",
         "running",
         "vs close",
@@ -429,18 +556,22 @@ fn main() {
         "previews",
         "stops",
         "/preview wake",
-        "waking page"
+        "waking page",
+        "sched. stop",
+        "sched. wake"
     );
     let row = |name: &str, u: Usage| {
         println!(
-            "| {name:<40} | {:>8.0} | {:>7.0}% | {:>8.0} | {:>8} | {:>6} | {:>14} | {:>12} |",
+            "| {name:<46} | {:>8.0} | {:>7.0}% | {:>8.0} | {:>8} | {:>6} | {:>14} | {:>12} | {:>11} | {:>11} |",
             u.running,
             100.0 * u.running / baseline.running,
             u.existing,
             u.previews,
             u.stops,
             u.commands,
-            u.woken
+            u.woken,
+            u.scheduled,
+            u.scheduled_wakes
         );
     };
     row("previews live until the PR closes", baseline);
