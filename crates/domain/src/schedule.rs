@@ -324,6 +324,15 @@ impl Decision {
     }
 }
 
+/// When a preview's idle time starts: its last activity, or the wake instant that woke it if
+/// later (one nobody opens after the schedule woke it stops again after `stopAfterIdle`).
+pub fn idle_from(last_activity: Timestamp, record: Option<Record>) -> Timestamp {
+    match record {
+        Some(Record::Woken(at)) => last_activity.max(at),
+        _ => last_activity,
+    }
+}
+
 /// How long an agent's session lasts after its last call: the Blueprint's `stopAfterIdle`, or
 /// an hour when that is `0`.
 pub fn agent_session(stop_after_idle: Duration) -> Duration {
@@ -587,6 +596,15 @@ mod tests {
         let d = decide(&s, &morning);
         assert_eq!(d, Decision::Wake { at: wake });
         assert_eq!(d.record(record), Some(Record::Woken(wake)));
+        assert_eq!(
+            idle_from(t("2026-12-01T18:00:00Z"), d.record(record)),
+            wake,
+            "idle from the wake instant"
+        );
+        assert_eq!(
+            idle_from(t("2026-12-02T08:00:00Z"), d.record(record)),
+            t("2026-12-02T08:00:00Z")
+        );
         assert_eq!(
             Decision::Leave.record(Some(Record::Woken(wake))),
             Some(Record::Woken(wake))

@@ -56,14 +56,7 @@ pub(crate) fn remember(st: &mut PreviewStatus, record: Option<Record>) {
     });
 }
 
-/// When the preview's idle time starts: its last activity, or the wake instant that woke it if
-/// later.
-pub(crate) fn idle_from(last_activity: Timestamp, record: Option<Record>) -> Timestamp {
-    match record {
-        Some(Record::Woken(at)) => last_activity.max(at),
-        _ => last_activity,
-    }
-}
+pub(crate) use schedule::idle_from;
 
 fn agent_activity(pe: &PreviewEnvironment) -> Option<Timestamp> {
     pe.annotations()
