@@ -50,6 +50,7 @@ mod paths;
 mod preview_tls;
 mod preview_token_fence;
 mod probe;
+mod schedule;
 mod schemathesis;
 mod serve;
 mod server_side_apply;
