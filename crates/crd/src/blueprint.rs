@@ -177,6 +177,13 @@ pub struct BlueprintSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wait_for_checks: Vec<String>,
 
+    /// Tests run as Jobs inside each preview after its rollout is Ready (or on request), each
+    /// reported as the commit's check run `Sandcastle / <name>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 10))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub tests: Vec<super::TestSpec>,
+
     /// Who may open the preview's URL: `public`, or `signedIn` (through Sandcastle's gate:
     /// people signed in with GitHub who can read the repository, the preview's own token,
     /// share links). Unset: Sandcastle's `--preview-access`.

@@ -80,6 +80,11 @@ pub const LAST_REQUEST: &str = "sandcastle.dev/last-request";
 pub const REQUESTS: &str = "sandcastle.dev/requests";
 /// Label on a preview made through the API without a pull request (`"true"`).
 pub const SANDBOX: &str = "sandcastle.dev/sandbox";
+/// Label on a test's Job and its pods: the Blueprint test it runs.
+pub const TEST: &str = "sandcastle.dev/test";
+/// Annotation on a `PreviewEnvironment`: tests asked to run (JSON object, test name → a token
+/// per request); the controller starts a run for each token it has not taken in.
+pub const TEST_REQUESTS: &str = "sandcastle.dev/test-requests";
 /// Label on a preview: its Blueprint.
 pub const BLUEPRINT: &str = "sandcastle.dev/blueprint";
 /// Label on a sandbox created with an `Idempotency-Key`: a hash of the key.

@@ -12,6 +12,7 @@ pub mod labels;
 mod preview;
 pub mod quote;
 mod readiness;
+mod test_runs;
 
 mod schedule;
 pub use access::*;
@@ -24,6 +25,7 @@ pub use egress::*;
 pub use event::*;
 pub use preview::*;
 pub use readiness::*;
+pub use test_runs::*;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;

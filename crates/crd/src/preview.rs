@@ -261,6 +261,10 @@ pub struct PreviewStatus {
     /// Required check runs that have not passed yet on the commit to deploy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting_for_checks: Vec<String>,
+    /// The Blueprint's tests: the last run of each (and older runs until GitHub has heard how
+    /// they ended).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<super::TestRun>,
     /// The preview's sticky comment on the pull request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sticky: Option<StickyComment>,
