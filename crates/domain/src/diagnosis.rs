@@ -213,9 +213,14 @@ fn refused(message: &str) -> String {
 /// The kept part of a log: its last [`TAIL_LINES`] lines, each cut at 200 characters, within
 /// [`TAIL_BYTES`]; lines that could pose as Sandcastle's comment marker are defused.
 pub fn tail(text: &str) -> Vec<String> {
+    tail_within(text, TAIL_LINES, TAIL_BYTES)
+}
+
+/// [`tail`] with other bounds: the last `lines` lines within `max_bytes`.
+pub fn tail_within(text: &str, lines: usize, max_bytes: usize) -> Vec<String> {
     let mut kept: Vec<String> = Vec::new();
     let mut bytes = 0;
-    for line in text.lines().rev().take(TAIL_LINES) {
+    for line in text.lines().rev().take(lines) {
         let line: String = if line.chars().count() > LINE_CHARS {
             let cut: String = line.chars().take(LINE_CHARS - 1).collect();
             format!("{cut}…")
@@ -223,7 +228,7 @@ pub fn tail(text: &str) -> Vec<String> {
             line.to_owned()
         };
         let line = line.replace("<!--", "<! --");
-        if bytes + line.len() + 1 > TAIL_BYTES {
+        if bytes + line.len() + 1 > max_bytes {
             break;
         }
         bytes += line.len() + 1;

@@ -22,6 +22,7 @@ pub mod running;
 pub mod schedule;
 mod secret;
 pub mod template;
+pub mod test_runs;
 pub mod transitions;
 pub mod wake;
 

@@ -28,6 +28,7 @@ mod runnable;
 mod security;
 mod select;
 mod strip;
+mod test_job;
 mod yaml;
 
 #[cfg(test)]
@@ -46,6 +47,7 @@ use sandcastle_crd::BlueprintSpec;
 
 pub use images::ImageRef;
 pub use manifests::{ManifestError, ManifestWarning, Manifests, parse_manifests};
+pub use test_job::{TOKEN_FILE, test_job};
 
 /// The stages a preview is applied in (the "phases" of docs/cloning.md; `Stage` in the code, so
 /// that it is never confused with a preview's `crd::Phase`). Each waits for the previous one to
