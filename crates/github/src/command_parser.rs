@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use sandcastle_crd::BlueprintSpec;
 use sandcastle_domain::duration;
+use sandcastle_domain::test_runs::TestName;
 
 /// The keyword every command starts with.
 pub const KEYWORD: &str = "/preview";
@@ -37,6 +38,8 @@ pub enum Command {
     Destroy,
     /// `/preview status`: refresh the sticky comment.
     Status,
+    /// `/preview test <name>`: run one of the Blueprint's tests in the preview now.
+    Test(TestName),
     /// `/preview help`: reply with the help text.
     Help,
 }
@@ -51,6 +54,7 @@ impl Command {
             Self::Extend(_) => "extend",
             Self::Destroy => "destroy",
             Self::Status => "status",
+            Self::Test(_) => "test",
             Self::Help => "help",
         }
     }
@@ -62,6 +66,7 @@ impl fmt::Display for Command {
         match self {
             Self::Deploy => f.write_str(KEYWORD),
             Self::Extend(d) => write!(f, "{KEYWORD} extend {}", compact(*d)),
+            Self::Test(name) => write!(f, "{KEYWORD} test {name}"),
             other => write!(f, "{KEYWORD} {}", other.name()),
         }
     }
@@ -80,6 +85,11 @@ pub enum CommandError {
     InvalidDuration(String),
     #[error("`/preview extend` needs a duration longer than zero")]
     ZeroDuration,
+    #[error("`/preview test` needs the name of a test, such as `/preview test smoke`")]
+    MissingTest,
+    /// The argument of `test` (kept as written) is not a test's name.
+    #[error("{0:?} is not the name of a test")]
+    InvalidTest(String),
 }
 
 /// The first command in a comment body, if any. `None` means the comment holds no command and
@@ -144,6 +154,12 @@ fn parse_line(line: &str) -> Option<Result<Command, CommandError>> {
         "destroy" => Ok(Command::Destroy),
         "status" => Ok(Command::Status),
         "help" => Ok(Command::Help),
+        "test" => match words.next() {
+            None => Err(CommandError::MissingTest),
+            Some(arg) => TestName::new(arg)
+                .map(Command::Test)
+                .map_err(|_| CommandError::InvalidTest(arg.to_owned())),
+        },
         "extend" => match words.next() {
             None => Err(CommandError::MissingDuration),
             Some(arg) => match duration::parse(arg, true) {
@@ -302,12 +318,13 @@ impl HelpLimits {
 }
 
 /// One command per row, in the order the help shows them.
-fn every_command() -> [Command; 7] {
+fn every_command() -> [Command; 8] {
     use Command::*;
     // A new variant breaks this match: list it below as well.
     let _listed = |c: Command| match c {
-        Deploy | Stop | Wake | Extend(_) | Destroy | Status | Help => {}
+        Deploy | Stop | Wake | Extend(_) | Destroy | Status | Test(_) | Help => {}
     };
+    let example = TestName::new("smoke").expect("a test name");
     [
         Deploy,
         Stop,
@@ -315,6 +332,7 @@ fn every_command() -> [Command; 7] {
         Extend(Duration::from_secs(2 * 86_400)),
         Destroy,
         Status,
+        Test(example),
         Help,
     ]
 }
@@ -352,6 +370,12 @@ fn help_entry(command: Command, limits: &HelpLimits) -> (String, String) {
         Command::Status => (
             format!("{command}"),
             "Refresh the status comment.".to_owned(),
+        ),
+        Command::Test(_) => (
+            format!("{KEYWORD} test <name>"),
+            "Run one of the Blueprint's tests in the preview now; its result is the check run \
+             `Sandcastle / <name>`."
+                .to_owned(),
         ),
         Command::Help => (format!("{command}"), "Show this help.".to_owned()),
     };
@@ -409,6 +433,10 @@ mod tests {
         ok(Command::Extend(Duration::from_secs(secs)))
     }
 
+    fn test(name: &str) -> Option<Result<Command, CommandError>> {
+        ok(Command::Test(TestName::new(name).unwrap()))
+    }
+
     #[test]
     fn the_command_line_kept_parses_as_the_comment_does() {
         for body in [
@@ -443,6 +471,18 @@ mod tests {
             ("/preview extend 2d", extend(2 * D)),
             ("/preview extend 1h30m", extend(90 * 60)),
             ("/preview extend 1w", extend(7 * D)),
+            ("/preview test smoke", test("smoke")),
+            ("/PREVIEW TEST e2e-1 now please", test("e2e-1")),
+            ("/qovery preview test smoke", test("smoke")),
+            ("/preview test", err(CommandError::MissingTest)),
+            (
+                "/preview test Smoke",
+                err(CommandError::InvalidTest("Smoke".into())),
+            ),
+            (
+                "/preview test ../x",
+                err(CommandError::InvalidTest("../x".into())),
+            ),
             // Spacing and case.
             ("   /preview stop", ok(Stop)),
             ("   /preview   stop", ok(Stop)),

@@ -1,6 +1,7 @@
 //! What one `/preview` command does: who may run it, then the writes it asks for (deploy the
 //! head commit for every Blueprint the repository uses; stop, wake, extend, destroy or refresh
-//! the pull request's previews) and the replies it deserves, written out as text.
+//! the pull request's previews, or ask them to run a test) and the replies it deserves, written
+//! out as text.
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -282,6 +283,7 @@ fn apply_command(
             next.annotations_mut()
                 .insert(STICKY_REFRESH.to_owned(), token.to_owned());
         }
+        Command::Test(test) => sandcastle_domain::test_runs::ask(next, &test, token),
         Command::Extend(by) => {
             let created = next.creation_timestamp().map_or(now, |t| t.0);
             let current = next.spec.expires_at.as_ref().map(|t| t.0);
@@ -300,7 +302,8 @@ fn apply_command(
     answer
 }
 
-/// `stop`, `wake`, `extend`, `destroy` and `status`: act on the pull request's previews.
+/// `stop`, `wake`, `extend`, `destroy`, `status` and `test`: act on the pull request's previews
+/// (for `test`, those whose Blueprint has the test).
 async fn on_existing(
     ctx: &Context,
     cmd: &PreviewCommand,
@@ -327,6 +330,27 @@ async fn on_existing(
     if targets.is_empty() {
         return Ok(Done::refuse(Reply::NoPreview));
     }
+    let targets = match command {
+        Command::Test(test) => {
+            let has = |pe: &&PreviewEnvironment| {
+                spec_of(pe).is_some_and(|s| s.tests.iter().any(|t| t.name == test.as_str()))
+            };
+            let with: Vec<&PreviewEnvironment> = targets.iter().copied().filter(has).collect();
+            if with.is_empty() {
+                let mut known: Vec<String> = targets
+                    .iter()
+                    .filter_map(|pe| spec_of(pe))
+                    .flat_map(|s| s.tests.into_iter().map(|t| t.name))
+                    .collect();
+                known.sort();
+                known.dedup();
+                let test = test.to_string();
+                return Ok(Done::refuse(Reply::UnknownTest { test, known }));
+            }
+            with
+        }
+        _ => targets,
+    };
     let delivery = cmd.spec.delivery.as_str();
     let mut done = Done::default();
     let mut views = Vec::new();
@@ -422,6 +446,7 @@ fn status_view(
             rule: None,
             cluster: None,
             cluster_down: None,
+            tests: Vec::new(),
         }
     })
 }

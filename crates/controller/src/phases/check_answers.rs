@@ -178,6 +178,7 @@ mod tests {
             name: name.to_owned(),
             status,
             conclusion,
+            external_id: None,
         }
     }
 

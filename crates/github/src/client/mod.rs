@@ -6,6 +6,7 @@
 
 mod api;
 mod archive;
+mod checks;
 mod credentials;
 mod error;
 mod etags;
@@ -23,6 +24,7 @@ use octocrab::models::{AppId, InstallationId};
 use sandcastle_domain::{RepoName, Secret};
 use sandcastle_metrics::GitHubMetrics;
 
+pub use checks::{CheckOutput, CheckRunWrite, OUTPUT_MAX_CHARS};
 pub use credentials::{Credentials, Rejected};
 pub use error::GitHubError;
 pub use types::{

@@ -433,6 +433,9 @@ pub struct CheckRun {
     pub status: CheckStatus,
     #[serde(default)]
     pub conclusion: Option<CheckConclusion>,
+    /// The integrator's id of the run (Sandcastle's: `<preview>/<test>/<run>`).
+    #[serde(default)]
+    pub external_id: Option<String>,
 }
 
 /// An installation of the App, from `GET /app/installations`.

@@ -4,6 +4,7 @@
 //! preview was removed, by whom and through what (`teardown`). Pure: text from values,
 //! snapshot-tested.
 
+pub mod checks;
 mod markdown;
 mod marker;
 pub mod replies;

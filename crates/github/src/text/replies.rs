@@ -61,6 +61,9 @@ pub enum Reply {
     BranchRefused { branch: String },
     /// `stop`, `wake`, `extend`, `destroy` or `status` with no preview to act on.
     NoPreview,
+    /// `/preview test NAME` where no preview of the pull request has a test of that name;
+    /// `known` are the tests they have.
+    UnknownTest { test: String, known: Vec<String> },
     /// No blueprint allows the repository.
     RepoNotEnabled { repo: RepoName },
     /// `blueprint`'s `authors` rule for the pull request author's `class` says `off`.
@@ -103,6 +106,27 @@ pub fn reply_text(reply: &Reply, limits: &HelpLimits) -> String {
             "{} is not a duration; write it like `30m`, `4h`, `1h30m` or `2d`.",
             code(clip(input))
         ),
+        Reply::NotUnderstood(CommandError::MissingTest) => {
+            "`/preview test` needs the name of one of the Blueprint's tests, for example \
+             `/preview test smoke`."
+                .to_owned()
+        }
+        Reply::NotUnderstood(CommandError::InvalidTest(input)) => format!(
+            "{} is not the name of a test (lower-case letters, digits and `-`).",
+            code(clip(input))
+        ),
+        Reply::UnknownTest { test, known } => {
+            let have = if known.is_empty() {
+                "its Blueprint has no tests".to_owned()
+            } else {
+                let names: Vec<String> = known.iter().map(|k| code(k)).collect();
+                format!("its tests are {}", names.join(", "))
+            };
+            format!(
+                "This pull request's preview has no test {}: {have}.",
+                code(clip(test))
+            )
+        }
         Reply::NotUnderstood(CommandError::ZeroDuration) => {
             "`/preview extend` needs a duration longer than zero, for example `/preview extend 2d`."
                 .to_owned()
@@ -255,6 +279,18 @@ mod tests {
         let sha = Sha::new(&"abc1234".repeat(6)[..40]).unwrap();
         let cases = [
             (
+                Reply::UnknownTest {
+                    test: "e2e".into(),
+                    known: vec!["smoke".into(), "lint".into()],
+                },
+                "This pull request's preview has no test `e2e`: its tests are `smoke`, `lint`.",
+            ),
+            (
+                Reply::NotUnderstood(CommandError::MissingTest),
+                "`/preview test` needs the name of one of the Blueprint's tests, for example \
+                 `/preview test smoke`.",
+            ),
+            (
                 Reply::BranchRefused {
                     branch: "fix/\u{202e}gnp.exe".into(),
                 },
@@ -391,6 +427,7 @@ mod tests {
             log_tail: None,
             running: None,
             rule: None,
+            tests: Vec::new(),
         };
         let reply = Reply::Status {
             previews: vec![

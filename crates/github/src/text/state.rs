@@ -41,6 +41,8 @@ pub struct StickyView {
     pub cluster: Option<String>,
     /// Why that cluster does not answer, while it does not (`cluster b is unreachable since …`).
     pub cluster_down: Option<String>,
+    /// The last run of each of the Blueprint's tests, one line each.
+    pub tests: Vec<super::checks::TestLine>,
 }
 
 /// The last log lines of the container a failure comes from.

@@ -95,6 +95,13 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
     if let (Some(tail), StickyState::Failed { .. }) = (&view.log_tail, state) {
         out.push_str(&log_block(tail));
     }
+    if !view.tests.is_empty() && !removed {
+        out.push_str("\n**Tests** (each a check run `Sandcastle / <test>` on the commit)\n\n");
+        for line in &view.tests {
+            out.push_str(&super::checks::test_line(line));
+            out.push('\n');
+        }
+    }
     if let (Some(down), false) = (&view.cluster_down, removed) {
         out.push_str(&format!(
             "\n⚠️ {}: the preview may not answer. Sandcastle carries on when the cluster is back.\n",
@@ -342,6 +349,7 @@ mod tests {
             log_tail: None,
             running: None,
             rule: None,
+            tests: Vec::new(),
         }
     }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 
+use super::checks::TestLine;
 use super::state::{LogTail, StickyState, StickyView};
 use sandcastle_crd::{BlueprintSpec, Phase, PreviewEnvironment, PreviewStatus, SlotState};
 use sandcastle_domain::{Sha, authors};
@@ -119,8 +120,31 @@ pub fn sticky_view(
             .iter()
             .find(|c| c.type_ == "ClusterReachable" && c.status == "False")
             .map(|c| c.message.clone()),
+        tests: if waiting { Vec::new() } else { test_lines(&st) },
         state,
     })
+}
+
+/// The last run of each test, by name.
+fn test_lines(st: &PreviewStatus) -> Vec<TestLine> {
+    let names: std::collections::BTreeSet<&str> =
+        st.tests.iter().map(|r| r.name.as_str()).collect();
+    names
+        .into_iter()
+        .filter_map(|n| sandcastle_domain::test_runs::latest(&st.tests, n))
+        .map(|r| TestLine {
+            test: r.name.clone(),
+            state: r.state,
+            conclusion: r.conclusion,
+            sha: r.sha.clone(),
+            took: r
+                .finished_at
+                .as_ref()
+                .map(|end| sandcastle_domain::test_runs::took(r, end.0))
+                .unwrap_or_default(),
+            exit_code: r.exit_code,
+        })
+        .collect()
 }
 
 /// Whether a pending preview waits its turn: for a slot under the Blueprint's cap, or for a
@@ -177,6 +201,11 @@ pub fn shown_key(view: &StickyView) -> String {
     // Only while its cluster is away, so that every other comment's key stays as it was.
     if view.cluster_down.is_some() {
         key.push_str("|cluster-down");
+    }
+    // Only with tests, likewise.
+    if !view.tests.is_empty() {
+        let tests: Vec<String> = view.tests.iter().map(TestLine::key).collect();
+        key.push_str(&format!("|tests:{}", tests.join(",")));
     }
     key
 }
