@@ -8,7 +8,7 @@ fn manifest_lists_the_permissions_and_events_sandcastle_needs() {
     let m: Value = serde_saphyr::from_str(&text).unwrap();
     assert_eq!(
         m["default_permissions"],
-        json!({"deployments": "write", "issues": "write", "pull_requests": "read", "contents": "read", "checks": "read", "metadata": "read"})
+        json!({"deployments": "write", "issues": "write", "pull_requests": "read", "contents": "read", "checks": "write", "metadata": "read"})
     );
     assert_eq!(
         m["default_events"],

@@ -995,3 +995,226 @@ async fn an_unchecked_call_fails_the_test() {
 
     e.fake.expect_only(&["GET /repos/*/*/issues/*/comments"]);
 }
+
+// --- check runs ------------------------------------------------------------------------------------
+
+/// An installation client that sends what it is given, unchecked (octocrab's raw calls).
+fn raw_installation(e: &Env) -> octocrab::Octocrab {
+    octocrab::Octocrab::builder()
+        .base_uri(e.fake.url())
+        .unwrap()
+        .app(
+            octocrab::models::AppId(TEST_APP_ID),
+            octocrab::EncodingKey::from_rsa_pem(TEST_APP_PRIVATE_KEY_PEM.as_bytes()).unwrap(),
+        )
+        .build()
+        .unwrap()
+        .installation(octocrab::models::InstallationId(INST))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn check_runs_are_created_and_completed_step_by_step_and_found_by_external_id() {
+    use sandcastle::github::client::{CheckOutput, CheckRunWrite};
+    let e = env().await;
+    let mut write = CheckRunWrite::new(CheckStatus::Queued);
+    write.name = Some("Sandcastle / smoke".into());
+    write.head_sha = Some(sha('a'));
+    write.external_id = Some("shop-pr-7/smoke/1".into());
+    write.details_url = Some("https://sandcastle.example.com/previews/shop-pr-7".into());
+    write.output = Some(CheckOutput {
+        title: "Queued".into(),
+        summary: "s".repeat(70_000),
+        text: None,
+    });
+    let made = e.gh.create_check_run(&e.repo, &write).await.unwrap();
+    assert_eq!(made.status, CheckStatus::Queued);
+    let mut running = CheckRunWrite::new(CheckStatus::InProgress);
+    running.started_at = Some(Timestamp::from_second(1_700_000_000).unwrap());
+    e.gh.update_check_run(&e.repo, made.id, &running)
+        .await
+        .unwrap();
+    let mut done = CheckRunWrite::new(CheckStatus::Completed);
+    done.conclusion = Some(CheckConclusion::TimedOut);
+    done.output = Some(CheckOutput {
+        title: "Timed out after 10m".into(),
+        summary: "summary".into(),
+        text: Some("the tail".into()),
+    });
+    let after =
+        e.gh.update_check_run(&e.repo, made.id, &done)
+            .await
+            .unwrap();
+    assert_eq!(after.conclusion, Some(CheckConclusion::TimedOut));
+    let found =
+        e.gh.find_check_run(
+            &e.repo,
+            &sha('a'),
+            "Sandcastle / smoke",
+            "shop-pr-7/smoke/1",
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.map(|r| r.id), Some(made.id));
+    let none =
+        e.gh.find_check_run(
+            &e.repo,
+            &sha('a'),
+            "Sandcastle / smoke",
+            "shop-pr-7/smoke/2",
+        )
+        .await
+        .unwrap();
+    assert!(none.is_none());
+    let runs = e.fake.check_runs(&e.repo, &sha('a'));
+    assert_eq!(
+        runs[0].steps,
+        ["queued", "in_progress", "completed/timed_out"]
+    );
+    assert_eq!(runs[0].output.clone().unwrap().text.as_deref(), Some("the tail"));
+    let created = e.fake.check("POST /repos/acme/shop/check-runs");
+    let sent = created[0].body.as_ref().unwrap()["output"]["summary"]
+        .as_str()
+        .unwrap()
+        .chars()
+        .count();
+    assert_eq!(sent, 65_535, "cut to GitHub's limit before sending");
+    assert!(runs[0].by_app);
+    e.fake.expect_only(&[
+        "POST /repos/acme/shop/check-runs",
+        "PATCH /repos/acme/shop/check-runs/*",
+        "GET /repos/acme/shop/commits/*/check-runs",
+    ]);
+}
+
+#[tokio::test]
+async fn the_stand_in_refuses_check_runs_github_would_refuse() {
+    let e = env().await;
+    let raw = raw_installation(&e);
+    let a = sha('a').to_string();
+    let post = |body: serde_json::Value| {
+        let raw = raw.clone();
+        async move {
+            raw._post("/repos/acme/shop/check-runs", Some(&body))
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let cases = [
+        (json!({"head_sha": a}), 422, "no name"),
+        (json!({"name": "x"}), 422, "no head_sha"),
+        (
+            json!({"name": "x", "head_sha": "f".repeat(40)}),
+            422,
+            "a commit the repository lacks",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "status": "waiting"}),
+            422,
+            "a status for Actions only",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "status": "completed"}),
+            422,
+            "completed without a conclusion",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "completed_at": "2026-11-29T12:00:00Z"}),
+            422,
+            "completed_at without a conclusion",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "status": "queued", "conclusion": "success"}),
+            422,
+            "a conclusion beside another status",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "conclusion": "stale"}),
+            422,
+            "stale, which only GitHub sets",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "started_at": "yesterday"}),
+            422,
+            "a time that is no time",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "details_url": "javascript:alert(1)"}),
+            422,
+            "a details_url that is no URL",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "output": {"title": "t"}}),
+            422,
+            "an output without a summary",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "output": {"title": "t", "summary": "s".repeat(65_536)}}),
+            422,
+            "a summary past 65,535 characters",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "output": {"title": "t", "summary": "s", "text": "t".repeat(65_536)}}),
+            422,
+            "a text past 65,535 characters",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "output": {"title": "t", "summary": "s", "annotations": vec![json!({}); 51]}}),
+            422,
+            "51 annotations",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "conclusion": "success"}),
+            201,
+            "a conclusion alone completes",
+        ),
+        (
+            json!({"name": "x", "head_sha": a, "status": "in_progress"}),
+            201,
+            "in progress",
+        ),
+    ];
+    for (body, want, what) in cases {
+        assert_eq!(post(body.clone()).await, want, "{what}: {body}");
+    }
+    let made = e.fake.check_runs(&e.repo, &sha('a'));
+    assert_eq!(made.len(), 2);
+    assert_eq!(made[0].status, "completed");
+    let id = made[1].id;
+    let patch = |id: u64, body: serde_json::Value| {
+        let raw = raw.clone();
+        async move {
+            raw._patch(format!("/repos/acme/shop/check-runs/{id}"), Some(&body))
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(
+        patch(
+            id + 1000,
+            json!({"status": "completed", "conclusion": "success"})
+        )
+        .await,
+        404
+    );
+    assert_eq!(patch(id, json!({"status": "completed"})).await, 422);
+    assert_eq!(patch(id, json!({"conclusion": "nope"})).await, 422);
+    assert_eq!(
+        patch(
+            id,
+            json!({"status": "completed", "conclusion": "cancelled"})
+        )
+        .await,
+        200
+    );
+
+    // An installation that has not approved `checks: write` writes none.
+    e.fake.grant_checks(INST, false);
+    assert_eq!(post(json!({"name": "x", "head_sha": a})).await, 403);
+    assert_eq!(patch(id, json!({"conclusion": "success"})).await, 403);
+    e.fake.take_calls();
+}

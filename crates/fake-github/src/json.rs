@@ -437,6 +437,18 @@ fn check_run_pulls(repo: &RepoName, rec: &RepoRecord, run: &CheckRunRecord) -> V
     Value::Array(pulls)
 }
 
+/// A check run the App wrote: [`check_run`] with what it set, and the App as its author.
+pub(crate) fn app_check_run(
+    repo: &RepoName,
+    rec: &RepoRecord,
+    run: &CheckRunRecord,
+    identity: &AppIdentity,
+) -> Value {
+    let mut v = check_run(repo, rec, run);
+    set(&mut v, "app", app(identity));
+    v
+}
+
 pub(crate) fn check_run(repo: &RepoName, rec: &RepoRecord, run: &CheckRunRecord) -> Value {
     let mut v = CHECK_RUN["check_run"].clone();
     replace_strings(&mut v, "128620228", &run.id.to_string());
@@ -456,6 +468,19 @@ pub(crate) fn check_run(repo: &RepoName, rec: &RepoRecord, run: &CheckRunRecord)
     set(&mut v, "started_at", json!(ts(run.started_at)));
     set(&mut v, "completed_at", json!(run.completed_at.map(ts)));
     set(&mut v, "pull_requests", pulls.clone());
+    set(&mut v, "external_id", json!(run.external_id));
+    if let Some(url) = &run.details_url {
+        set(&mut v, "details_url", json!(url));
+    }
+    if let Some(o) = &run.output {
+        let annotations = v["output"]["annotations_url"].clone();
+        set(
+            &mut v,
+            "output",
+            json!({"title": o.title, "summary": o.summary, "text": o.text,
+                "annotations_count": 0, "annotations_url": annotations}),
+        );
+    }
     if let Some(suite) = v.get_mut("check_suite") {
         set(suite, "head_sha", json!(run.sha));
         set(suite, "after", json!(run.sha));

@@ -30,8 +30,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 pub use calls::{Call, CallAuth, Matcher, UncheckedCalls};
 pub use faults::Fault;
 pub use state::{
-    CheckRunRecord, CommentRecord, DeploymentRecord, HeadRepo, PullRecord, ReactionRecord, Role,
-    StatusRecord, TEST_OAUTH_CLIENT_ID, TEST_OAUTH_CLIENT_SECRET,
+    CheckOutputRecord, CheckRunRecord, CommentRecord, DeploymentRecord, HeadRepo, PullRecord,
+    ReactionRecord, Role, StatusRecord, TEST_OAUTH_CLIENT_ID, TEST_OAUTH_CLIENT_SECRET,
 };
 pub use webhooks::{Delivery, PrSpec, sign};
 
@@ -181,8 +181,31 @@ impl FakeGitHub {
                     account: account.to_owned(),
                     budget,
                     administration: false,
+                    checks: true,
                 });
         });
+    }
+
+    /// The installation has not approved the App's `checks: write` (`false`), or has
+    /// (`true`, the default): without it, check-run writes are answered 403.
+    pub fn grant_checks(&self, installation: u64, granted: bool) {
+        self.with(|st| {
+            if let Some(i) = st.installations.get_mut(&installation) {
+                i.checks = granted;
+            }
+        });
+    }
+
+    /// The check runs on `sha`, oldest first (those the App wrote and those a test seeded).
+    pub fn check_runs(&self, repo: &RepoName, sha: &Sha) -> Vec<CheckRunRecord> {
+        self.with(|st| {
+            st.repo(repo)
+                .check_runs
+                .iter()
+                .filter(|r| &r.sha == sha)
+                .cloned()
+                .collect()
+        })
     }
 
     /// The installation accepts the App's request for `administration: write`.
@@ -295,15 +318,8 @@ impl FakeGitHub {
             let now = st.tick();
             let rec = st.repo_mut(repo);
             rec.shas.insert(sha.clone());
-            rec.check_runs.push(CheckRunRecord {
-                id,
-                sha: sha.clone(),
-                name: name.to_owned(),
-                status: "queued".to_owned(),
-                conclusion: None,
-                started_at: now,
-                completed_at: None,
-            });
+            rec.check_runs
+                .push(CheckRunRecord::seeded(id, sha, name, now));
         });
     }
 

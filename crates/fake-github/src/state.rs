@@ -181,6 +181,43 @@ pub struct CheckRunRecord {
     pub conclusion: Option<String>,
     pub started_at: Timestamp,
     pub completed_at: Option<Timestamp>,
+    /// Made through the API by the App (not by a test's seeding).
+    pub by_app: bool,
+    pub external_id: Option<String>,
+    pub details_url: Option<String>,
+    /// What it shows, as last written.
+    pub output: Option<CheckOutputRecord>,
+    /// Each write's status (and conclusion), oldest first: `queued`, `in_progress`,
+    /// `completed/success`.
+    pub steps: Vec<String>,
+}
+
+impl CheckRunRecord {
+    /// A check run seeded by a test (not written through the API), `queued`.
+    pub fn seeded(id: u64, sha: &Sha, name: &str, now: Timestamp) -> Self {
+        Self {
+            id,
+            sha: sha.clone(),
+            name: name.to_owned(),
+            status: "queued".to_owned(),
+            conclusion: None,
+            started_at: now,
+            completed_at: None,
+            by_app: false,
+            external_id: None,
+            details_url: None,
+            output: None,
+            steps: vec!["queued".to_owned()],
+        }
+    }
+}
+
+/// A check run's `output`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckOutputRecord {
+    pub title: String,
+    pub summary: String,
+    pub text: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -240,6 +277,9 @@ pub(crate) struct InstallationRecord {
     pub budget: Budget,
     /// The installation granted the App `administration: write` (deleting environments).
     pub administration: bool,
+    /// The installation granted the App `checks: write` (the manifest asks for it; an
+    /// installation made before it did may not have approved it).
+    pub checks: bool,
 }
 
 /// A primary rate-limit window.

@@ -458,15 +458,8 @@ impl FakeGitHub {
             {
                 Some(i) => i,
                 None => {
-                    rec.check_runs.push(CheckRunRecord {
-                        id,
-                        sha: sha.clone(),
-                        name: name.to_owned(),
-                        status: "queued".to_owned(),
-                        conclusion: None,
-                        started_at: now,
-                        completed_at: None,
-                    });
+                    rec.check_runs
+                        .push(CheckRunRecord::seeded(id, sha, name, now));
                     rec.check_runs.len() - 1
                 }
             };
@@ -474,6 +467,7 @@ impl FakeGitHub {
             run.status = "completed".to_owned();
             run.conclusion = Some(conclusion.to_owned());
             run.completed_at = Some(now);
+            run.steps.push(format!("completed/{conclusion}"));
             let rec = st.repo(repo);
             let mut v = CHECK_RUN.clone();
             set(&mut v, "action", json!("completed"));

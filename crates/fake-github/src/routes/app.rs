@@ -21,11 +21,12 @@ use crate::state::{TokenRecord, ts};
 const TOKEN_DOC: &str =
     "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app";
 
-/// What the stand-in App may do (DESIGN.md §6), and `administration: write` where the
-/// installation granted it (deleting environments).
-fn permissions(administration: bool) -> Value {
+/// What the stand-in App may do (DESIGN.md §6), `administration: write` where the
+/// installation granted it (deleting environments), and `checks: write` unless it has not
+/// approved it (then `read`).
+fn permissions(administration: bool, checks: bool) -> Value {
     let mut p = json!({
-        "checks": "read",
+        "checks": if checks { "write" } else { "read" },
         "contents": "read",
         "deployments": "write",
         "issues": "write",
@@ -60,7 +61,11 @@ pub(super) async fn create_access_token(
         return r;
     }
     let mut st = shared.lock();
-    let Some(administration) = st.installations.get(&id).map(|i| i.administration) else {
+    let Some((administration, checks)) = st
+        .installations
+        .get(&id)
+        .map(|i| (i.administration, i.checks))
+    else {
         return not_found();
     };
     st.tokens_issued += 1;
@@ -87,7 +92,7 @@ pub(super) async fn create_access_token(
         &json!({
             "token": token,
             "expires_at": ts(expires_at),
-            "permissions": permissions(administration),
+            "permissions": permissions(administration, checks),
             "repository_selection": "selected",
         }),
     )
@@ -120,7 +125,7 @@ pub(super) async fn list_installations(
                 "app_slug": identity.slug,
                 "target_id": account["id"],
                 "target_type": "Organization",
-                "permissions": permissions(i.administration),
+                "permissions": permissions(i.administration, i.checks),
                 "events": ["check_run", "issue_comment", "pull_request"],
                 "created_at": "2025-10-01T00:00:00Z",
                 "updated_at": "2025-10-01T00:00:00Z",

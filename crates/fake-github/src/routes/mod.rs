@@ -8,6 +8,7 @@
 
 mod app;
 mod archive;
+mod checks;
 mod deployments;
 mod environments;
 mod issues;
@@ -119,6 +120,11 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route(
             "/repos/{owner}/{repo}/commits/{ref}/check-runs",
             get(repos::check_runs),
+        )
+        .route("/repos/{owner}/{repo}/check-runs", post(checks::create))
+        .route(
+            "/repos/{owner}/{repo}/check-runs/{id}",
+            get(checks::get).patch(checks::update),
         )
         .fallback(|| async { not_found() })
         .method_not_allowed_fallback(|| async { not_found() })

@@ -185,7 +185,11 @@ pub(super) async fn check_runs(
             .iter()
             .rev()
             .filter(|r| r.sha == sha)
-            .map(|r| json::check_run(repo, rec, r))
+            .filter(|r| query.get("check_name").is_none_or(|n| *n == r.name))
+            .map(|r| match r.by_app {
+                true => json::app_check_run(repo, rec, r, &shared.identity),
+                false => json::check_run(repo, rec, r),
+            })
             .collect();
         paginate(
             &shared,
