@@ -18,6 +18,7 @@ pub mod rbac;
 pub mod readiness;
 pub mod source;
 pub mod status;
+pub mod test_jobs;
 pub mod tls;
 pub mod wake_route;
 pub mod watched;
