@@ -21,6 +21,7 @@ mod remote;
 mod report;
 pub mod resync;
 mod sticky;
+mod test_checks;
 pub(crate) mod term;
 mod verdict;
 

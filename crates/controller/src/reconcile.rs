@@ -3,7 +3,8 @@
 //! asks the one phase that applies what to do — finalize a deleted preview, tear down one asked
 //! to go, take down an outlived incarnation, wait while a fork awaits approval, pass the
 //! guardrails (expiry, Blueprint, slot, stop and wake), roll out — and gets a [`Verdict`] back.
-//! [`finish`] then reports to GitHub once, brings the sticky comment in line with the verdict,
+//! [`finish`] then reports to GitHub once (the deployment, and the check runs of the
+//! Blueprint's tests), brings the sticky comment in line with the verdict,
 //! and writes the status once, with what the comment shows. (The one other status
 //! write is a slot taken under `maxPreviews`, which must be written before the admission lock is
 //! released: see `phases::capacity`.)
@@ -18,9 +19,9 @@ use kube::{Resource, ResourceExt};
 use super::context::Context;
 use super::error::Error;
 use super::phases::admit::{self, Guard};
-use super::phases::{capacity, place, rollout, teardown};
+use super::phases::{capacity, place, rollout, teardown, test_runs};
 use super::verdict::{Next, Verdict, record_requests, save, set_phase};
-use super::{finalizer, report, sticky};
+use super::{finalizer, report, sticky, test_checks};
 use sandcastle_crd::labels::REDEPLOY;
 use sandcastle_crd::{Phase, PreviewEnvironment, PreviewStatus};
 use sandcastle_domain::{Sha, running};
@@ -125,6 +126,15 @@ async fn finish(
     let reported = match &report {
         Some(r) => report::sync(pe, &mut status, &ctx.reporting(), r).await,
         None => true,
+    };
+    // The Blueprint's tests: what no longer concerns the preview cancelled, what runs looked at,
+    // and their check runs brought in line.
+    let settled = test_runs::settle(pe, &mut status, ctx).await;
+    let reported = test_checks::sync(pe, &mut status, ctx, &settled.logs).await && reported;
+    let next = match (next, settled.next) {
+        (Next::After(d), Some(t)) => Next::After(d.min(t)),
+        (Next::Change, Some(t)) => Next::After(t),
+        (next, _) => next,
     };
     let ended = running::accrue(&mut status, ctx.clock.now());
     // Whatever this pass decided, it decided on this spec and these requests: a `wait` after a

@@ -6,7 +6,7 @@
 //!   seen in this term is read first (one call). A leader killed after posting a status but
 //!   before recording it leaves the record behind GitHub, and its successor must not post that
 //!   status a second time.
-//! - **What this term created** (deployments, sticky comments), so a pass whose status write
+//! - **What this term created** (deployments, sticky comments, test check runs), so a pass whose status write
 //!   failed uses them instead of creating them again.
 //! - **Which previews are fresh**: those this term gave their finalizer. That is the first pass of
 //!   a preview's life, and nothing is posted to GitHub for it before (a deployment or a sticky
@@ -42,6 +42,8 @@ pub struct Term {
     deployments: Mutex<HashMap<(String, u32, String), u64>>,
     /// Preview uid → the sticky comment this term created.
     stickies: Mutex<HashMap<String, u64>>,
+    /// (preview uid, a test run's external id) → the check run this term created.
+    check_runs: Mutex<HashMap<(String, String), u64>>,
 }
 
 impl Term {
@@ -93,6 +95,22 @@ impl Term {
     pub fn created_sticky(&self, pe: &PreviewEnvironment, id: u64) {
         if let Some(uid) = pe.uid() {
             bounded_insert(&mut self.stickies.lock().unwrap(), uid, id);
+        }
+    }
+
+    /// The check run this term created for `pe`'s test run `external_id`.
+    pub fn check_run(&self, pe: &PreviewEnvironment, external_id: &str) -> Option<u64> {
+        let key = (pe.uid()?, external_id.to_owned());
+        self.check_runs.lock().unwrap().get(&key).copied()
+    }
+
+    pub fn created_check_run(&self, pe: &PreviewEnvironment, external_id: &str, id: u64) {
+        if let Some(uid) = pe.uid() {
+            bounded_insert(
+                &mut self.check_runs.lock().unwrap(),
+                (uid, external_id.to_owned()),
+                id,
+            );
         }
     }
 }

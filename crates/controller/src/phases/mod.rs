@@ -2,8 +2,9 @@
 //! rollout (`admit`: expiry, a deleted Blueprint, the slot under `maxPreviews` in `capacity`,
 //! the cluster it lives in in `place`,
 //! stop and wake in `idle`, off-hours schedules in `schedule`, the reply before expiry in `warn`), the rollout itself (`rollout`, its `steps`, the `checks` it waits
-//! for, the pre-delete `hooks` it applies suspended), and the teardown (`teardown`). Each
-//! returns a verdict; the reconcile reports and saves it.
+//! for, the pre-delete `hooks` it applies suspended, the Blueprint's tests it runs once Ready
+//! in `test_runs`), and the teardown (`teardown`). Each returns a verdict; the reconcile reports
+//! and saves it.
 
 pub(super) mod admit;
 pub(super) mod adopt;
@@ -21,4 +22,5 @@ pub(super) mod rollout;
 pub(super) mod schedule;
 pub(super) mod steps;
 pub(super) mod teardown;
+pub(super) mod test_runs;
 pub(super) mod warn;

@@ -268,7 +268,12 @@ pub(crate) async fn run(
     } else if let Some(r) = st.rollout.as_mut() {
         r.namespace_uid = r.namespace_uid.take().or(namespace_uid);
     }
-    apply_and_wait(pe, st, &blueprint, &pctx, &steps, &plan, &at).await
+    let mut verdict = apply_and_wait(pe, st, &blueprint, &pctx, &steps, &plan, &at).await?;
+    if verdict.status.phase == Some(Phase::Ready) {
+        let st = &mut verdict.status;
+        super::test_runs::start(pe, st, &blueprint, (&pctx, &plan), cluster, ctx).await?;
+    }
+    Ok(verdict)
 }
 
 /// The cluster a preview lives in, and the controller's context.
