@@ -50,6 +50,7 @@ WRITE_TOOLS = [
     "share_preview",
     "revoke_share",
     "get_header_secret",
+    "run_tests",
 ]
 PREVIEW_TEMPLATE = "sandcastle://previews/{name}"
 

@@ -1,7 +1,8 @@
 //! What agents and people do to previews through Sandcastle's API, MCP server and CLI, once for
 //! all three: list and read previews, create a sandbox without a pull request, redeploy, stop,
-//! wake, extend, reset, delete, wait for one, read its logs and events, mint a token scoped to
-//! it; and a visit to a stopped preview's host, which wakes it. Every other operation
+//! wake, extend, reset, delete, wait for one (or for one of its tests), run one of its tests,
+//! read its logs and events, mint a token scoped to it; and a visit to a stopped preview's
+//! host, which wakes it. Every other operation
 //! authenticates and authorizes its caller first (`auth`: TokenReview and SubjectAccessReview,
 //! no user database of our own) and every write is audited three ways that agree: an `audit` log line here, and — through the request the write leaves on the preview —
 //! an entry in its status history and a Kubernetes Event, both written by the controller. Like
@@ -16,6 +17,7 @@ pub mod operation;
 pub mod remote;
 pub mod sealed;
 mod share;
+pub mod test_runs;
 mod token;
 pub mod view;
 mod visit;
@@ -37,6 +39,7 @@ pub use observe::{
 };
 pub use operation::Operation;
 pub use share::{HeaderSecretView, ShareBody, ShareView};
+pub use test_runs::TestRunView;
 pub use token::{TokenRequestBody, TokenView};
 pub use view::{Addresses, ListFilter, PreviewList, PreviewView};
 pub use visit::Visited;

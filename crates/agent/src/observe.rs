@@ -32,6 +32,9 @@ pub enum WaitFor {
     Stopped,
     /// Torn down (Removed) or gone.
     Removed,
+    /// The result of the test `test` names: of the run answering the last request for it, or
+    /// (for a test run after each rollout) of the run after the current rollout.
+    Test,
 }
 
 /// `GET /previews/{name}/wait`.
@@ -45,6 +48,8 @@ pub struct WaitQuery {
     /// How long at most (`30s`, `5m`; default `5m`, at most the server's `--api-max-wait`, `10m`
     /// unless configured).
     pub timeout: Option<String>,
+    /// With `for=test`: the test (one of the Blueprint's `tests`).
+    pub test: Option<String>,
 }
 
 /// How a wait ended.
@@ -55,6 +60,9 @@ pub enum WaitOutcome {
     Failed,
     Stopped,
     Removed,
+    /// `for=test`: the test's run succeeded (a failed, timed-out or cancelled run, or a failed
+    /// preview, is `failed`).
+    Passed,
     /// The timeout passed first.
     Timeout,
 }
@@ -64,6 +72,9 @@ pub struct WaitResult {
     pub outcome: WaitOutcome,
     /// The preview as it was when the wait ended (absent once it is gone).
     pub preview: Option<PreviewView>,
+    /// `for=test`: the test's last run as it was when the wait ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<super::TestRunView>,
 }
 
 fn outcome(pe: Option<&PreviewEnvironment>, wanted: WaitFor) -> Option<WaitOutcome> {
@@ -233,16 +244,35 @@ fn event_view(e: &Event) -> EventView {
 }
 
 impl Agent {
-    /// Wait until `name` is what `wanted` asks, or `timeout` (at most the configured bound;
-    /// by default five minutes, or the bound when it is shorter).
+    /// Wait until `name` is what `q.wanted` asks (with `for=test`, until test `q.test` has a
+    /// result), or `q.timeout` (at most the configured bound; by default five minutes, or the
+    /// bound when it is shorter).
     pub async fn wait(
         &self,
         caller: &Caller,
         name: &str,
-        wanted: WaitFor,
-        timeout: Option<&str>,
+        q: &WaitQuery,
     ) -> Result<WaitResult, AgentError> {
+        let (wanted, timeout) = (q.wanted, q.timeout.as_deref());
         let pe = self.authorized(caller, Operation::Wait, name).await?;
+        let test = match (wanted, q.test.as_deref()) {
+            (WaitFor::Test, Some(t)) => Some(self.test_of(&pe, t).await?),
+            (WaitFor::Test, None) => {
+                return Err(AgentError::invalid(
+                    "invalid_query",
+                    "test",
+                    "for=test needs test=NAME, one of the Blueprint's tests",
+                ));
+            }
+            (_, Some(_)) => {
+                return Err(AgentError::invalid(
+                    "invalid_query",
+                    "test",
+                    "test=NAME goes with for=test",
+                ));
+            }
+            (_, None) => None,
+        };
         let timeout = match timeout {
             Some(t) => duration::parse(t, false)
                 .map_err(|e| AgentError::invalid("invalid_duration", "timeout", e.to_string()))?,
@@ -256,7 +286,20 @@ impl Agent {
             ));
         }
         self.read_activity(&pe, Some(caller.via));
-        let done = move |p: Option<&PreviewEnvironment>| outcome(p, wanted).is_some();
+        let ended = move |p: Option<&PreviewEnvironment>| match &test {
+            Some(t) => {
+                super::test_runs::outcome(p, is_current, &t.name, t.run_on).map(|w| match w {
+                    super::test_runs::Waited::Passed => WaitOutcome::Passed,
+                    super::test_runs::Waited::Failed => WaitOutcome::Failed,
+                    super::test_runs::Waited::Removed => WaitOutcome::Removed,
+                })
+            }
+            None => outcome(p, wanted),
+        };
+        let done = {
+            let ended = ended.clone();
+            move |p: Option<&PreviewEnvironment>| ended(p).is_some()
+        };
         let waited = tokio::time::timeout(timeout, await_condition(self.api(), name, done)).await;
         let last = match waited {
             Ok(Ok(found)) => found,
@@ -266,10 +309,17 @@ impl Agent {
             }
             Err(_) => self.api().get_opt(name).await?,
         };
-        let result = outcome(last.as_ref(), wanted).unwrap_or(WaitOutcome::Timeout);
+        let result = ended(last.as_ref()).unwrap_or(WaitOutcome::Timeout);
+        let test = q.test.as_deref().and_then(|t| {
+            let st = last.as_ref()?.status.as_ref()?;
+            super::test_runs::views(st)
+                .into_iter()
+                .find(|v| v.name == t)
+        });
         Ok(WaitResult {
             outcome: result,
             preview: last.as_ref().map(|p| self.view(p)),
+            test,
         })
     }
 

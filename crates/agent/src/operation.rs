@@ -28,6 +28,8 @@ pub enum Operation {
     Unshare,
     /// Hand out the preview's header secret.
     HeaderSecret,
+    /// Run one of the Blueprint's tests in the preview now.
+    RunTest,
 }
 
 /// What RBAC must allow for an operation: `verb` on `previewenvironments[/subresource]`.
@@ -38,7 +40,7 @@ pub struct Access {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 16] = [
+    pub const ALL: [Operation; 17] = [
         Self::List,
         Self::Get,
         Self::Wait,
@@ -55,6 +57,7 @@ impl Operation {
         Self::Share,
         Self::Unshare,
         Self::HeaderSecret,
+        Self::RunTest,
     ];
 
     /// The lower-case name (audit lines, history, metrics).
@@ -76,6 +79,7 @@ impl Operation {
             Self::Share => "share",
             Self::Unshare => "unshare",
             Self::HeaderSecret => "header-secret",
+            Self::RunTest => "run-test",
         }
     }
 
@@ -95,6 +99,7 @@ impl Operation {
             Self::Unshare => ("delete", Some("share")),
             // As good as a token: whoever may mint tokens may have it.
             Self::HeaderSecret => ("create", Some("token")),
+            Self::RunTest => ("create", Some("tests")),
         };
         Access { verb, subresource }
     }
@@ -113,7 +118,8 @@ impl Operation {
             | Self::Token
             | Self::Share
             | Self::Unshare
-            | Self::HeaderSecret => true,
+            | Self::HeaderSecret
+            | Self::RunTest => true,
         }
     }
 
@@ -132,7 +138,8 @@ impl Operation {
             | Self::Wake
             | Self::Extend
             | Self::Reset
-            | Self::Delete => true,
+            | Self::Delete
+            | Self::RunTest => true,
             // Nor hand out ways in that outlive it: share links, the header secret.
             Self::Create | Self::Token | Self::Share | Self::Unshare | Self::HeaderSecret => false,
         }

@@ -114,6 +114,8 @@ pub enum Request {
     /// A preview and the id of its share link to revoke.
     Unshare(String, String),
     HeaderSecret(String),
+    /// A preview and the test to run in it.
+    RunTest(String, String),
 }
 
 fn to_json<T: Serialize>(v: &T) -> Value {
@@ -187,6 +189,14 @@ fn rest_call(request: &Request) -> Call<'static> {
             ))
         },
         Request::HeaderSecret(name) => post(name, "/header-secret", json!({})),
+        Request::RunTest(name, test) => post(
+            name,
+            &format!(
+                "/tests/{}",
+                percent_encoding::utf8_percent_encode(test, SEGMENT)
+            ),
+            json!({}),
+        ),
     }
 }
 
@@ -351,5 +361,10 @@ mod tests {
         assert_eq!(c.query, [("for".to_owned(), "ready".to_owned())]);
         let c = rest_call(&Request::Delete("p".into()));
         assert_eq!((c.method, c.path.as_str()), (Method::DELETE, "/previews/p"));
+        let c = rest_call(&Request::RunTest("p".into(), "smoke".into()));
+        assert_eq!(
+            (c.method, c.path.as_str()),
+            (Method::POST, "/previews/p/tests/smoke")
+        );
     }
 }

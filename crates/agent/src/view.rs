@@ -70,6 +70,10 @@ pub struct PreviewView {
     /// Its live share links (the links themselves were shown once, to whoever minted them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shares: Vec<ShareListed>,
+    /// The last run of each of the Blueprint's tests (each the commit's check run
+    /// `Sandcastle / <name>`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<super::TestRunView>,
     pub links: Links,
 }
 
@@ -324,6 +328,7 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
                 expires_at: s.expires_at.0.to_string(),
             })
             .collect(),
+        tests: super::test_runs::views(&st),
         links: Links {
             self_: format!("{public}/api/v1/previews/{name}"),
             page: format!("{public}/previews/{name}"),

@@ -92,7 +92,7 @@ fn not_torn_down(pe: &PreviewEnvironment) -> Result<(), AgentError> {
 }
 
 /// A token for one request's annotation (a redeploy or a reset asked again).
-fn token(now: Timestamp) -> String {
+pub(super) fn token(now: Timestamp) -> String {
     format!("{}-{:08x}", now.as_nanosecond(), rand::random::<u32>())
 }
 

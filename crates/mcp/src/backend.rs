@@ -94,11 +94,8 @@ async fn local(agent: &Agent, caller: &Caller, request: &Request) -> Result<Valu
     Ok(match request {
         Request::List(filter) => json_of(&agent.list(caller, filter).await?),
         Request::Get(name) => json_of(&agent.get(caller, name).await?),
-        Request::Wait(name, q) => json_of(
-            &agent
-                .wait(caller, name, q.wanted, q.timeout.as_deref())
-                .await?,
-        ),
+        Request::Wait(name, q) => json_of(&agent.wait(caller, name, q).await?),
+        Request::RunTest(name, test) => json_of(&agent.run_test(caller, name, test).await?),
         Request::Logs(name, q) => json_of(&agent.logs(caller, name, q).await?),
         Request::Events(name) => json_of(&agent.events(caller, name).await?),
         Request::Create(body, key) => json_of(&agent.create(caller, body, key.as_deref()).await?.0),

@@ -39,6 +39,7 @@ pub enum Tool {
     SharePreview,
     RevokeShare,
     GetHeaderSecret,
+    RunTests,
 }
 
 /// A preview, by name.
@@ -119,6 +120,15 @@ pub struct RevokeArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunTestArgs {
+    /// The preview's name.
+    pub name: String,
+    /// One of its Blueprint's tests (`get_preview` lists them under `tests` once they ran).
+    pub test: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct TokenArgs {
     /// The preview's name.
     pub name: String,
@@ -137,7 +147,7 @@ pub enum Request {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 17] = [
+    pub const ALL: [Tool; 18] = [
         Self::ListPreviews,
         Self::GetPreview,
         Self::WaitForPreview,
@@ -155,6 +165,7 @@ impl Tool {
         Self::SharePreview,
         Self::RevokeShare,
         Self::GetHeaderSecret,
+        Self::RunTests,
     ];
 
     /// The tool offering `op`. Exhaustive: every operation is a tool.
@@ -176,6 +187,7 @@ impl Tool {
             Operation::Share => Self::SharePreview,
             Operation::Unshare => Self::RevokeShare,
             Operation::HeaderSecret => Self::GetHeaderSecret,
+            Operation::RunTest => Self::RunTests,
         }
     }
 
@@ -198,6 +210,7 @@ impl Tool {
             Self::SharePreview => Operation::Share,
             Self::RevokeShare => Operation::Unshare,
             Self::GetHeaderSecret => Operation::HeaderSecret,
+            Self::RunTests => Operation::RunTest,
         }
     }
 
@@ -220,6 +233,7 @@ impl Tool {
             Self::SharePreview => "share_preview",
             Self::RevokeShare => "revoke_share",
             Self::GetHeaderSecret => "get_header_secret",
+            Self::RunTests => "run_tests",
         }
     }
 
@@ -240,7 +254,7 @@ impl Tool {
                 "One preview: phase and reason, URL, desired and deployed commit, services ready, expiry, history, links."
             }
             Self::WaitForPreview => {
-                "Wait until a preview is Ready (or Failed), Stopped or Removed, or the timeout passes (default 5m). Sends progress while waiting."
+                "Wait until a preview is Ready (or Failed), Stopped or Removed, or (`for: test`, `test: NAME`) until one of its tests has a result (`passed` or `failed`, with the run), or the timeout passes (default 5m). Sends progress while waiting."
             }
             Self::GetLogs => {
                 "Recent logs of the preview's pods (bounded in lines and bytes), with Secret values and tokens redacted."
@@ -275,6 +289,9 @@ impl Tool {
             }
             Self::GetHeaderSecret => {
                 "The preview's header secret: sent as X-Sandcastle-Preview-Secret it opens a signed-in-only preview for tools that cannot send a token."
+            }
+            Self::RunTests => {
+                "Run one of the preview's Blueprint tests now, as a Job inside the preview (once it is Ready); its result is the commit's GitHub check run `Sandcastle / <test>`. Wait for it with wait_for_preview {for: test, test}."
             }
         }
     }
@@ -313,6 +330,7 @@ impl Tool {
             Self::SharePreview => schema_for_type::<ShareArgs>(),
             Self::RevokeShare => schema_for_type::<RevokeArgs>(),
             Self::GetHeaderSecret => schema_for_type::<Named>(),
+            Self::RunTests => schema_for_type::<RunTestArgs>(),
         }
     }
 
@@ -378,6 +396,10 @@ impl Tool {
                 Request::Api(Api::Unshare(a.name, a.id))
             }
             Self::GetHeaderSecret => Request::Api(Api::HeaderSecret(parse::<Named>(v)?.name)),
+            Self::RunTests => {
+                let a: RunTestArgs = parse(v)?;
+                Request::Api(Api::RunTest(a.name, a.test))
+            }
         })
     }
 }
@@ -454,7 +476,7 @@ mod tests {
                 "diagnose_preview"
             ]
         );
-        assert_eq!(names(true).len(), 17);
+        assert_eq!(names(true).len(), 18);
     }
 
     #[test]
@@ -520,5 +542,17 @@ mod tests {
         assert!(
             matches!(r, Request::Api(Api::Wait(n, q)) if n == "p" && q.timeout.as_deref() == Some("30s"))
         );
+        let r = Tool::WaitForPreview
+            .request(args(json!({"name": "p", "for": "test", "test": "smoke"})))
+            .unwrap();
+        assert!(matches!(r, Request::Api(Api::Wait(_, q)) if q.test.as_deref() == Some("smoke")));
+        let r = Tool::RunTests
+            .request(args(json!({"name": "p", "test": "smoke"})))
+            .unwrap();
+        assert!(matches!(r, Request::Api(Api::RunTest(n, t)) if n == "p" && t == "smoke"));
+        let e = Tool::RunTests
+            .request(args(json!({"name": "p"})))
+            .unwrap_err();
+        assert!(e.contains("test"), "{e}");
     }
 }

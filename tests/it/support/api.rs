@@ -174,6 +174,7 @@ pub const ALL: (&[&str], &[&str]) = (
         "previewenvironments/token",
         "previewenvironments/reset",
         "previewenvironments/share",
+        "previewenvironments/tests",
     ],
     &[
         "get", "list", "watch", "create", "update", "patch", "delete",

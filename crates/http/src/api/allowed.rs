@@ -48,7 +48,8 @@ pub mod op {
         Token,
         Share,
         Unshare,
-        HeaderSecret
+        HeaderSecret,
+        RunTest
     );
 }
 

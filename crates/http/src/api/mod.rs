@@ -1,6 +1,6 @@
 //! The REST API for agents and people, `/api/v1`: previews listed, read, created (sandboxes),
 //! redeployed, stopped, woken, extended, reset and deleted; waited on; their logs, events and a
-//! scoped token; share links minted and revoked, and the header secret. Handlers only translate HTTP to the `agent` operations (which authenticate,
+//! scoped token; share links minted and revoked, and the header secret; their tests run. Handlers only translate HTTP to the `agent` operations (which authenticate,
 //! authorize and audit) and back; each takes first the caller allowed its operation
 //! (`allowed`), so a query or body is read only for a caller who may, and a body only so far.
 //! The OpenAPI document is generated from these handlers (utoipa), served at
@@ -11,6 +11,7 @@ mod allowed;
 mod extract;
 mod previews;
 mod shares;
+mod test_runs;
 
 use axum::Json;
 use axum::extract::State;
@@ -71,6 +72,7 @@ pub fn route_of(op: Operation) -> (&'static str, &'static str) {
         Operation::Share => ("post", "/api/v1/previews/{name}/shares"),
         Operation::Unshare => ("delete", "/api/v1/previews/{name}/shares/{id}"),
         Operation::HeaderSecret => ("post", "/api/v1/previews/{name}/header-secret"),
+        Operation::RunTest => ("post", "/api/v1/previews/{name}/tests/{test}"),
     }
 }
 
@@ -90,6 +92,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(shares::share))
         .routes(routes!(shares::unshare))
         .routes(routes!(shares::header_secret))
+        .routes(routes!(test_runs::run_test))
 }
 
 /// The OpenAPI document, as served and as kept in `docs/openapi.json`.

@@ -95,19 +95,15 @@ pub(super) async fn delete(
     responses((status = 200, body = WaitResult), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
         (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
-/// Wait until the preview is Ready (or Failed, or what `for` asks), or the timeout passes.
+/// Wait until the preview is Ready (or Failed, or what `for` asks: with `for=test&test=NAME`,
+/// until that test has a result), or the timeout passes.
 pub(super) async fn wait(
     State(state): State<AppState>,
     Allowed(caller, _): Allowed<op::Wait>,
     Path(name): Path<String>,
     Params(q): Params<WaitQuery>,
 ) -> Answer<Json<WaitResult>> {
-    Ok(Json(
-        state
-            .agent
-            .wait(&caller, &name, q.wanted, q.timeout.as_deref())
-            .await?,
-    ))
+    Ok(Json(state.agent.wait(&caller, &name, &q).await?))
 }
 
 #[utoipa::path(get, path = "/api/v1/previews/{name}/logs", tag = "previews",

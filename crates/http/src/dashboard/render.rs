@@ -498,6 +498,7 @@ mod tests {
             requested_by: "alice".into(),
             created_at: None,
             history: Vec::new(),
+            tests: Vec::new(),
             links: Links {
                 self_: "/api/v1/previews/shop-pr-1".into(),
                 page: "/previews/shop-pr-1".into(),

@@ -71,6 +71,9 @@ pub enum PreviewsAction {
     Unshare(UnshareArgs),
     /// Print the preview's header secret (send it as X-Sandcastle-Preview-Secret).
     HeaderSecret(NameArg),
+    /// Run one of the Blueprint's tests in the preview now; its result is the commit's check
+    /// run `Sandcastle / <test>` (wait for it with `wait NAME --test TEST`).
+    Test(TestArgs),
 }
 
 #[derive(Debug, Args)]
@@ -124,11 +127,22 @@ pub struct CreateArgs {
 #[derive(Debug, Args)]
 pub struct WaitArgs {
     pub name: String,
-    /// `ready` (or failed), `stopped`, `removed`.
+    /// `ready` (or failed), `stopped`, `removed`, `test` (with `--test`).
     #[arg(long = "for", default_value = "ready")]
     pub for_: String,
+    /// Wait for this test's result (implies `--for test`): exit 0 passed, 1 failed, 2 timed out.
+    #[arg(long)]
+    pub test: Option<String>,
     #[arg(long, default_value = "5m")]
     pub timeout: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// The preview's name.
+    pub name: String,
+    /// The test (one of its Blueprint's `tests`).
+    pub test: String,
 }
 
 #[derive(Debug, Args)]

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::agent::remote::{Call, CallError, Request, Server, preview_path};
 use crate::agent::{
     CreatePreview, EventsView, ExtendBody, LogLines, LogQuery, Operation, PreviewList, PreviewView,
-    RedeployBody, ShareBody, TokenRequestBody, WaitOutcome, WaitResult,
+    RedeployBody, ShareBody, TestRunView, TokenRequestBody, WaitOutcome, WaitResult,
 };
 use crate::domain::Secret;
 use args::{Output, PreviewsAction, PreviewsArgs};
@@ -94,17 +94,24 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
         }
         PreviewsAction::Wait(w) => {
             let mut call = Call::get(preview_path(&w.name, "/wait"));
+            let wanted = if w.test.is_some() { "test" } else { &w.for_ };
             call.query = vec![
-                ("for".to_owned(), w.for_.clone()),
+                ("for".to_owned(), wanted.to_owned()),
                 ("timeout".to_owned(), w.timeout.clone()),
             ];
+            if let Some(test) = &w.test {
+                call.query.push(("test".to_owned(), test.clone()));
+            }
             call.waits = crate::domain::duration::parse(&w.timeout, false)
                 .map_or(LONGEST_WAIT, |d| d.min(LONGEST_WAIT));
             let v = server.call(call).await?;
             print(out, &v, |v| {
-                typed::<WaitResult>(v).map(|w| show::waited(&w))
+                typed::<WaitResult>(v).map(|w| match &w.test {
+                    Some(t) => test_waited(&w, t),
+                    None => show::waited(&w),
+                })
             });
-            Ok(wait_code(&v, &w.for_))
+            Ok(wait_code(&v, wanted))
         }
         PreviewsAction::Logs(l) => {
             let query = LogQuery {
@@ -189,6 +196,14 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
         PreviewsAction::Unshare(u) => {
             let request = Request::Unshare(u.name.clone(), u.id.clone());
             one(server, out, request).await
+        }
+        PreviewsAction::Test(t) => {
+            let request = Request::RunTest(t.name.clone(), t.test.clone());
+            let v = server.call(request.call()).await?;
+            print(out, &v, |v| {
+                typed::<PreviewView>(v).map(|p| test_asked(&p, &t.test))
+            });
+            Ok(ExitCode::SUCCESS)
         }
         PreviewsAction::HeaderSecret(n) => {
             let v = server
@@ -292,7 +307,53 @@ pub fn subcommand_of(op: Operation) -> &'static str {
         Operation::Share => "share",
         Operation::Unshare => "unshare",
         Operation::HeaderSecret => "header-secret",
+        Operation::RunTest => "test",
     }
+}
+
+/// What `test` prints: what was asked, and how to wait for its result.
+fn test_asked(p: &PreviewView, test: &str) -> String {
+    let when = if p.phase == crate::crd::Phase::Ready {
+        "it runs now"
+    } else {
+        "it runs once the preview is Ready"
+    };
+    format!(
+        "Asked to run test {test} in {name}: {when} (it is {phase}); its result is the check run \
+         \"Sandcastle / {test}\".\nWait for it: sandcastle previews wait {name} --test {test}\n",
+        name = p.name,
+        phase = p.phase.as_str()
+    )
+}
+
+/// How a wait for a test ended, in one line.
+fn test_waited(w: &WaitResult, t: &TestRunView) -> String {
+    let outcome = serde_json::to_value(w.outcome)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let name = w.preview.as_ref().map_or("", |p| p.name.as_str());
+    let how = match (t.conclusion, t.duration_seconds, t.exit_code) {
+        (Some(c), Some(secs), exit) => {
+            let c = serde_json::to_value(c)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let exit = exit.map_or(String::new(), |e| format!(", exit {e}"));
+            format!("{c} after {secs}s{exit}")
+        }
+        _ => "no result yet".to_owned(),
+    };
+    let why = t
+        .message
+        .as_deref()
+        .map_or(String::new(), |m| format!(": {m}"));
+    format!(
+        "{name} test {} {outcome} (run {} at {}, {how}{why})\n",
+        t.name,
+        t.run,
+        t.commit.get(..7).unwrap_or(&t.commit)
+    )
 }
 
 #[cfg(test)]

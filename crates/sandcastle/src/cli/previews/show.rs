@@ -418,6 +418,7 @@ mod tests {
                 result: Some("2/2 services ready".into()),
             }],
             shares: Vec::new(),
+            tests: Vec::new(),
             links: Links {
                 self_: format!("https://sandcastle.example.com/api/v1/previews/{name}"),
                 page: format!("https://sandcastle.example.com/previews/{name}"),
@@ -544,6 +545,7 @@ mod tests {
         let w = WaitResult {
             outcome: WaitOutcome::Timeout,
             preview: Some(view("shop-agent", None)),
+            test: None,
         };
         assert_eq!(
             waited(&w),
@@ -552,6 +554,7 @@ mod tests {
         let gone = WaitResult {
             outcome: WaitOutcome::Removed,
             preview: None,
+            test: None,
         };
         assert_eq!(waited(&gone), "removed: the preview is gone\n");
     }
