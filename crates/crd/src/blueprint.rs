@@ -190,6 +190,11 @@ pub struct BlueprintSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<super::Access>,
 
+    /// A warm pool: previews cloned ahead of time at the repository's default branch, taken
+    /// over by new sandboxes and pull requests' first previews instead of cloning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<super::PoolSpec>,
+
     /// Where previews go (default: Sandcastle's own cluster).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
@@ -549,6 +554,9 @@ pub struct BlueprintStatus {
     /// Why the blueprint cannot be used, when it cannot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Its warm pool, apart from `activePreviews` (which the pool's previews do not count in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<super::PoolStatus>,
 }
 
 #[cfg(test)]

@@ -80,6 +80,10 @@ pub const LAST_REQUEST: &str = "sandcastle.dev/last-request";
 pub const REQUESTS: &str = "sandcastle.dev/requests";
 /// Label on a preview made through the API without a pull request (`"true"`).
 pub const SANDBOX: &str = "sandcastle.dev/sandbox";
+/// Label of a warm pool's preview: the Blueprint whose pool it is (kept once claimed).
+pub const POOL: &str = "sandcastle.dev/pool";
+/// Annotation on a pool's preview taken over: the preview that claimed it.
+pub const CLAIMED_BY: &str = "sandcastle.dev/claimed-by";
 /// Label on a test's Job and its pods: the Blueprint test it runs.
 pub const TEST: &str = "sandcastle.dev/test";
 /// Annotation on a `PreviewEnvironment`: tests asked to run (JSON object, test name → a token

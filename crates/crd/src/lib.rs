@@ -9,12 +9,13 @@ pub mod duration;
 mod egress;
 mod event;
 pub mod labels;
+mod pool;
 mod preview;
 pub mod quote;
 mod readiness;
+mod schedule;
 mod test_runs;
 
-mod schedule;
 pub use access::*;
 pub use authors::*;
 pub use blueprint::*;
@@ -23,13 +24,14 @@ pub use diagnosis::*;
 pub use duration::GoDuration;
 pub use egress::*;
 pub use event::*;
+pub use pool::*;
 pub use preview::*;
 pub use readiness::*;
+pub use schedule::*;
 pub use test_runs::*;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
-pub use schedule::*;
 
 /// The schema of a field holding any JSON object, kept as written.
 fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {

@@ -15,6 +15,7 @@ pub mod naming;
 pub mod paths;
 pub mod placement;
 pub mod plan;
+pub mod pool;
 pub mod preview;
 pub mod probe;
 pub mod redact;

@@ -24,6 +24,7 @@ use sandcastle_domain::transitions::{change, new_preview};
 use sandcastle_domain::{PrNumber, RepoName};
 
 mod commands;
+pub mod pool;
 
 pub use commands::{deploy_now, extend, modify, set_stopped};
 pub use sandcastle_domain::transitions::{Outcome, touch};
@@ -146,9 +147,12 @@ pub async fn apply(
             | Change::Relabel
     );
     let read = api.get_opt(intent.preview.as_str()).await?;
-    // A pull request's first preview takes over a sandbox of its branch, if there is one.
+    // A pull request's first preview takes over a sandbox of its branch, if there is one, else
+    // a preview of its Blueprint's warm pool, if one is ready.
     let adopts = match intent.change {
-        Change::Deploy { create: true, .. } if read.is_none() => sandbox_of(api, intent).await?,
+        Change::Deploy { create: true, .. } if read.is_none() => {
+            sandbox_of(api, intent, now).await?
+        }
         _ => None,
     };
     write_after(
@@ -174,37 +178,52 @@ pub async fn apply(
 
 /// A live sandbox (a preview made through the API, without a pull request) of the intent's
 /// repository, Blueprint and branch: the one a pull request's new preview takes over, keeping
-/// its namespace and what runs there.
+/// its namespace and what runs there. Without one, a ready preview of the Blueprint's warm pool
+/// (a sandbox too, of the default branch: the same list), claimed.
 async fn sandbox_of(
     api: &Api<PreviewEnvironment>,
     intent: &Intent,
+    now: Timestamp,
 ) -> Result<Option<Adoption>, kube::Error> {
     let selector = format!(
         "{SANDBOX}=true,{REPO}={},{BLUEPRINT}={}",
         sandcastle_domain::naming::repo_label_value(&intent.repo),
         intent.blueprint
     );
-    let mut found: Vec<PreviewEnvironment> = api
+    let listed = api
         .list(&ListParams::default().labels(&selector))
         .await?
-        .items
-        .into_iter()
+        .items;
+    let mut found: Vec<&PreviewEnvironment> = listed
+        .iter()
         .filter(|p| {
             p.spec.git_ref == intent.git_ref
+                && !sandcastle_domain::pool::is_member(p)
                 && p.spec.pull_request.is_none()
                 && p.spec.teardown.is_none()
                 && p.metadata.deletion_timestamp.is_none()
         })
         .collect();
     found.sort_by_key(|p| p.creation_timestamp().map(|t| t.0));
-    Ok(found.first().map(|s| Adoption {
-        preview: s.name_any(),
-        namespace: s
-            .status
-            .as_ref()
-            .and_then(|st| st.namespace.clone())
-            .unwrap_or_else(|| s.name_any()),
-    }))
+    if let Some(s) = found.first() {
+        return Ok(Some(Adoption {
+            preview: s.name_any(),
+            namespace: s
+                .status
+                .as_ref()
+                .and_then(|st| st.namespace.clone())
+                .unwrap_or_else(|| s.name_any()),
+        }));
+    }
+    let members: Vec<PreviewEnvironment> = listed
+        .into_iter()
+        .filter(sandcastle_domain::pool::is_member)
+        .collect();
+    if members.is_empty() {
+        return Ok(None);
+    }
+    let claimant = intent.preview.as_str();
+    pool::claim(api, members, &intent.blueprint, &intent.repo, claimant, now).await
 }
 
 /// The previews of pull request `pr` of `repo` (tombstones included).
