@@ -178,8 +178,9 @@ impl Agent {
         {
             return self.same_body(found, &body).map(|v| (v, false));
         }
-        let pe = self.sandbox(caller, req, key.as_deref(), &body).await?;
+        let mut pe = self.sandbox(caller, req, key.as_deref(), &body).await?;
         let name = pe.name_any();
+        pe.spec.adopts = self.claim_pool_member(&pe).await?;
         match self.api().create(&PostParams::default(), &pe).await {
             Ok(created) => {
                 self.audit(caller, Operation::Create, &name, &pe.spec.sha, "created");
@@ -198,6 +199,35 @@ impl Agent {
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// A ready preview of the Blueprint's warm pool, claimed for `pe` (its namespace becomes
+    /// `pe`'s), when the Blueprint keeps one.
+    async fn claim_pool_member(
+        &self,
+        pe: &PreviewEnvironment,
+    ) -> Result<Option<sandcastle_crd::Adoption>, AgentError> {
+        let blueprints: Api<Blueprint> = Api::namespaced(self.client.clone(), &self.home);
+        let pooled = blueprints
+            .get_opt(&pe.spec.blueprint)
+            .await?
+            .is_some_and(|b| b.spec.pool.is_some());
+        let Ok(repo) = RepoName::new(&pe.spec.repository) else {
+            return Ok(None);
+        };
+        if !pooled {
+            return Ok(None);
+        }
+        let now = self.clock.now();
+        let name = pe.name_any();
+        Ok(sandcastle_kube::previews::pool::claim_fresh(
+            &self.api(),
+            &pe.spec.blueprint,
+            &repo,
+            &name,
+            now,
+        )
+        .await?)
     }
 
     async fn by_key(&self, key: &str) -> Result<Option<PreviewEnvironment>, AgentError> {

@@ -57,6 +57,10 @@ pub struct PreviewView {
     pub running_since: Option<String>,
     /// Made through the API without a pull request.
     pub sandbox: bool,
+    /// A preview of its Blueprint's warm pool (`pool`), made ahead of time for a sandbox or a
+    /// pull request to take over; its environment-hours are the pool's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pool: bool,
     /// The preview namespace.
     pub namespace: String,
     /// The cluster it lives in (`in-cluster`: Sandcastle's own); absent while it waits to be
@@ -301,6 +305,7 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
             .and_then(|r| r.since.as_ref())
             .map(|t| t.0.to_string()),
         sandbox: pe.labels().get(SANDBOX).is_some_and(|v| v == "true"),
+        pool: sandcastle_domain::pool::is_member(pe),
         namespace: namespace_of(pe, &at.namespace_prefix),
         cluster: sandcastle_domain::placement::placed_in(&st).map(str::to_owned),
         requested_by: pe.spec.requested_by.name.clone(),

@@ -16,13 +16,14 @@ pub mod housekeeping;
 pub mod leader;
 pub mod orphans;
 mod phases;
+mod pool;
 mod reconcile;
 mod remote;
 mod report;
 pub mod resync;
 mod sticky;
-mod test_checks;
 pub(crate) mod term;
+mod test_checks;
 mod verdict;
 
 use std::sync::Arc;
@@ -160,6 +161,8 @@ pub async fn run(
     let housekeeping = housekeeping::run(ctx.clone(), shutdown.clone());
     // The wildcard certificate, copied again into every live preview when it is renewed.
     let certificate = edge::follow(ctx.clone(), shutdown.clone());
+    // Each Blueprint's warm pool, kept full.
+    let pools = pool::run(ctx.clone(), shutdown.clone());
     // Changes in the other clusters previews live in, and to those clusters themselves.
     let elsewhere = remote::triggers(&ctx, shutdown.clone());
     // `/preview` commands the webhook recorded, carried out beside the previews.
@@ -245,7 +248,7 @@ pub async fn run(
         started
     });
     tokio::select! {
-        _ = async { futures::join!(controller, events, commands, housekeeping, certificate) } => {}
+        _ = async { futures::join!(controller, events, commands, housekeeping, certificate, pools) } => {}
         waited = deadline => if waited {
             tracing::warn!("reconciles still running {SHUTDOWN_GRACE:?} after shutdown; dropping them");
         },

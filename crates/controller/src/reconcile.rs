@@ -159,7 +159,7 @@ async fn finish(
     if ended > 0 {
         ctx.metrics.previews.ended(
             &pe.spec.blueprint,
-            sandcastle_metrics::class_label(pe.spec.author_class),
+            sandcastle_metrics::preview_class(pe),
             ended,
         );
     }

@@ -318,6 +318,17 @@ pub fn class_label(class: Option<sandcastle_crd::AuthorClass>) -> &'static str {
     class.map_or("none", sandcastle_crd::AuthorClass::field)
 }
 
+/// The `author_class` label of a preview: its class, or `pool` for a warm pool's preview not
+/// claimed yet (its environment-hours are the pool's, counted apart).
+pub fn preview_class(pe: &sandcastle_crd::PreviewEnvironment) -> &'static str {
+    use kube::ResourceExt as _;
+    if pe.labels().contains_key(sandcastle_crd::labels::POOL) {
+        "pool"
+    } else {
+        class_label(pe.spec.author_class)
+    }
+}
+
 impl std::fmt::Debug for PreviewCount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let watching = self.store.read().map(|s| s.is_some()).unwrap_or(false);
@@ -383,7 +394,7 @@ impl PreviewCount {
             let under_way = since.map_or(0, |t| {
                 u64::try_from(now.duration_since(t.0).as_secs()).unwrap_or(0)
             });
-            let key = (p.spec.blueprint.clone(), class_label(p.spec.author_class));
+            let key = (p.spec.blueprint.clone(), preview_class(p));
             *out.entry(key).or_default() += under_way;
         }
         out
@@ -579,6 +590,16 @@ mod tests {
             "{classic}"
         );
         assert!(!classic.contains("# EOF"), "{classic}");
+    }
+
+    #[test]
+    fn a_pools_previews_are_counted_as_the_pools() {
+        use kube::ResourceExt as _;
+        let mut pe = preview("shop-pool-1", Some(Phase::Ready));
+        assert_eq!(preview_class(&pe), "none");
+        pe.labels_mut()
+            .insert(sandcastle_crd::labels::POOL.to_owned(), "shop".to_owned());
+        assert_eq!(preview_class(&pe), "pool");
     }
 
     fn preview(name: &str, phase: Option<Phase>) -> PreviewEnvironment {

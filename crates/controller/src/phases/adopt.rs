@@ -1,7 +1,8 @@
-//! A pull request's preview taking a sandbox over (the sandbox of its branch, made through the
-//! API): the preview lives in the sandbox's namespace (`spec.adopts`), relabelled as its own,
-//! and the sandbox is torn down as `Adopted` — which deletes nothing, since its namespace lives
-//! on. Idempotent: each pass makes sure the sandbox is marked.
+//! A preview taking a namespace over — a pull request's taking the sandbox of its branch (made
+//! through the API), or a new preview taking a warm pool's: the preview lives in that namespace
+//! (`spec.adopts`), relabelled as its own, and the one it took over is torn down as `Adopted` —
+//! which deletes nothing, since its namespace lives on. Idempotent: each pass makes sure the
+//! sandbox is marked. Before the first rollout, what the previous owner stopped runs again.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
@@ -51,4 +52,22 @@ pub(crate) async fn hand_over(
         Err(kube::Error::Api(r)) if r.code == 409 || r.code == 404 => Ok(()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Before the first rollout into namespace `ns` taken over as `a` says: workloads its previous
+/// owner stopped (a `stopped` pool, an idle sandbox) scaled back, and routes it parked back.
+pub(crate) async fn start_again(
+    cluster: &sandcastle_kube::clusters::Cluster,
+    ns: &str,
+    a: &Adoption,
+    ctx: &Context,
+) -> Result<(), Error> {
+    let restored = super::idle::wake(cluster.client(), ns).await?;
+    let home = cluster.is_local().then_some(ctx.settings.home.as_str());
+    let routes =
+        sandcastle_kube::wake_route::unpark(cluster.client(), ns, &a.preview, home).await?;
+    if restored + routes > 0 {
+        tracing::info!(preview = %a.preview, namespace = ns, restored, routes, "a stopped namespace taken over: started again");
+    }
+    Ok(())
 }

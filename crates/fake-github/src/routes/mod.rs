@@ -98,6 +98,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             "/repos/{owner}/{repo}/commits/{ref}",
             get(repos::get_commit),
         )
+        .route("/repos/{owner}/{repo}", get(repos::get_repo))
         .route("/repos/{owner}/{repo}/pulls", get(repos::list_pulls))
         .route("/repos/{owner}/{repo}/pulls/{number}", get(repos::get_pull))
         .route(

@@ -67,6 +67,17 @@ pub(super) async fn list_pulls(
     })
 }
 
+/// `GET /repos/{owner}/{repo}`: the repository (its default branch among the rest).
+pub(super) async fn get_repo(
+    State(shared): State<Arc<Shared>>,
+    Extension(auth): Extension<RequestAuth>,
+    Path((owner, name)): Path<(String, String)>,
+) -> Response {
+    with_repo(&shared, &auth, &owner, &name, |st, repo| {
+        reply(StatusCode::OK, &json::repo_of(repo, st.repo(repo)))
+    })
+}
+
 pub(super) async fn get_pull(
     State(shared): State<Arc<Shared>>,
     Extension(auth): Extension<RequestAuth>,

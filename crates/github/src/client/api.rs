@@ -279,6 +279,16 @@ impl Installation {
     }
 
     /// The commit a branch, tag or SHA of `repo` points at, or `None` when there is none.
+    /// The repository's default branch (`main`, as its settings say).
+    pub async fn default_branch(&self, repo: &RepoName) -> Result<String, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct RepoWire {
+            default_branch: String,
+        }
+        let resp = self.send(Method::GET, &repo_path(repo), None).await?;
+        Ok(resp.json::<RepoWire>("repository")?.default_branch)
+    }
+
     pub async fn resolve_ref(
         &self,
         repo: &RepoName,

@@ -493,6 +493,7 @@ mod tests {
             running_seconds: 0,
             running_since: None,
             sandbox: false,
+            pool: false,
             namespace: "shop-pr-1".into(),
             cluster: Some("in-cluster".into()),
             requested_by: "alice".into(),

@@ -88,6 +88,9 @@ pub(crate) async fn admit(
     persisted: &mut Option<PreviewStatus>,
     ctx: &Context,
 ) -> Result<Slot, Error> {
+    if sandcastle_domain::pool::is_member(pe) {
+        return Ok(pool_slot(pe, bp, st, ctx));
+    }
     match st.slot.as_ref().map(|s| s.state) {
         Some(SlotState::Held) => return Ok(Slot::Held),
         Some(SlotState::Rejected) if refused(pe) => {
@@ -129,6 +132,29 @@ pub(crate) async fn admit(
     Ok(slot)
 }
 
+/// A warm pool's preview holds a slot of the pool, not of `maxPreviews` (the pool keeper makes
+/// no more than `pool.size` of them): admitted at once, and placed.
+fn pool_slot(
+    pe: &PreviewEnvironment,
+    bp: &Blueprint,
+    st: &mut PreviewStatus,
+    ctx: &Context,
+) -> Slot {
+    if st.slot.as_ref().map(|s| s.state) != Some(SlotState::Held) {
+        let cap = bp.spec.pool.as_ref().map_or(0, |p| p.size);
+        st.slot = Some(SlotStatus {
+            state: SlotState::Held,
+            position: None,
+            in_use: cap,
+            cap,
+            generation: None,
+            since: Time(ctx.clock.now()),
+        });
+        crate::phases::place::place_with_slot(pe, bp, st, ctx);
+    }
+    Slot::Held
+}
+
 /// Decide for every preview asking, on one fresh list; write each decision (at once, in
 /// parallel) before the lock is released, then the Blueprints' counts.
 async fn decide_batch(
@@ -162,10 +188,11 @@ async fn decide_batch(
     let mut writes = Vec::new();
     let mut tallies = Vec::new();
     for (blueprint, asks) in by_blueprint {
+        // A warm pool's previews count against the pool, never against `maxPreviews`.
         let peers: Vec<&PreviewEnvironment> = all
             .items
             .iter()
-            .filter(|p| p.spec.blueprint == blueprint)
+            .filter(|p| p.spec.blueprint == blueprint && !sandcastle_domain::pool::is_member(p))
             .collect();
         let bp = asks[0].bp.clone();
         let (decided, tally) = decide_in_line(&peers, asks, now);

@@ -247,6 +247,11 @@ pub(crate) async fn run(
         return Ok(Verdict::new(st, next).reporting(report));
     }
     if new_rollout {
+        // A namespace taken over (a warm pool's preview, a sandbox) may have been stopped: its
+        // workloads scaled back and its routes back before the first rollout applies over them.
+        if let (Some(a), None) = (&pe.spec.adopts, &st.rollout) {
+            adopt::start_again(cluster, pctx.namespace.as_str(), a, ctx).await?;
+        }
         st.rollout = Some(Rollout {
             plan_hash: hash,
             sha: pe.spec.sha.clone(),

@@ -406,6 +406,7 @@ mod tests {
             running_seconds: 0,
             running_since: None,
             sandbox: pr.is_none(),
+            pool: false,
             namespace: name.into(),
             cluster: Some("in-cluster".into()),
             requested_by: "@maria".into(),
