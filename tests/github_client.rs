@@ -1071,7 +1071,10 @@ async fn check_runs_are_created_and_completed_step_by_step_and_found_by_external
         runs[0].steps,
         ["queued", "in_progress", "completed/timed_out"]
     );
-    assert_eq!(runs[0].output.clone().unwrap().text.as_deref(), Some("the tail"));
+    assert_eq!(
+        runs[0].output.clone().unwrap().text.as_deref(),
+        Some("the tail")
+    );
     let created = e.fake.check("POST /repos/acme/shop/check-runs");
     let sent = created[0].body.as_ref().unwrap()["output"]["summary"]
         .as_str()

@@ -47,6 +47,7 @@ mod metrics;
 mod names;
 mod nodes;
 mod paths;
+mod pool;
 mod preview_tests;
 mod preview_tls;
 mod preview_token_fence;

@@ -84,8 +84,7 @@ async fn check_run(
     eventually(&format!("check run {name} {what}"), T, || async {
         let runs = world.gh.check_runs(&world.repo, sha);
         runs.iter()
-            .filter(|r| r.name == name)
-            .next_back()
+            .rfind(|r| r.name == name)
             .filter(|r| done(r))
             .cloned()
             .ok_or_else(|| format!("{runs:#?}"))

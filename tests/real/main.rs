@@ -16,6 +16,7 @@ mod diagnosis;
 mod gate;
 mod gateway;
 mod logs;
+mod pool;
 mod probe;
 mod serving;
 mod sources;
