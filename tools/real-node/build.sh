@@ -51,6 +51,8 @@ upstream() {
   say "building $name $ver from its Go module (cached afterwards)"
   local start=$SECONDS
   module_copy "$mod" "$ver" "$work"
+  # upstream_edit (set for one call): go.mod edits the module copy needs before it builds.
+  if [ -n "${upstream_edit:-}" ]; then (cd "$work" && go mod edit $upstream_edit); fi
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
   (cd "$work" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$out.tmp/" "$@")
@@ -112,8 +114,21 @@ real_images() {
   printf '%s' "$out"
 }
 
+# real_csi: the CSI sidecars and the snapshot controller (docs/real-tier.md, "Volumes and
+# snapshots"), each from its own module. The CSI driver itself is `kube-harness csi-hostpath`.
+real_csi() {
+  upstream csi-provisioner github.com/kubernetes-csi/external-provisioner/v6 "$CSI_PROVISIONER_VERSION" "" \
+    "-X main.version=$CSI_PROVISIONER_VERSION" ./cmd/csi-provisioner
+  # external-snapshotter's go.mod replaces its client module with ./client, a folder its module
+  # zip leaves out (a nested module): take that module from the proxy at the same tag instead.
+  upstream_edit="-dropreplace=github.com/kubernetes-csi/external-snapshotter/client/v8 \
+-require=github.com/kubernetes-csi/external-snapshotter/client/v8@$SNAPSHOTTER_VERSION" \
+    upstream external-snapshotter github.com/kubernetes-csi/external-snapshotter/v8 "$SNAPSHOTTER_VERSION" "" \
+    "-X main.version=$SNAPSHOTTER_VERSION" ./cmd/csi-snapshotter ./cmd/snapshot-controller
+}
+
 # real_build: build (or find) everything and print the directory holding bin/, images/ and the
-# CRDs `up --real` installs (gateway-crds/, traefik-crds/).
+# CRDs `up --real` installs (gateway-crds/, traefik-crds/, snapshot-crds/).
 real_build() {
   command -v go >/dev/null || { say "Go >= 1.26 is required to build the real tier"; exit 1; }
   real_packages
@@ -126,6 +141,7 @@ real_build() {
     "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" .
   upstream traefik github.com/traefik/traefik/v3 "$TRAEFIK_VERSION" "" \
     "-X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION" ./cmd/traefik
+  real_csi
   local gateway
   gateway=$(cd / && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
@@ -136,15 +152,28 @@ real_build() {
   traefik_crds=$(cd / && GOFLAGS=-mod=mod go mod download -json "github.com/traefik/traefik/v3@$TRAEFIK_VERSION" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')/docs/content/reference/dynamic-configuration/kubernetes-crd-definition-v1.yml
   [ -f "$traefik_crds" ] || { say "no Traefik CRDs in github.com/traefik/traefik/v3@$TRAEFIK_VERSION"; exit 1; }
+  # The VolumeSnapshot CRDs (snapshot.storage.k8s.io/v1) from the client module of the same
+  # external-snapshotter release as the sidecar and controller.
+  local snapshot_crds
+  snapshot_crds=$(cd / && GOFLAGS=-mod=mod go mod download -json "github.com/kubernetes-csi/external-snapshotter/client/v8@$SNAPSHOTTER_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')/config/crd
+  [ -f "$snapshot_crds/snapshot.storage.k8s.io_volumesnapshots.yaml" ] || { say "no VolumeSnapshot CRDs in external-snapshotter/client/v8@$SNAPSHOTTER_VERSION"; exit 1; }
   local images; images=$(real_images)
-  local set; set="$cache/real/node-$(printf '%s\n' "$k8s" "$CONTAINERD_VERSION" "$COREDNS_VERSION" "$TRAEFIK_VERSION" "$images" "$gateway" "$traefik_crds" | sha256sum | cut -c1-16)"
+  local set; set="$cache/real/node-$(printf '%s\n' "$k8s" "$CONTAINERD_VERSION" "$COREDNS_VERSION" "$TRAEFIK_VERSION" "$images" "$gateway" "$traefik_crds" \
+    "$CSI_PROVISIONER_VERSION" "$SNAPSHOTTER_VERSION" "$snapshot_crds" | sha256sum | cut -c1-16)"
   if [ ! -d "$set" ]; then
     rm -rf "$set.tmp"
     mkdir -p "$set.tmp/bin"
     ln -s "$k8s/kubelet" "$k8s/kube-proxy" "$set.tmp/bin/"
     ln -s "$cache/real/containerd-$CONTAINERD_VERSION"/* "$cache/real/coredns-$COREDNS_VERSION/coredns" \
       "$cache/real/traefik-$TRAEFIK_VERSION/traefik" "$set.tmp/bin/"
+    ln -s "$cache/real/csi-provisioner-$CSI_PROVISIONER_VERSION/csi-provisioner" \
+      "$cache/real/external-snapshotter-$SNAPSHOTTER_VERSION"/* "$set.tmp/bin/"
     ln -s "$images" "$set.tmp/images"
+    mkdir "$set.tmp/snapshot-crds"
+    for f in volumesnapshotclasses volumesnapshotcontents volumesnapshots; do
+      cp "$snapshot_crds/snapshot.storage.k8s.io_$f.yaml" "$set.tmp/snapshot-crds/"
+    done
     cp -r "$gateway/config/crd/standard" "$set.tmp/gateway-crds"
     mkdir "$set.tmp/traefik-crds"
     cp "$traefik_crds" "$set.tmp/traefik-crds/traefik.io.yaml"
