@@ -28,6 +28,8 @@ commands:
   kube-scheduler           run kube-scheduler (its flags)
   kwok                     run kwok, the fake kubelet (its flags)
   node-init                hold the real node's namespaces (started by up --real)
+  csi-hostpath             the real node's CSI driver, hostpath.csi.k8s.io (started by up --real)
+  csi-smoke                prove a running real tier's volume snapshots and restores (--kubeconfig)
 `
 
 func main() {
@@ -53,6 +55,10 @@ func main() {
 		os.Exit(runUp(os.Args[1:]))
 	case "node-init":
 		os.Exit(runNodeInit(os.Args[1:]))
+	case "csi-hostpath":
+		os.Exit(runCSIHostpath(os.Args[1:]))
+	case "csi-smoke":
+		os.Exit(runCSISmoke(os.Args[1:]))
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:

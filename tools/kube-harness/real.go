@@ -30,6 +30,8 @@ type realNode struct {
 	proxy     *apiProxy
 	// admin is the control plane's admin kubeconfig (the smoke check's dynamic client).
 	admin string
+	// csi: the CSI driver, its sidecars and snapshot-controller run (realcsi.go).
+	csi bool
 }
 
 // startReal starts the real node once the control plane is usable; server is the apiserver's
@@ -69,10 +71,29 @@ func (cp *controlPlane) startReal(ctx context.Context, cs *kubernetes.Clientset,
 	if err := setupRealCluster(ctx, cs, o.kubeconfig, n, o.real, o.nodes); err != nil {
 		return err
 	}
+	n.csi = csiEnabled(o.real)
+	if n.csi {
+		if err := setupRealCSI(ctx, cs, o.kubeconfig, o.real); err != nil {
+			return fmt.Errorf("CSI: %w", err)
+		}
+	}
 	if err := cp.startNodeProcesses(ctx, n); err != nil {
 		return err
 	}
-	return cp.poll(ctx, "real node ready", func() error { return realReady(ctx, cs, n) })
+	if n.csi {
+		if err := cp.startCSI(ctx, n); err != nil {
+			return fmt.Errorf("CSI: %w", err)
+		}
+	}
+	return cp.poll(ctx, "real node ready", func() error {
+		if err := realReady(ctx, cs, n); err != nil {
+			return err
+		}
+		if n.csi {
+			return csiReady(ctx, cs)
+		}
+		return nil
+	})
 }
 
 func (cp *controlPlane) startNodeInit(ctx context.Context, n *realNode) error {

@@ -77,6 +77,18 @@ func realSmoke(ctx context.Context, cs *kubernetes.Clientset, n *realNode) error
 		{"namespace deleted, containers gone", func() error { return smokeDeleteNamespace(ctx, cs, dyn, n, ns) }},
 		{"no error in Traefik's log", func() error { return smokeTraefikLog(n) }},
 	}
+	if n.csi {
+		steps = append(steps, struct {
+			what string
+			run  func() error
+		}{"volume snapshots restored, in the same and in another namespace", func() error {
+			figures, err := csiSmoke(ctx, cs, dyn)
+			if err == nil {
+				logf("real smoke: %s", figures)
+			}
+			return err
+		}})
+	}
 	for _, s := range steps {
 		started := time.Now()
 		if err := s.run(); err != nil {
