@@ -44,9 +44,13 @@ var (
 	volumeSnapshotClassGVR   = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"}
 )
 
-// csiEnabled: the real tier's build holds the CSI parts (snapshot-crds/ and the sidecars);
-// a build made before them runs without volumes that snapshot, as before.
+// csiEnabled: the real tier's build holds the CSI parts (snapshot-crds/ and the sidecars) and
+// SANDCASTLE_REAL_CSI is not 0; a build made before them, or that switch, runs the real tier
+// without volumes that snapshot, as before.
 func csiEnabled(realDir string) bool {
+	if os.Getenv("SANDCASTLE_REAL_CSI") == "0" {
+		return false
+	}
 	_, err := os.Stat(filepath.Join(realDir, "snapshot-crds"))
 	return err == nil
 }

@@ -115,6 +115,10 @@ func TestCSIEnabledAndCRDFiles(t *testing.T) {
 	if !csiEnabled(dir) {
 		t.Fatal("not enabled with snapshot-crds/")
 	}
+	t.Setenv("SANDCASTLE_REAL_CSI", "0")
+	if csiEnabled(dir) {
+		t.Fatal("enabled with SANDCASTLE_REAL_CSI=0")
+	}
 	build, err := os.ReadFile("../real-node/build.sh")
 	if err != nil {
 		t.Fatal(err)
