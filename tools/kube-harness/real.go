@@ -68,32 +68,35 @@ func (cp *controlPlane) startReal(ctx context.Context, cs *kubernetes.Clientset,
 	if err := writeNodeConfigs(n, cp.pki); err != nil {
 		return err
 	}
+	n.csi = csiEnabled(o.real)
 	if err := setupRealCluster(ctx, cs, o.kubeconfig, n, o.real, o.nodes); err != nil {
 		return err
 	}
-	n.csi = csiEnabled(o.real)
 	if n.csi {
-		if err := setupRealCSI(ctx, cs, o.kubeconfig, o.real); err != nil {
+		if err := setupRealCSI(ctx, cs, o.kubeconfig); err != nil {
 			return fmt.Errorf("CSI: %w", err)
 		}
 	}
 	if err := cp.startNodeProcesses(ctx, n); err != nil {
 		return err
 	}
-	if n.csi {
-		if err := cp.startCSI(ctx, n); err != nil {
-			return fmt.Errorf("CSI: %w", err)
-		}
+	if err := cp.poll(ctx, "real node ready", func() error { return realReady(ctx, cs, n) }); err != nil {
+		return err
 	}
-	return cp.poll(ctx, "real node ready", func() error {
-		if err := realReady(ctx, cs, n); err != nil {
-			return err
-		}
-		if n.csi {
-			return csiReady(ctx, cs)
-		}
+	if !n.csi {
 		return nil
-	})
+	}
+	// Only once Traefik listens: the CSI controllers' first connections to the apiserver take
+	// loopback ports from the range Traefik's free ports were picked from.
+	csiStart := time.Now()
+	if err := cp.startCSI(ctx, n); err != nil {
+		return fmt.Errorf("CSI: %w", err)
+	}
+	if err := cp.poll(ctx, "CSI driver registered", func() error { return csiReady(ctx, cs) }); err != nil {
+		return err
+	}
+	logf("CSI driver registered with the kubelet %s after its start", time.Since(csiStart).Round(time.Millisecond))
+	return nil
 }
 
 func (cp *controlPlane) startNodeInit(ctx context.Context, n *realNode) error {

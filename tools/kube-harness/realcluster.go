@@ -1,7 +1,7 @@
 // realcluster.go writes what the real tier needs in the cluster (RBAC for CoreDNS and Traefik,
 // kube-dns, the kubernetes Service's endpoints, the traefik IngressClass and GatewayClass, the
-// Gateway API CRDs and Traefik's own (traefik.io), the fake nodes' taint), and checks that the
-// tier is ready.
+// Gateway API CRDs, Traefik's own (traefik.io) and the VolumeSnapshot ones, the fake nodes'
+// taint), and checks that the tier is ready.
 package main
 
 import (
@@ -114,10 +114,15 @@ func setupRealCluster(ctx context.Context, cs *kubernetes.Clientset, kubeconfig 
 	}); err != nil {
 		return err
 	}
-	if err := installCRDs(ctx, kubeconfig, map[string]string{
+	crds := map[string]string{
 		"Gateway API": filepath.Join(realDir, "gateway-crds"),
 		"Traefik":     filepath.Join(realDir, "traefik-crds"),
-	}); err != nil {
+	}
+	if n.csi {
+		// With the others: one wait until all are Established (realcsi.go).
+		crds["VolumeSnapshot"] = filepath.Join(realDir, "snapshot-crds")
+	}
+	if err := installCRDs(ctx, kubeconfig, crds); err != nil {
 		return err
 	}
 	if err := gatewayClass(ctx, kubeconfig); err != nil {

@@ -95,11 +95,9 @@ func csiSnapshotClassObject() *unstructured.Unstructured {
 	}}
 }
 
-// setupRealCSI installs the VolumeSnapshot CRDs and the driver's cluster objects.
-func setupRealCSI(ctx context.Context, cs *kubernetes.Clientset, kubeconfig, realDir string) error {
-	if err := installCRDs(ctx, kubeconfig, map[string]string{"VolumeSnapshot": filepath.Join(realDir, "snapshot-crds")}); err != nil {
-		return err
-	}
+// setupRealCSI creates the driver's cluster objects; setupRealCluster installed the
+// VolumeSnapshot CRDs with the others.
+func setupRealCSI(ctx context.Context, cs *kubernetes.Clientset, kubeconfig string) error {
 	if err := create(ctx, "csidriver "+csiDriverName, cs.StorageV1().CSIDrivers().Create, csiDriverObject()); err != nil {
 		return err
 	}
