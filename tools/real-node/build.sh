@@ -52,6 +52,7 @@ upstream() {
   local start=$SECONDS
   module_copy "$mod" "$ver" "$work"
   # upstream_edit (set for one call): go.mod edits the module copy needs before it builds.
+  # shellcheck disable=SC2086 # several go mod edit flags, split on purpose
   if [ -n "${upstream_edit:-}" ]; then (cd "$work" && go mod edit $upstream_edit); fi
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
