@@ -1,6 +1,7 @@
 // real.go starts the real tier beside the control plane (docs/real-tier.md): a node that runs
 // containers (node-init's namespaces, containerd, the kubelet), kube-proxy and CoreDNS inside it,
-// and Traefik on the host, serving the preview hosts on two loopback ports (HTTP and HTTPS).
+// Traefik on the host, serving the preview hosts on two loopback ports (HTTP and HTTPS), and the
+// CSI driver and controllers that give it volume snapshots (realcsi.go).
 package main
 
 import (
