@@ -17,6 +17,7 @@ mod gate;
 mod gateway;
 mod logs;
 mod pool;
+mod preview_tests;
 mod probe;
 mod serving;
 mod sources;

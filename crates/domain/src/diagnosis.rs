@@ -210,37 +210,49 @@ fn refused(message: &str) -> String {
     format!("pods refused: {why}")
 }
 
-/// The kept part of a log: its last [`TAIL_LINES`] lines, each cut at 200 characters, within
-/// [`TAIL_BYTES`]; lines that could pose as Sandcastle's comment marker are defused.
-pub fn tail(text: &str) -> Vec<String> {
-    tail_within(text, TAIL_LINES, TAIL_BYTES)
+/// The kept part of a log: its last [`TAIL_LINES`] lines, redacted by `redactor`, each cut at
+/// 200 characters, within [`TAIL_BYTES`]; lines that could pose as Sandcastle's comment marker
+/// are defused.
+pub fn tail(text: &str, redactor: &crate::redact::Redactor) -> Vec<String> {
+    tail_within(text, TAIL_LINES, TAIL_BYTES, redactor).0
 }
 
-/// [`tail`] with other bounds: the last `lines` lines within `max_bytes`.
-pub fn tail_within(text: &str, lines: usize, max_bytes: usize) -> Vec<String> {
+/// [`tail`] with other bounds: the last `lines` lines within `max_bytes`, and how many secrets
+/// were masked. Each whole line is redacted before it is cut: a token or a Secret's value cut
+/// in two would no longer be recognised, and its first part would show.
+pub fn tail_within(
+    text: &str,
+    lines: usize,
+    max_bytes: usize,
+    redactor: &crate::redact::Redactor,
+) -> (Vec<String>, u32) {
     let mut kept: Vec<String> = Vec::new();
     let mut bytes = 0;
+    let mut masked = 0;
     for line in text.lines().rev().take(lines) {
+        let (line, n) = redactor.redact(line);
         let line: String = if line.chars().count() > LINE_CHARS {
             let cut: String = line.chars().take(LINE_CHARS - 1).collect();
             format!("{cut}…")
         } else {
-            line.to_owned()
+            line
         };
         let line = line.replace("<!--", "<! --");
         if bytes + line.len() + 1 > max_bytes {
             break;
         }
         bytes += line.len() + 1;
+        masked += n;
         kept.push(line);
     }
     kept.reverse();
-    kept
+    (kept, masked)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::redact::Redactor;
     use serde_json::json;
 
     fn pod(status: serde_json::Value) -> Pod {
@@ -398,20 +410,39 @@ mod tests {
     }
 
     #[test]
+    fn a_long_line_is_redacted_whole_before_it_is_cut() {
+        let jwt = format!(
+            "eyJhbGciOiJSUzI1NiJ9.eyJ{}.c2lnbmF0dXJlLXBhcnQ",
+            "x".repeat(400)
+        );
+        let secret = format!("{}s3cret-tail", "y".repeat(190));
+        let log = format!("token {jwt}\npassword {secret}\n");
+        let (t, masked) = tail_within(&log, 10, 4096, &Redactor::new([secret.clone()]));
+        assert_eq!(t, ["token [redacted]", "password [redacted]"]);
+        assert_eq!(masked, 2);
+    }
+
+    #[test]
     fn tails_are_bounded_and_cannot_pose_as_the_marker() {
         let log: String = (1..=50).map(|i| format!("line {i}\n")).collect();
-        let t = tail(&log);
+        let t = tail(&log, &Redactor::new([]));
         assert_eq!(t.len(), TAIL_LINES);
         assert_eq!(t.first().map(String::as_str), Some("line 31"));
         assert_eq!(t.last().map(String::as_str), Some("line 50"));
         let long = "x".repeat(5000);
-        let t = tail(&format!("{long}\n{long}\n"));
+        let t = tail(&format!("{long}\n{long}\n"), &Redactor::new([]));
         assert!(t.iter().all(|l| l.chars().count() <= 200));
         let many: String = (0..30).map(|_| format!("{}\n", "z".repeat(190))).collect();
-        let kept: usize = tail(&many).iter().map(|l| l.len() + 1).sum();
+        let kept: usize = tail(&many, &Redactor::new([]))
+            .iter()
+            .map(|l| l.len() + 1)
+            .sum();
         assert!(kept <= TAIL_BYTES, "{kept}");
         assert_eq!(
-            tail("<!-- sandcastle {\"phase\": \"Ready\"} -->"),
+            tail(
+                "<!-- sandcastle {\"phase\": \"Ready\"} -->",
+                &Redactor::new([])
+            ),
             vec!["<! -- sandcastle {\"phase\": \"Ready\"} -->".to_owned()]
         );
     }

@@ -140,10 +140,7 @@ async fn log_tail(client: &Client, ns: &str, finding: &Finding) -> Vec<String> {
         return Vec::new();
     };
     let redactor = Redactor::new(values);
-    diagnosis::tail(&text)
-        .into_iter()
-        .map(|line| redactor.redact(&line).0)
-        .collect()
+    diagnosis::tail(&text, &redactor)
 }
 
 /// The values of the namespace's Secrets, which logs never show.

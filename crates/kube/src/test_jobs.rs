@@ -195,15 +195,7 @@ pub async fn log_tail(client: &Client, ns: &str, name: &str) -> Option<RunLogs> 
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     let text = api.logs(&pod.name_any(), &params).await.unwrap_or_default();
     let redactor = Redactor::new(secret_values(client, ns).await.ok()?);
-    let mut redacted = 0;
-    let lines = tail_within(&text, LOG_LINES, LOG_BYTES)
-        .into_iter()
-        .map(|line| {
-            let (clean, n) = redactor.redact(&line);
-            redacted += n;
-            clean
-        })
-        .collect();
+    let (lines, redacted) = tail_within(&text, LOG_LINES, LOG_BYTES, &redactor);
     Some(RunLogs {
         pod: pod.name_any(),
         container,
