@@ -57,6 +57,7 @@ fn objects_for(
         branch: "feature".to_owned(),
         default_host: "{{preview}}.preview.example.com".to_owned(),
         edge: Default::default(),
+        pool_member: None,
     };
     let planned = plan::plan(source, spec, &ctx).expect("the blueprint plans");
     let mut out = guardrails::guardrail_objects(&ctx, &spec.isolation, "ingress-nginx");

@@ -158,6 +158,7 @@ fn preview_context(world: &World, preview: &str, sha: &Sha, branch: &str) -> Pre
         branch: branch.to_owned(),
         default_host: settings.default_host,
         edge: Default::default(),
+        pool_member: None,
     }
 }
 
@@ -1587,5 +1588,6 @@ fn preview_context_for(repo: &RepoName) -> PreviewContext {
         branch: "b".into(),
         default_host: "{{host}}-{{preview}}.preview.localhost".into(),
         edge: Default::default(),
+        pool_member: None,
     }
 }

@@ -52,6 +52,18 @@ pub fn is_member(pe: &PreviewEnvironment) -> bool {
     pe.labels().contains_key(POOL)
 }
 
+/// What stands for a pool preview's pull request and branch in its hosts (`pool-1a2b3c4d`, the
+/// end of its name), so that no two members, and no member and claimant, share a host; `None`
+/// for any other preview.
+pub fn host_label(pe: &PreviewEnvironment) -> Option<String> {
+    if !is_member(pe) {
+        return None;
+    }
+    let name = pe.name_any();
+    let suffix = name.rsplit('-').next().unwrap_or(&name);
+    Some(format!("pool-{suffix}"))
+}
+
 /// Whether `pe` is a live (not torn down, not being deleted) preview of `blueprint`'s pool.
 pub fn is_live_member(pe: &PreviewEnvironment, blueprint: &str) -> bool {
     pe.labels().get(POOL).is_some_and(|b| b == blueprint)
@@ -275,6 +287,20 @@ mod tests {
         let t = c.spec.teardown.unwrap();
         assert_eq!(t.reason, TeardownReason::Adopted);
         assert_eq!(t.actor.as_deref(), Some("shop-pr-42"));
+    }
+
+    #[test]
+    fn a_member_has_hosts_of_its_own_and_a_claimant_its_pull_requests() {
+        let member = member(
+            "shop-pool-0123abcd",
+            "2026-12-06T00:01:00Z",
+            "Ready",
+            "acme/shop",
+        );
+        assert_eq!(host_label(&member).as_deref(), Some("pool-0123abcd"));
+        let mut claimant = member.clone();
+        claimant.metadata.labels = None;
+        assert_eq!(host_label(&claimant), None);
     }
 
     #[test]

@@ -33,6 +33,10 @@ pub struct PreviewContext {
     pub default_host: String,
     /// The front door: the certificate its hosts are served with, who may open it, the gate.
     pub edge: crate::edge::Edge,
+    /// A warm pool's preview (`pool-1a2b3c4d`), which has no pull request yet and shares its
+    /// branch with every other member: in its hosts, `{{pr}}` and `{{branch}}` are this, so
+    /// each member has hosts of its own and none is ever a claimant's.
+    pub pool_member: Option<String>,
 }
 
 /// One reason a blueprint cannot be cloned, naming the object and, when there is one, the field.

@@ -18,6 +18,7 @@ fn ctx() -> PreviewContext {
         branch: "main".to_owned(),
         default_host: String::new(),
         edge: Default::default(),
+        pool_member: None,
     }
 }
 

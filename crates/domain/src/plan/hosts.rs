@@ -57,10 +57,13 @@ impl HostTemplate {
             template,
             from_blueprint,
             blueprint: ctx.blueprint.clone(),
-            pr: ctx.pr.map(|p| p.to_string()),
+            pr: ctx
+                .pool_member
+                .clone()
+                .or_else(|| ctx.pr.map(|p| p.to_string())),
             repo: slug(ctx.repo.name()),
             owner: slug(ctx.repo.owner()),
-            branch: slug(&ctx.branch),
+            branch: slug(ctx.pool_member.as_deref().unwrap_or(&ctx.branch)),
             sha: ctx.sha.to_string(),
             short_sha: ctx.sha.short().to_owned(),
             preview: ctx.preview.to_string(),

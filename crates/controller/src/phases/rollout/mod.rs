@@ -14,7 +14,7 @@ use kube::ResourceExt;
 
 use super::checks::{self, Gate};
 use super::hooks;
-use super::steps::{failure_description, plan_hash, rollout_steps};
+use super::steps::{apply_order, failure_description, plan_hash, rollout_steps};
 use super::{adopt, reset};
 use crate::context::Context;
 use crate::error::Error;
@@ -75,6 +75,7 @@ fn context_of(
         branch: pe.spec.git_ref.clone(),
         default_host: ctx.settings.default_host.clone(),
         edge,
+        pool_member: sandcastle_domain::pool::host_label(pe),
     })
 }
 
@@ -208,7 +209,7 @@ pub(crate) async fn run(
     let timeout = spec.readiness_timeout.get();
     let steps = rollout_steps(
         &plan,
-        spec.order,
+        apply_order(spec.order, pe.spec.adopts.is_some()),
         guardrails::guardrail_objects(&pctx, &spec.isolation, &ctx.settings.ingress_namespace),
         hooks::bound(timeout),
     );

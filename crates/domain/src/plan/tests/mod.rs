@@ -28,6 +28,7 @@ pub(super) fn ctx() -> PreviewContext {
         branch: "feature/Login".to_owned(),
         default_host: "{{host}}-{{preview}}.preview.localhost".to_owned(),
         edge: Default::default(),
+        pool_member: None,
     }
 }
 

@@ -167,6 +167,29 @@ fn pr_variables_without_a_pr_are_refused() {
 }
 
 #[test]
+fn a_pool_preview_has_hosts_of_its_own_whatever_the_template() {
+    let mut c = ctx();
+    c.pr = None;
+    c.branch = "main".to_owned();
+    c.pool_member = Some("pool-0123abcd".to_owned());
+    let ingress = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web}\nspec: {rules: [{host: shop.example.com}]}\n";
+    for (template, want) in [
+        (
+            "{{pr}}-{{repo}}.preview.example.com",
+            "pool-0123abcd-shop.preview.example.com",
+        ),
+        (
+            "{{branch}}.preview.example.com",
+            "pool-0123abcd.preview.example.com",
+        ),
+    ] {
+        let bp = blueprint(&format!("host: \"{template}\""));
+        let p = plan(&objects(&format!("{APP}---\n{ingress}")), &bp, &c).unwrap();
+        assert_eq!(p.url.as_deref(), Some(format!("http://{want}").as_str()));
+    }
+}
+
+#[test]
 fn every_problem_is_reported_blueprint_first_then_by_kind_and_name() {
     let yaml = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: b}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: other}\n";
     let err = run(yaml, "host: \"{{nope}}\"").unwrap_err();

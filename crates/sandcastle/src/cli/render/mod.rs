@@ -331,6 +331,7 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
             access: spec.access.unwrap_or(args.previews.edge.preview_access),
             gate: args.previews.edge.gate(),
         },
+        pool_member: None,
     };
     let (objects, read) = match &from {
         Origin::Files(files) => {
