@@ -55,7 +55,12 @@ async fn a_pull_request_takes_a_running_pool_preview_over_and_only_its_app_rolls
     world.wait_github_state(&head, "success", T).await;
     let pe = world.previews().get("rpool-pr-1").await.unwrap();
     assert_eq!(pe.spec.adopts.as_ref().unwrap().preview, member.name_any());
-    assert_eq!(world.namespace_of("rpool-pr-1"), ns);
+    let lives_in = pe.status.as_ref().and_then(|s| s.namespace.clone());
+    assert_eq!(
+        lives_in.as_deref(),
+        Some(ns.as_str()),
+        "it lives in the pool's namespace"
+    );
     let host = host_of(&world, "rpool-pr-1").await;
     assert_eq!(host, "b1-rpool.preview.localhost");
     let page = tier.get(&host, "/api/info").await;

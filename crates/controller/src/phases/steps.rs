@@ -45,6 +45,19 @@ impl fmt::Display for Step {
     }
 }
 
+/// The order a preview's rollouts apply in. A namespace taken over (a warm pool's preview, a
+/// sandbox) already runs the data tier and has been seeded, so everything after config goes at
+/// once: what differs (the app's new image, the routes' new hosts) rolls out side by side
+/// instead of waiting stage by stage. Decided by `spec.adopts`, fixed for the preview's life,
+/// so that its plan's hash stays the same from pass to pass.
+pub(crate) fn apply_order(blueprint: ApplyOrder, adopted: bool) -> ApplyOrder {
+    if adopted {
+        ApplyOrder::Together
+    } else {
+        blueprint
+    }
+}
+
 /// The steps of a rollout: the guardrails, then the plan's stages (each alone, or with `order:
 /// together` all after config as one step, in stage order), with the pre-delete hooks
 /// (suspended, see [`hooks`]) right after the config stage that they may need.
@@ -140,6 +153,16 @@ mod tests {
 
     fn job(name: &str) -> Value {
         json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {}})
+    }
+
+    #[test]
+    fn a_namespace_taken_over_applies_all_after_config_at_once() {
+        assert_eq!(apply_order(ApplyOrder::Staged, true), ApplyOrder::Together);
+        assert_eq!(apply_order(ApplyOrder::Staged, false), ApplyOrder::Staged);
+        assert_eq!(
+            apply_order(ApplyOrder::Together, false),
+            ApplyOrder::Together
+        );
     }
 
     #[test]

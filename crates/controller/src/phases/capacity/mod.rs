@@ -415,18 +415,23 @@ pub(crate) fn release(st: &mut PreviewStatus) -> bool {
 
 /// Look at the queue behind a released slot again, and update the Blueprint's counts.
 pub(crate) async fn poke_queue(pe: &PreviewEnvironment, ctx: &Context) {
-    let Some(store) = &ctx.previews else {
+    // A warm pool's preview held one of the pool's slots: nobody waits in line for it.
+    let (Some(store), false) = (&ctx.previews, sandcastle_domain::pool::is_member(pe)) else {
         return;
     };
     let peers: Vec<_> = store
         .state()
         .into_iter()
         .filter(|p| p.spec.blueprint == pe.spec.blueprint && p.name_any() != pe.name_any())
+        // A warm pool's previews hold the pool's slots, never `maxPreviews`'.
+        .filter(|p| !sandcastle_domain::pool::is_member(p))
         .collect();
     let mut queued = 0;
     for p in peers.iter().filter(|p| waits(p)) {
         queued += 1;
-        if let Some(pokes) = &ctx.pokes {
+        // One never looked at yet has its first pass coming: a poke would only put it off
+        // (kube's debounce starts again with each request).
+        if let (Some(pokes), Some(_)) = (&ctx.pokes, &p.status) {
             let _ = pokes.unbounded_send(ObjectRef::from_obj(&**p));
         }
     }

@@ -340,7 +340,9 @@ pub(crate) fn poke_waiting(ctx: &Context) {
         {
             continue;
         }
-        let waits = p.status.as_ref().is_none_or(|s| placed_in(s).is_none());
+        // One never looked at yet (no status) has its first pass coming: a poke would only
+        // put it off (kube's debounce starts again with each request).
+        let waits = p.status.as_ref().is_some_and(|s| placed_in(s).is_none());
         let remote = p
             .status
             .as_ref()
