@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod agent;
 pub mod burst;
 pub mod floor;
 pub mod timeline;
