@@ -417,7 +417,7 @@ mod tests {
         );
         let secret = format!("{}s3cret-tail", "y".repeat(190));
         let log = format!("token {jwt}\npassword {secret}\n");
-        let (t, masked) = tail_within(&log, 10, 4096, &Redactor::new([secret.clone()]));
+        let (t, masked) = tail_within(&log, 10, 4096, &Redactor::new([secret]));
         assert_eq!(t, ["token [redacted]", "password [redacted]"]);
         assert_eq!(masked, 2);
     }

@@ -298,7 +298,7 @@ mod tests {
             "acme/shop",
         );
         assert_eq!(host_label(&member).as_deref(), Some("pool-0123abcd"));
-        let mut claimant = member.clone();
+        let mut claimant = member;
         claimant.metadata.labels = None;
         assert_eq!(host_label(&claimant), None);
     }
