@@ -269,6 +269,15 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
+    /// Ask for another pass over `pe` while the controller runs. A preview never looked at yet
+    /// (no status) is left alone: its first pass is already due, and a request now would only
+    /// put it off (kube's debounce starts again with each request).
+    pub(crate) fn poke(&self, pe: &PreviewEnvironment) {
+        if let (Some(pokes), Some(_)) = (&self.pokes, &pe.status) {
+            let _ = pokes.unbounded_send(ObjectRef::from_obj(pe));
+        }
+    }
+
     /// The controller's caches of what it made, for work in `cluster` (they hold its own
     /// cluster's objects only).
     pub(crate) fn watched_in(

@@ -121,11 +121,9 @@ async fn renew(ctx: &Context, loaded: &Loaded) {
     tracing::info!(version = %loaded.version, copied, live = live.len(), "preview certificate copied into live previews");
     // Those that failed (for want of a certificate, or one that did not serve their hosts)
     // are looked at again now.
-    if let Some(pokes) = &ctx.pokes {
-        for pe in previews.state() {
-            if pe.status.as_ref().and_then(|s| s.phase) == Some(Phase::Failed) {
-                let _ = pokes.unbounded_send(kube::runtime::reflector::ObjectRef::from_obj(&*pe));
-            }
+    for pe in previews.state() {
+        if pe.status.as_ref().and_then(|s| s.phase) == Some(Phase::Failed) {
+            ctx.poke(&pe);
         }
     }
 }

@@ -16,7 +16,6 @@ pub(crate) use line::Slot;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams};
-use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
@@ -429,11 +428,7 @@ pub(crate) async fn poke_queue(pe: &PreviewEnvironment, ctx: &Context) {
     let mut queued = 0;
     for p in peers.iter().filter(|p| waits(p)) {
         queued += 1;
-        // One never looked at yet has its first pass coming: a poke would only put it off
-        // (kube's debounce starts again with each request).
-        if let (Some(pokes), Some(_)) = (&ctx.pokes, &p.status) {
-            let _ = pokes.unbounded_send(ObjectRef::from_obj(&**p));
-        }
+        ctx.poke(p);
     }
     let active = peers.iter().filter(|p| holds(p)).count();
     if let Ok(Some(bp)) = ctx.blueprint(&pe.spec.blueprint).await {

@@ -17,7 +17,6 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
-use kube::runtime::reflector::ObjectRef;
 
 use crate::context::Context;
 use crate::error::Error;
@@ -331,7 +330,7 @@ pub(crate) fn reachability(
 /// Look again at every preview that waits for a cluster or lives in a registered one: after a
 /// cluster changed (added, gone, down, back) or a preview left one.
 pub(crate) fn poke_waiting(ctx: &Context) {
-    let (Some(store), Some(pokes)) = (&ctx.previews, &ctx.pokes) else {
+    let Some(store) = &ctx.previews else {
         return;
     };
     for p in store.state() {
@@ -340,8 +339,6 @@ pub(crate) fn poke_waiting(ctx: &Context) {
         {
             continue;
         }
-        // One never looked at yet (no status) has its first pass coming: a poke would only
-        // put it off (kube's debounce starts again with each request).
         let waits = p.status.as_ref().is_some_and(|s| placed_in(s).is_none());
         let remote = p
             .status
@@ -349,7 +346,7 @@ pub(crate) fn poke_waiting(ctx: &Context) {
             .and_then(|s| s.cluster.as_deref())
             .is_some_and(|c| c != IN_CLUSTER);
         if waits || remote {
-            let _ = pokes.unbounded_send(ObjectRef::from_obj(&*p));
+            ctx.poke(&p);
         }
     }
 }
