@@ -58,6 +58,7 @@ fn objects_for(
         default_host: "{{preview}}.preview.example.com".to_owned(),
         edge: Default::default(),
         pool_member: None,
+        data: Default::default(),
     };
     let planned = plan::plan(source, spec, &ctx).expect("the blueprint plans");
     let mut out = guardrails::guardrail_objects(&ctx, &spec.isolation, "ingress-nginx");

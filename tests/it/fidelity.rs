@@ -159,6 +159,7 @@ fn preview_context(world: &World, preview: &str, sha: &Sha, branch: &str) -> Pre
         default_host: settings.default_host,
         edge: Default::default(),
         pool_member: None,
+        data: Default::default(),
     }
 }
 
@@ -1589,5 +1590,6 @@ fn preview_context_for(repo: &RepoName) -> PreviewContext {
         default_host: "{{host}}-{{preview}}.preview.localhost".into(),
         edge: Default::default(),
         pool_member: None,
+        data: Default::default(),
     }
 }

@@ -20,6 +20,7 @@ mod pool;
 mod preview_tests;
 mod probe;
 mod serving;
+mod snapshot_data;
 mod sources;
 mod teardown;
 mod tls;

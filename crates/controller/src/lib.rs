@@ -8,6 +8,7 @@
 
 pub mod commands;
 pub mod context;
+mod data;
 mod edge;
 mod error;
 pub mod events;
@@ -163,6 +164,8 @@ pub async fn run(
     let certificate = edge::follow(ctx.clone(), shutdown.clone());
     // Each Blueprint's warm pool, kept full.
     let pools = pool::run(ctx.clone(), shutdown.clone());
+    // Each Blueprint's data snapshots, taken, refreshed and retired.
+    let data = data::run(ctx.clone(), shutdown.clone());
     // Changes in the other clusters previews live in, and to those clusters themselves.
     let elsewhere = remote::triggers(&ctx, shutdown.clone());
     // `/preview` commands the webhook recorded, carried out beside the previews.
@@ -248,7 +251,7 @@ pub async fn run(
         started
     });
     tokio::select! {
-        _ = async { futures::join!(controller, events, commands, housekeeping, certificate, pools) } => {}
+        _ = async { futures::join!(controller, events, commands, housekeeping, certificate, pools, data) } => {}
         waited = deadline => if waited {
             tracing::warn!("reconciles still running {SHUTDOWN_GRACE:?} after shutdown; dropping them");
         },

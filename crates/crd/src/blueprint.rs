@@ -195,6 +195,11 @@ pub struct BlueprintSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<super::PoolSpec>,
 
+    /// What each preview's PersistentVolumeClaims start with: empty (seed Jobs fill them), or
+    /// restored from snapshots of the source namespace's claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<super::DataSpec>,
+
     /// Where previews go (default: Sandcastle's own cluster).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
@@ -557,6 +562,9 @@ pub struct BlueprintStatus {
     /// Its warm pool, apart from `activePreviews` (which the pool's previews do not count in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<super::PoolStatus>,
+    /// Its data's snapshots (`spec.data.from: snapshot`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<super::DataStatus>,
 }
 
 #[cfg(test)]

@@ -98,6 +98,17 @@ pub const IDEMPOTENCY_BODY: &str = "sandcastle.dev/idempotency-body";
 /// Annotation on a preview: a reset asked for (a token); the controller throws the data away
 /// and rolls out again, then records the token in `status.resetDone`.
 pub const RESET: &str = "sandcastle.dev/reset";
+/// Annotation beside [`RESET`]: `latest` restores the newest snapshot of the Blueprint's data,
+/// not the one the preview started from.
+pub const RESET_DATA: &str = "sandcastle.dev/reset-data";
+/// Value of [`RESET_DATA`].
+pub const RESET_LATEST: &str = "latest";
+/// Annotation on a Blueprint: a new snapshot of its data asked for (a token); the data keeper
+/// takes one and records the token in `status.data.refreshed`.
+pub const DATA_REFRESH: &str = "sandcastle.dev/data-refresh";
+/// Label on the VolumeSnapshots of a Blueprint's data, and on the objects restoring them: the
+/// snapshot set (`20261207-031500`).
+pub const DATA_SET: &str = "sandcastle.dev/data-set";
 /// Field manager for server-side apply.
 pub const FIELD_MANAGER: &str = "sandcastle";
 /// Finalizer on `PreviewEnvironment`s: the namespace is deleted before the resource goes.

@@ -315,6 +315,9 @@ pub struct PreviewStatus {
     /// What the Blueprint's off-hours schedule last did to the preview: stopped it, or woke it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<super::ScheduleRecord>,
+    /// Which snapshot of the Blueprint's data the preview's claims were restored from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<super::PreviewData>,
 }
 
 /// Running time: the finished stretches, and the one under way.

@@ -4,6 +4,7 @@
 
 pub mod authors;
 pub mod clock;
+pub mod data;
 pub mod diagnosis;
 pub mod duration;
 pub mod edge;

@@ -37,6 +37,9 @@ pub struct PreviewContext {
     /// branch with every other member: in its hosts, `{{pr}}` and `{{branch}}` are this, so
     /// each member has hosts of its own and none is ever a claimant's.
     pub pool_member: Option<String>,
+    /// The claims restored from a snapshot of the Blueprint's data: claim name → the
+    /// VolumeSnapshot in the preview's namespace (`crate::data`). Empty: they start empty.
+    pub data: BTreeMap<String, String>,
 }
 
 /// One reason a blueprint cannot be cloned, naming the object and, when there is one, the field.

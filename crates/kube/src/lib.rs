@@ -16,6 +16,7 @@ pub mod previews;
 pub mod prune;
 pub mod rbac;
 pub mod readiness;
+pub mod snapshots;
 pub mod source;
 pub mod status;
 pub mod test_jobs;

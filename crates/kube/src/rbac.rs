@@ -13,6 +13,8 @@ use sandcastle_domain::guardrails;
 const READ: &[&str] = &["get", "list", "watch"];
 /// The Gateway API's group (HTTPRoutes, GRPCRoutes, Gateways, ReferenceGrants).
 const GATEWAY_API: &str = "gateway.networking.k8s.io";
+/// CSI volume snapshots' group (VolumeSnapshots, VolumeSnapshotContents).
+const SNAPSHOTS: &str = "snapshot.storage.k8s.io";
 const WRITE: &[&str] = &[
     "get", "list", "watch", "create", "patch", "update", "delete",
 ];
@@ -40,6 +42,10 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
 /// - The Gateway API's routes (HTTPRoutes, GRPCRoutes): read in sources, written in previews;
 ///   Gateways and ReferenceGrants read in sources (to refuse and to leave out by name). Where the
 ///   Gateway API is not installed these rules name nothing.
+/// - VolumeSnapshots: taken of a Blueprint's claims in its source namespace (`spec.data`), made
+///   in previews to restore them. VolumeSnapshotContents (cluster-scoped): made to bind a
+///   preview's VolumeSnapshot to the source's snapshot, always retained, and deleted with the
+///   preview; Kubernetes RBAC cannot say "only those".
 /// - CustomResourceDefinitions: read, for `/readyz`.
 /// - The API: TokenReviews and SubjectAccessReviews created (who calls, and may they), and
 ///   `serviceaccounts/token` created for ServiceAccounts named `preview-agent` only (the tokens
@@ -82,6 +88,12 @@ pub fn cluster_rules() -> Vec<PolicyRule> {
         // The gate in front of `signedIn` previews, on clusters running Traefik.
         rule(&["traefik.io"], &["middlewares"], WRITE),
         rule(&["policy"], &["poddisruptionbudgets"], WRITE),
+        // Snapshots of a Blueprint's data (`spec.data`), and their restores into previews.
+        rule(
+            &[SNAPSHOTS],
+            &["volumesnapshots", "volumesnapshotcontents"],
+            WRITE,
+        ),
         rule(&[GATEWAY_API], &["httproutes", "grpcroutes"], WRITE),
         rule(&[GATEWAY_API], &["gateways", "referencegrants"], READ),
         rule(&[""], &["pods", "pods/log", "events"], READ),
@@ -513,7 +525,7 @@ mod tests {
     }
 
     #[test]
-    fn nothing_cluster_scoped_is_written_but_namespaces() {
+    fn nothing_cluster_scoped_is_written_but_namespaces_and_snapshot_contents() {
         let rules = cluster_rules();
         for resource in [
             "clusterroles",

@@ -11,6 +11,7 @@ pub(super) mod adopt;
 pub(super) mod capacity;
 pub(super) mod check_answers;
 pub(super) mod checks;
+pub(super) mod data;
 pub(super) mod diagnoses;
 pub(super) mod hooks;
 pub(super) mod idle;

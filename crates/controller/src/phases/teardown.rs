@@ -2,7 +2,7 @@
 //! hooks (bounded), delete its namespace (and the ReferenceGrant its stopped HTTPRoutes had in
 //! Sandcastle's namespace), wait until it is gone (a cluster that does not answer
 //! is waited for; one no longer registered cannot be reached, and its namespace is left there,
-//! said in the history), mark the GitHub deployment inactive; then either let the
+//! said in the history), release what bound the Blueprint's data snapshots into it, mark the GitHub deployment inactive; then either let the
 //! resource go (it is being deleted: the finalizer is removed), keep it as a tombstone (PR
 //! closed, expired or destroyed) until its retention ends (counted from the removal), or — for a
 //! preview that came back as a new incarnation — start again from nothing.
@@ -169,6 +169,14 @@ async fn take_down(
         if st.phase != Some(Phase::Terminating) || st.message.as_deref() != Some(DELETING) {
             set_phase(st, Phase::Terminating, DELETING, now, None);
         }
+        return Ok(Some(Verdict::new(st.clone(), Next::Soon)));
+    }
+    // The contents that bound the Blueprint's data snapshots into the namespace are
+    // cluster-scoped: they outlive it, and go now (retained: the snapshots themselves stay).
+    let restored = st.data.as_ref().is_some_and(|d| d.snapshot.is_some());
+    if restored
+        && sandcastle_kube::snapshots::release(cluster.client(), &pe.name_any(), None).await? > 0
+    {
         return Ok(Some(Verdict::new(st.clone(), Next::Soon)));
     }
     forget_grant(pe, ctx).await?;

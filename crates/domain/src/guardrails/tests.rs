@@ -19,6 +19,7 @@ fn ctx() -> PreviewContext {
         default_host: String::new(),
         edge: Default::default(),
         pool_member: None,
+        data: Default::default(),
     }
 }
 

@@ -10,6 +10,7 @@
 //! ([`order`]); a plan that would run nothing is refused ([`runnable`]). `docs/cloning.md`
 //! states the rules for users.
 
+mod data;
 mod edge;
 mod env;
 mod helm;
@@ -271,6 +272,9 @@ pub fn plan(
     if !problems.is_empty() {
         return Err(refused(problems, ctx));
     }
+
+    // Claims restored from the Blueprint's data snapshot, StatefulSets' included.
+    data::restore(&mut kept, ctx);
 
     let rewriter = rewrite::Rewriter {
         source: source.name.as_deref(),

@@ -15,7 +15,7 @@ use kube::ResourceExt;
 use super::checks::{self, Gate};
 use super::hooks;
 use super::steps::{apply_order, failure_description, plan_hash, rollout_steps};
-use super::{adopt, reset};
+use super::{adopt, data, reset};
 use crate::context::Context;
 use crate::error::Error;
 use crate::report::Report;
@@ -39,6 +39,8 @@ use apply::apply_and_wait;
 /// How soon a failure that may heal by itself (a Blueprint fixed, a source readable again) is
 /// looked at again when nothing wakes it sooner.
 const RECHECK_FAILED: Duration = Duration::from_secs(60);
+/// How soon a preview waiting for its Blueprint's first data snapshot looks again.
+const DATA_WAIT: Duration = Duration::from_secs(2);
 
 /// Who the preview is for and where it goes, from its spec; a reason for people when the spec
 /// cannot be used.
@@ -76,6 +78,7 @@ fn context_of(
         default_host: ctx.settings.default_host.clone(),
         edge,
         pool_member: sandcastle_domain::pool::host_label(pe),
+        data: Default::default(),
     })
 }
 
@@ -143,7 +146,7 @@ pub(crate) async fn run(
         Err(e @ NoCertificate::NotReadYet(_)) => return Err(Error::Transient(e.to_string())),
         Err(NoCertificate::Unusable(why)) => return Ok(fail(pe, st, why, ctx)),
     };
-    let pctx = match context_of(pe, &blueprint, ctx, edge) {
+    let mut pctx = match context_of(pe, &blueprint, ctx, edge) {
         Ok(c) => c,
         Err(why) => return Ok(fail(pe, st, why, ctx)),
     };
@@ -153,6 +156,7 @@ pub(crate) async fn run(
     if let Some(wait) = wait_for_checks(pe, &mut st, &blueprint, ctx).await {
         return Ok(Verdict::new(st, wait));
     }
+    let mut latest = false;
     if let Some(token) = reset::asked(pe, &st) {
         let left = reset::wipe(cluster.client(), pctx.namespace.as_str()).await?;
         if left > 0 {
@@ -163,15 +167,32 @@ pub(crate) async fn run(
         // The data is gone: roll out again from nothing, seeding afresh.
         st.reset_done = Some(token);
         st.rollout = None;
-        let note = Some("data thrown away; seeding again");
+        latest = reset::latest(pe);
+        let note = reset::note(&blueprint, latest);
         record(
             &mut st,
             now,
             "sandcastle",
             "Reset",
             Some(&pe.spec.sha),
-            note,
+            Some(note),
         );
+    }
+    // The data the claims start with: a snapshot of the Blueprint's, or nothing.
+    let restore = data::decide(&mut st, &blueprint, cluster, latest);
+    match &restore {
+        data::Restore::Wait(why) => {
+            set_phase(
+                &mut st,
+                Phase::Pending,
+                why.clone(),
+                now,
+                Some(&pe.spec.sha),
+            );
+            return Ok(Verdict::new(st, Next::After(DATA_WAIT)));
+        }
+        data::Restore::Fail(why) => return Ok(fail(pe, st, why.clone(), ctx)),
+        data::Restore::Empty | data::Restore::Set(_) => pctx.data = restore.claims(),
     }
 
     // Plan first: a refused blueprint fails before anything is created.
@@ -271,10 +292,23 @@ pub(crate) async fn run(
         set_phase(&mut st, Phase::Deploying, message, now, Some(&pe.spec.sha));
         // The wildcard certificate's copy, before any route names it.
         crate::edge::copy_certificate(ctx, cluster.client(), pctx.namespace.as_str()).await?;
+        // The snapshot the claims restore, bound into the namespace before they name it.
+        if let data::Restore::Set(set) = &restore {
+            let ns = pctx.namespace.as_str();
+            if let Err(why) = data::bind(pe, set, ns, &pctx.blueprint, cluster).await? {
+                return Ok(fail_rollout(pe, st, why, &blueprint, ctx));
+            }
+        }
     } else if let Some(r) = st.rollout.as_mut() {
         r.namespace_uid = r.namespace_uid.take().or(namespace_uid);
     }
     let mut verdict = apply_and_wait(pe, st, &blueprint, &pctx, &steps, &plan, &at).await?;
+    if verdict.status.phase == Some(Phase::Deploying)
+        && matches!(restore, data::Restore::Set(_))
+        && let Some(why) = data::restore_failure(cluster, pctx.namespace.as_str()).await?
+    {
+        return Ok(fail_rollout(pe, verdict.status, why, &blueprint, ctx));
+    }
     if verdict.status.phase == Some(Phase::Ready) {
         let st = &mut verdict.status;
         super::test_runs::start(pe, st, &blueprint, (&pctx, &plan), cluster, ctx).await?;

@@ -1,6 +1,7 @@
 //! Table tests of `plan()` through the public API, one module per group of rules.
 
 mod copied;
+mod data;
 mod hostile;
 mod hosts;
 mod namespaces;
@@ -29,6 +30,7 @@ pub(super) fn ctx() -> PreviewContext {
         default_host: "{{host}}-{{preview}}.preview.localhost".to_owned(),
         edge: Default::default(),
         pool_member: None,
+        data: Default::default(),
     }
 }
 

@@ -332,6 +332,7 @@ async fn resolve(args: &RenderArgs) -> anyhow::Result<Request> {
             gate: args.previews.edge.gate(),
         },
         pool_member: None,
+        data: Default::default(),
     };
     let (objects, read) = match &from {
         Origin::Files(files) => {

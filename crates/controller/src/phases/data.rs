@@ -1,0 +1,132 @@
+//! A rollout's data (`spec.data.from: snapshot`): which snapshot set the preview's claims are
+//! restored from — the one it started from, or the newest on its first rollout and on a reset
+//! with `latest` — recorded in `status.data`; the objects binding that set into the preview's
+//! namespace, made once the namespace exists and before the claims that name them; and why a
+//! restore cannot be done, for the preview's status and the sticky comment. Nothing falls back
+//! to empty data silently: a preview placed in another cluster than the snapshots starts empty
+//! only when its Blueprint says `elsewhere: seed`, and its status says so.
+
+use std::collections::BTreeMap;
+
+use sandcastle_crd::{
+    Blueprint, DataElsewhere, DataFrom, PreviewData, PreviewEnvironment, PreviewStatus, SnapshotSet,
+};
+use sandcastle_domain::data::{self, Choice};
+use sandcastle_kube::clusters::Cluster;
+use sandcastle_kube::snapshots;
+
+use crate::error::Error;
+
+/// What the rollout does about the preview's data.
+pub(crate) enum Restore {
+    /// Claims start empty.
+    Empty,
+    /// Restore this set.
+    Set(SnapshotSet),
+    /// Not yet (for people).
+    Wait(String),
+    /// The preview fails with this.
+    Fail(String),
+}
+
+impl Restore {
+    /// Claim name → the VolumeSnapshot in the preview's namespace, for the plan.
+    pub(crate) fn claims(&self) -> BTreeMap<String, String> {
+        match self {
+            Restore::Set(set) => data::restored_claims(set),
+            _ => BTreeMap::new(),
+        }
+    }
+}
+
+/// Decide the preview's data and record it in `st.data`; `latest`: a reset asked for the newest
+/// set.
+pub(crate) fn decide(
+    st: &mut PreviewStatus,
+    blueprint: &Blueprint,
+    cluster: &Cluster,
+    latest: bool,
+) -> Restore {
+    let Some(spec) = blueprint
+        .spec
+        .data
+        .as_ref()
+        .filter(|d| d.from == DataFrom::Snapshot)
+    else {
+        st.data = None;
+        return Restore::Empty;
+    };
+    let source = blueprint.spec.source_cluster();
+    if cluster.name.as_str() != source {
+        let why = format!(
+            "snapshots do not cross clusters: this preview is in cluster {}, the Blueprint's data \
+             is snapshotted in {source}",
+            cluster.name
+        );
+        return match spec.elsewhere {
+            DataElsewhere::Seed => {
+                st.data = Some(PreviewData {
+                    note: Some(format!("started empty and seeded: {why}")),
+                    ..PreviewData::default()
+                });
+                Restore::Empty
+            }
+            DataElsewhere::Refuse => Restore::Fail(format!(
+                "data: {why}; set spec.data.elsewhere: seed to start such previews empty"
+            )),
+        };
+    }
+    let own = st.data.as_ref().and_then(|d| d.snapshot.clone());
+    let status = blueprint.status.as_ref().and_then(|s| s.data.as_ref());
+    match data::choose(status, own.as_deref(), latest) {
+        Choice::Restore(set) => {
+            st.data = Some(PreviewData {
+                snapshot: Some(set.id.clone()),
+                taken_at: Some(set.taken_at.clone()),
+                claims: set.claims.iter().map(|c| c.claim.clone()).collect(),
+                note: None,
+            });
+            Restore::Set(set.clone())
+        }
+        Choice::Wait(why) => Restore::Wait(why),
+        Choice::Fail(why) => Restore::Fail(why),
+    }
+}
+
+/// Make the objects restoring `set` in namespace `ns`, and release those of another set the
+/// preview restored before (a reset to the newest).
+pub(crate) async fn bind(
+    pe: &PreviewEnvironment,
+    set: &SnapshotSet,
+    ns: &str,
+    blueprint: &str,
+    cluster: &Cluster,
+) -> Result<Result<(), String>, Error> {
+    let preview = kube::ResourceExt::name_any(pe);
+    let objects = match data::restore_objects(set, ns, &preview, blueprint) {
+        Ok(o) => o,
+        Err(why) => return Ok(Err(why)),
+    };
+    match snapshots::restore(cluster.client(), &objects).await {
+        Ok(()) => {}
+        Err(e) => {
+            if let Some(why) = snapshots::not_served(&e) {
+                return Ok(Err(format!("data: {why}")));
+            }
+            return match e {
+                kube::Error::Api(r) if r.code < 500 && r.code != 429 => Ok(Err(format!(
+                    "data: restoring snapshot {} was refused: {}",
+                    set.id, r.message
+                ))),
+                e => Err(Error::Kube(e)),
+            };
+        }
+    }
+    snapshots::release(cluster.client(), &preview, Some(&set.id)).await?;
+    Ok(Ok(()))
+}
+
+/// Why a claim restored from the snapshot cannot be provisioned, once the provisioner said so.
+pub(crate) async fn restore_failure(cluster: &Cluster, ns: &str) -> Result<Option<String>, Error> {
+    Ok(snapshots::restore_failure(cluster.client(), ns).await?)
+}
