@@ -84,13 +84,21 @@ async fn redis_do(world: &World, name: &str, commands: &str) {
     .await;
 }
 
-/// The visit counter the app answers `/api/info` with (each call is a visit).
+/// The visit counter the app answers `/api/info` with (each call is a visit). Ready means the
+/// page serves the commit; the app reaches Redis through its Service once kube-proxy has its
+/// rules, which may come a moment later: until then the app answers 503 and counts nothing.
 async fn visit(tier: &tier::RealTier, host: &str) -> i64 {
-    let page = tier.get(host, "/api/info").await;
-    assert_eq!(page.status, 200, "{page:?}");
-    page.json()["counter"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("no counter: {page:?}"))
+    eventually("the app counts a visit", Duration::from_secs(30), || async {
+        let page = tier.get(host, "/api/info").await;
+        match page.status {
+            200 => page.json()["counter"]
+                .as_i64()
+                .ok_or_else(|| panic!("no counter: {page:?}")),
+            503 => Err(format!("{page:?}")),
+            _ => panic!("{page:?}"),
+        }
+    })
+    .await
 }
 
 /// The Blueprint's newest ready snapshot set, once it is another than `not`.
@@ -237,6 +245,30 @@ async fn previews_start_from_a_snapshot_of_the_blueprint_data_and_keep_their_own
     .await;
     assert_eq!(waited.body["outcome"], "ready", "{:?}", waited.body);
     assert_eq!(visit(&tier, &one).await, 501);
+
+    // Reset to the newest snapshot: the staging data as it was refreshed.
+    let body = json!({"latest": true});
+    let reset = call(
+        &world,
+        "POST",
+        "/api/v1/previews/snapdata-pr-1/reset",
+        Some(&admin),
+        Some(body),
+    )
+    .await;
+    assert_eq!(reset.status, 202, "{:?}", reset.body);
+    let waited = call(
+        &world,
+        "GET",
+        "/api/v1/previews/snapdata-pr-1/wait?for=ready&timeout=2m",
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(waited.body["outcome"], "ready", "{:?}", waited.body);
+    assert_eq!(visit(&tier, &one).await, 601);
+    let data = preview_data(&world, "snapdata-pr-1").await;
+    assert_eq!(data["snapshot"], second_id.as_str(), "{data}");
 
     // Teardown releases what bound the snapshots into the previews; once no preview started
     // from the first set, it is retired.

@@ -43,7 +43,7 @@ pub use test_runs::TestRunView;
 pub use token::{TokenRequestBody, TokenView};
 pub use view::{Addresses, ListFilter, PreviewList, PreviewView};
 pub use visit::Visited;
-pub use write::{ExtendBody, ExtendView, RedeployBody};
+pub use write::{ExtendBody, ExtendView, RedeployBody, ResetBody};
 
 use sandcastle_crd::PreviewEnvironment;
 use sandcastle_crd::labels::{AGENT_ACTIVITY, LAST_ACTIVITY};

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use super::auth::VIA_HEADER;
 use super::{
-    CreatePreview, ExtendBody, ListFilter, LogQuery, RedeployBody, ShareBody, TokenRequestBody,
-    Via, WaitQuery,
+    CreatePreview, ExtendBody, ListFilter, LogQuery, RedeployBody, ResetBody, ShareBody,
+    TokenRequestBody, Via, WaitQuery,
 };
 
 use sandcastle_domain::Secret;
@@ -107,7 +107,7 @@ pub enum Request {
     Extend(String, ExtendBody),
     Stop(String),
     Wake(String),
-    Reset(String),
+    Reset(String, ResetBody),
     Delete(String),
     Token(String, TokenRequestBody),
     Share(String, ShareBody),
@@ -171,7 +171,7 @@ fn rest_call(request: &Request) -> Call<'static> {
         Request::Extend(name, body) => post(name, "/extend", to_json(body)),
         Request::Stop(name) => post(name, "/stop", json!({})),
         Request::Wake(name) => post(name, "/wake", json!({})),
-        Request::Reset(name) => post(name, "/reset", json!({})),
+        Request::Reset(name, body) => post(name, "/reset", to_json(body)),
         Request::Delete(name) => Call {
             method: Method::DELETE,
             ..Call::get(preview_path(name, ""))

@@ -78,7 +78,33 @@ pub struct PreviewView {
     /// `Sandcastle / <name>`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<super::TestRunView>,
+    /// Where its data stores started from, when its Blueprint restores snapshots (`spec.data`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataView>,
     pub links: Links,
+}
+
+/// Which snapshot of the Blueprint's data a preview's claims were restored from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DataView {
+    /// The snapshot set (`20261207-031500`); absent when the preview started empty.
+    pub snapshot: Option<String>,
+    /// RFC 3339: when that snapshot was taken (its age is now minus this).
+    pub taken_at: Option<String>,
+    /// The claims restored from it.
+    pub claims: Vec<String>,
+    /// Why the preview started empty where its Blueprint restores snapshots.
+    pub note: Option<String>,
+}
+
+fn data_view(data: &sandcastle_crd::PreviewData) -> DataView {
+    DataView {
+        snapshot: data.snapshot.clone(),
+        taken_at: data.taken_at.as_ref().map(|t| t.0.to_string()),
+        claims: data.claims.clone(),
+        note: data.note.clone(),
+    }
 }
 
 /// A share link of a preview, as listed: everything but the link.
@@ -334,6 +360,7 @@ pub fn view(pe: &PreviewEnvironment, at: &Addresses) -> PreviewView {
             })
             .collect(),
         tests: super::test_runs::views(&st),
+        data: st.data.as_ref().map(data_view),
         links: Links {
             self_: format!("{public}/api/v1/previews/{name}"),
             page: format!("{public}/previews/{name}"),

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{Agent, AgentError, Caller, Operation, PreviewView};
-use sandcastle_crd::labels::{AGENT_ACTIVITY, LAST_ACTIVITY, REDEPLOY, RESET};
+use sandcastle_crd::labels::{
+    AGENT_ACTIVITY, LAST_ACTIVITY, REDEPLOY, RESET, RESET_DATA, RESET_LATEST,
+};
 use sandcastle_crd::{Blueprint, DEFAULT_MAX_TTL, PreviewEnvironment, Teardown, TeardownReason};
 use sandcastle_domain::{Sha, duration, lifecycle};
 use sandcastle_kube::previews::{self, Outcome};
@@ -28,6 +30,16 @@ pub struct RedeployBody {
     #[schema(pattern = r"^[0-9a-fA-F]{40}$")]
     #[schemars(regex(pattern = r"^[0-9a-fA-F]{40}$"))]
     pub commit: Option<String>,
+}
+
+/// `POST /previews/{name}/reset`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResetBody {
+    /// Where the Blueprint restores snapshots of its data (`spec.data`): restore the newest
+    /// snapshot, not the one the preview started from.
+    #[serde(default)]
+    pub latest: bool,
 }
 
 /// What `extend` answers: the preview, whether the extension was cut at `maxTtl`, and what
@@ -278,13 +290,31 @@ impl Agent {
     }
 
     /// Throw the preview's data away (its claims, StatefulSets and seed Jobs) and roll it out
-    /// again, so the seed phase runs on fresh data.
-    pub async fn reset(&self, caller: &Caller, name: &str) -> Result<PreviewView, AgentError> {
+    /// again, so the seed phase runs on fresh data — or, where the Blueprint restores snapshots,
+    /// on the snapshot the preview started from (the newest with `latest`).
+    pub async fn reset(
+        &self,
+        caller: &Caller,
+        name: &str,
+        body: &ResetBody,
+    ) -> Result<PreviewView, AgentError> {
         let now = self.clock.now();
-        let note = format!("reset (data thrown away, seeded again) {}", through(caller));
+        let what = if body.latest {
+            "data restored from the newest snapshot"
+        } else {
+            "data thrown away, seeded again"
+        };
+        let note = format!("reset ({what}) {}", through(caller));
+        let latest = body.latest;
         self.change(caller, Operation::Reset, name, note, |pe| {
             pe.spec.stopped = false;
-            pe.annotations_mut().insert(RESET.to_owned(), token(now));
+            let annotations = pe.annotations_mut();
+            annotations.insert(RESET.to_owned(), token(now));
+            if latest {
+                annotations.insert(RESET_DATA.to_owned(), RESET_LATEST.to_owned());
+            } else {
+                annotations.remove(RESET_DATA);
+            }
             Ok(())
         })
         .await

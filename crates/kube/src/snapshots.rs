@@ -275,6 +275,24 @@ pub async fn release(
     Ok(left)
 }
 
+/// Delete the VolumeSnapshots of namespace `ns` that restored another set than `keep` (a reset
+/// to the newest leaves the old one unused).
+pub async fn forget_others(client: &Client, ns: &str, keep: &str) -> Result<(), kube::Error> {
+    let api = snapshots(client, ns);
+    let selector = format!("{MANAGED_BY}={MANAGER},{DATA_SET}!={keep}");
+    match api
+        .delete_collection(
+            &DeleteParams::background(),
+            &ListParams::default().labels(&selector),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(r)) if r.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Why a claim of namespace `ns` restored from a snapshot cannot be provisioned, when the
 /// provisioner said so (its last `ProvisioningFailed` Warning on a claim still Pending).
 pub async fn restore_failure(client: &Client, ns: &str) -> Result<Option<String>, kube::Error> {

@@ -105,7 +105,7 @@ async fn local(agent: &Agent, caller: &Caller, request: &Request) -> Result<Valu
         Request::Extend(name, body) => json_of(&agent.extend(caller, name, &body.duration).await?),
         Request::Stop(name) => json_of(&agent.stop(caller, name).await?),
         Request::Wake(name) => json_of(&agent.wake(caller, name).await?),
-        Request::Reset(name) => json_of(&agent.reset(caller, name).await?),
+        Request::Reset(name, body) => json_of(&agent.reset(caller, name, body).await?),
         Request::Delete(name) => json_of(&agent.delete(caller, name).await?),
         Request::Token(name, body) => json_of(&agent.token(caller, name, body).await?),
         Request::Share(name, body) => json_of(&agent.share(caller, name, body).await?),

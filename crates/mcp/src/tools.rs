@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use sandcastle_agent::remote::{self, Request as Api};
 use sandcastle_agent::{
-    CreatePreview, ExtendBody, ListFilter, LogQuery, Operation, RedeployBody, ShareBody,
+    CreatePreview, ExtendBody, ListFilter, LogQuery, Operation, RedeployBody, ResetBody, ShareBody,
     TokenRequestBody, WaitQuery,
 };
 use sandcastle_domain::quote::{clip, short};
@@ -82,6 +82,14 @@ pub struct RedeployArgs {
     pub name: String,
     #[serde(flatten)]
     pub body: RedeployBody,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ResetArgs {
+    /// The preview's name.
+    pub name: String,
+    #[serde(flatten)]
+    pub body: ResetBody,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -273,7 +281,7 @@ impl Tool {
             Self::Stop => "Scale a preview to zero, keeping its data.",
             Self::Wake => "Start a stopped preview again.",
             Self::Reset => {
-                "Throw away the preview's data (volumes, StatefulSets, seed Jobs) and seed it again from the Blueprint."
+                "Throw away the preview's data (volumes, StatefulSets, seed Jobs) and seed it again from the Blueprint; where the Blueprint restores snapshots of its data, restore the one the preview started from (`latest`: the newest)."
             }
             Self::Destroy => {
                 "Tear a preview down. Two steps: call without `confirm` to get a confirmation (valid for a minute), then call again with it."
@@ -318,8 +326,8 @@ impl Tool {
             | Self::GetEvents
             | Self::DiagnosePreview
             | Self::Stop
-            | Self::Wake
-            | Self::Reset => schema_for_type::<Named>(),
+            | Self::Wake => schema_for_type::<Named>(),
+            Self::Reset => schema_for_type::<ResetArgs>(),
             Self::WaitForPreview => schema_for_type::<WaitArgs>(),
             Self::GetLogs => schema_for_type::<LogsArgs>(),
             Self::CreatePreview => schema_for_type::<CreateArgs>(),
@@ -358,7 +366,10 @@ impl Tool {
             Self::DiagnosePreview => Request::Diagnose(parse::<Named>(v)?.name),
             Self::Stop => Request::Api(Api::Stop(parse::<Named>(v)?.name)),
             Self::Wake => Request::Api(Api::Wake(parse::<Named>(v)?.name)),
-            Self::Reset => Request::Api(Api::Reset(parse::<Named>(v)?.name)),
+            Self::Reset => {
+                let (name, body) = named(v)?;
+                Request::Api(Api::Reset(name, body))
+            }
             Self::WaitForPreview => {
                 let (name, q) = named(v)?;
                 Request::Api(Api::Wait(name, q))

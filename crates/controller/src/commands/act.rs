@@ -447,6 +447,7 @@ fn status_view(
             cluster: None,
             cluster_down: None,
             tests: Vec::new(),
+            data: st.data,
         }
     })
 }

@@ -122,6 +122,7 @@ pub(crate) async fn bind(
             };
         }
     }
+    snapshots::forget_others(cluster.client(), ns, &set.id).await?;
     snapshots::release(cluster.client(), &preview, Some(&set.id)).await?;
     Ok(Ok(()))
 }

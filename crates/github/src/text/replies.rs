@@ -428,6 +428,7 @@ mod tests {
             running: None,
             rule: None,
             tests: Vec::new(),
+            data: None,
         };
         let reply = Reply::Status {
             previews: vec![

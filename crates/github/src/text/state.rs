@@ -43,6 +43,8 @@ pub struct StickyView {
     pub cluster_down: Option<String>,
     /// The last run of each of the Blueprint's tests, one line each.
     pub tests: Vec<super::checks::TestLine>,
+    /// Which snapshot of the Blueprint's data the preview's claims were restored from.
+    pub data: Option<sandcastle_crd::PreviewData>,
 }
 
 /// The last log lines of the container a failure comes from.

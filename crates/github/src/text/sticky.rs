@@ -13,6 +13,25 @@ use super::teardown::{Removal, Style, what_happened};
 use crate::command_parser::Command;
 use sandcastle_crd::TeardownReason;
 
+/// Where the preview's data came from: `snapshot `20261207-031500` of the Blueprint's data
+/// (taken 2 h ago)`, or why it started empty.
+fn data_line(data: &sandcastle_crd::PreviewData, now: Timestamp) -> String {
+    match (&data.snapshot, &data.note) {
+        (Some(set), _) => {
+            let mut line = format!(
+                "restored from snapshot {} of the Blueprint's data",
+                code(set)
+            );
+            if let Some(at) = &data.taken_at {
+                line.push_str(&format!(" (taken {})", ago(now, at.0)));
+            }
+            line
+        }
+        (None, Some(note)) => note.clone(),
+        (None, None) => "empty".to_owned(),
+    }
+}
+
 /// The Markdown of the sticky comment for `view` as of `now`.
 pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
     let state = &view.state;
@@ -54,6 +73,9 @@ pub fn sticky_comment(view: &StickyView, now: Timestamp) -> String {
         rows.push(("Commit", commit));
     }
     rows.push(("Blueprint", blueprint_line(&view.blueprint, &view.source)));
+    if let (Some(data), false) = (&view.data, removed) {
+        rows.push(("Data", data_line(data, now)));
+    }
     if let (Some(cluster), false) = (&view.cluster, removed) {
         rows.push(("Cluster", code(cluster)));
     }
@@ -350,6 +372,7 @@ mod tests {
             running: None,
             rule: None,
             tests: Vec::new(),
+            data: None,
         }
     }
 
@@ -392,6 +415,42 @@ mod tests {
             !sticky_comment(&ready_view(), now).contains("Environment-hours"),
             "a preview that never ran shows none"
         );
+    }
+
+    #[test]
+    fn the_data_row_says_which_snapshot_and_how_old() {
+        let data = sandcastle_crd::PreviewData {
+            snapshot: Some("20261129-160000".into()),
+            taken_at: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(
+                "2026-11-29T16:00:00Z",
+            ))),
+            claims: vec!["data-db-0".into()],
+            note: None,
+        };
+        let view = StickyView {
+            data: Some(data),
+            ..ready_view()
+        };
+        let md = sticky_comment(&view, at("2026-11-29T18:00:00Z"));
+        assert!(
+            md.contains(
+                "| **Data** | restored from snapshot `20261129-160000` of the Blueprint's data (taken 2 h ago) |"
+            ),
+            "{md}"
+        );
+        let empty = StickyView {
+            data: Some(sandcastle_crd::PreviewData {
+                note: Some("started empty and seeded: snapshots do not cross clusters".into()),
+                ..Default::default()
+            }),
+            ..ready_view()
+        };
+        let md = sticky_comment(&empty, now());
+        assert!(
+            md.contains("| **Data** | started empty and seeded: snapshots do not cross clusters |"),
+            "{md}"
+        );
+        assert!(!sticky_comment(&ready_view(), now()).contains("**Data**"));
     }
 
     fn with(state: StickyState) -> StickyView {

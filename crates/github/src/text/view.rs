@@ -121,6 +121,7 @@ pub fn sticky_view(
             .find(|c| c.type_ == "ClusterReachable" && c.status == "False")
             .map(|c| c.message.clone()),
         tests: if waiting { Vec::new() } else { test_lines(&st) },
+        data: st.data.clone().filter(|_| !waiting),
         state,
     })
 }

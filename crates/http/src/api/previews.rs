@@ -10,7 +10,7 @@ use super::extract::{Body, ErrorBody, Failed, Params};
 use crate::AppState;
 use sandcastle_agent::{
     CreatePreview, EventsView, ExtendBody, ExtendView, ListFilter, LogLines, LogQuery, PreviewList,
-    PreviewView, RedeployBody, TokenRequestBody, TokenView, WaitQuery, WaitResult,
+    PreviewView, RedeployBody, ResetBody, TokenRequestBody, TokenView, WaitQuery, WaitResult,
 };
 
 type Answer<T> = Result<T, Failed>;
@@ -212,19 +212,25 @@ pub(super) async fn extend(
 }
 
 #[utoipa::path(post, path = "/api/v1/previews/{name}/reset", tag = "previews",
-    params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
+    params(("name" = String, Path, description = NAME)), request_body = Option<ResetBody>,
+    security(("bearer" = [])),
     responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
-        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
-/// Throw the preview's data away and seed it again from the Blueprint.
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"), (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`"),
+        (status = 413, body = ErrorBody, description = "The body is larger than the API reads (64 KiB)")))]
+/// Throw the preview's data away and seed it again from the Blueprint — where the Blueprint
+/// restores snapshots of its data, from the snapshot the preview started from (`latest`: the
+/// newest).
 pub(super) async fn reset(
     State(state): State<AppState>,
     Allowed(caller, _): Allowed<op::Reset>,
     Path(name): Path<String>,
+    body: Option<Body<ResetBody>>,
 ) -> Answer<(StatusCode, Json<PreviewView>)> {
+    let body = body.map(|Body(b)| b).unwrap_or_default();
     Ok((
         StatusCode::ACCEPTED,
-        Json(state.agent.reset(&caller, &name).await?),
+        Json(state.agent.reset(&caller, &name, &body).await?),
     ))
 }
 

@@ -324,6 +324,11 @@ fn facts(p: &PreviewView, now: Timestamp) -> Markup {
             @if let Some(q) = p.queue_position { tr { th scope="row" { "Queue" } td { (q) " in line" } } }
             tr { th scope="row" { "Namespace" } td { code { (p.namespace) } } }
             tr { th scope="row" { "Cluster" } td { (p.cluster.as_deref().unwrap_or("not placed yet")) } }
+            @if let Some(d) = &p.data { tr { th scope="row" { "Data" } td {
+                @if let Some(set) = &d.snapshot {
+                    "snapshot " code { (set) } " of the Blueprint's data, taken " (when(now, d.taken_at.as_deref()))
+                } @else { (d.note.as_deref().unwrap_or("empty")) }
+            } } }
             tr { th scope="row" { "Requested by" } td { (p.requested_by) " · " (when(now, p.created_at.as_deref())) } }
         } }
     }
@@ -500,6 +505,7 @@ mod tests {
             created_at: None,
             history: Vec::new(),
             tests: Vec::new(),
+            data: None,
             links: Links {
                 self_: "/api/v1/previews/shop-pr-1".into(),
                 page: "/previews/shop-pr-1".into(),

@@ -60,8 +60,9 @@ pub enum PreviewsAction {
     Stop(NameArg),
     /// Start a stopped preview again.
     Wake(NameArg),
-    /// Throw away the preview's data and run its seed Jobs again.
-    Reset(NameArg),
+    /// Throw away the preview's data and run its seed Jobs again (where the Blueprint restores
+    /// snapshots, from the one the preview started from).
+    Reset(ResetArgs),
     /// Tear the preview down.
     Delete(NameArg),
     /// Mint a share link: it opens a signed-in-only preview without a GitHub account until it
@@ -196,6 +197,14 @@ pub struct RedeployArgs {
     /// Deploy this commit instead of the current one.
     #[arg(long)]
     pub commit: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ResetArgs {
+    pub name: String,
+    /// Restore the newest snapshot of the Blueprint's data, not the one the preview started from.
+    #[arg(long)]
+    pub latest: bool,
 }
 
 #[derive(Debug, Args)]

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::agent::remote::{Call, CallError, Request, Server, preview_path};
 use crate::agent::{
     CreatePreview, EventsView, ExtendBody, LogLines, LogQuery, Operation, PreviewList, PreviewView,
-    RedeployBody, ShareBody, TestRunView, TokenRequestBody, WaitOutcome, WaitResult,
+    RedeployBody, ResetBody, ShareBody, TestRunView, TokenRequestBody, WaitOutcome, WaitResult,
 };
 use crate::domain::Secret;
 use args::{Output, PreviewsAction, PreviewsArgs};
@@ -170,8 +170,15 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
         PreviewsAction::Wake(n) => {
             later(server, out, Request::Wake(n.name.clone()), Asked::Wake).await
         }
-        PreviewsAction::Reset(n) => {
-            later(server, out, Request::Reset(n.name.clone()), Asked::Reset).await
+        PreviewsAction::Reset(r) => {
+            let body = ResetBody { latest: r.latest };
+            later(
+                server,
+                out,
+                Request::Reset(r.name.clone(), body),
+                Asked::Reset,
+            )
+            .await
         }
         PreviewsAction::Delete(n) => {
             later(server, out, Request::Delete(n.name.clone()), Asked::Delete).await

@@ -70,6 +70,20 @@ fn expires(p: &PreviewView, now: Timestamp) -> String {
     relative(p.expires_at.as_deref(), now)
 }
 
+/// `snapshot 20261207-031500 (taken 2h ago)`, or why the preview started empty.
+fn data_line(data: &sandcastle_agent::view::DataView, now: Timestamp) -> String {
+    match (&data.snapshot, &data.note) {
+        (Some(set), _) => format!(
+            "snapshot {set} (taken {})",
+            data.taken_at
+                .as_deref()
+                .map_or("-".into(), |t| past(t, now))
+        ),
+        (None, Some(note)) => note.clone(),
+        (None, None) => "empty".to_owned(),
+    }
+}
+
 fn short(sha: &str) -> &str {
     &sha[..sha.len().min(7)]
 }
@@ -151,6 +165,9 @@ pub fn preview(p: &PreviewView, now: Timestamp) -> String {
         p.cluster.clone().unwrap_or_else(|| "not placed yet".into()),
     );
     field("Expires", expires(p, now));
+    if let Some(data) = &p.data {
+        field("Data", data_line(data, now));
+    }
     if let Some(hours) = environment_hours(p, now) {
         field("Env-hours", hours);
     }
@@ -420,6 +437,7 @@ mod tests {
             }],
             shares: Vec::new(),
             tests: Vec::new(),
+            data: None,
             links: Links {
                 self_: format!("https://sandcastle.example.com/api/v1/previews/{name}"),
                 page: format!("https://sandcastle.example.com/previews/{name}"),
@@ -584,6 +602,23 @@ mod tests {
             assert!(page.contains("  just now   @maria"), "{time}: {page}");
             assert!(!page.contains("in 0s") && !page.contains("in 2s"), "{page}");
         }
+    }
+
+    #[test]
+    fn the_data_line_says_which_snapshot_and_how_old() {
+        let mut p = view("shop-pr-42", Some(42));
+        p.data = Some(sandcastle_agent::view::DataView {
+            snapshot: Some("20261129-150000".into()),
+            taken_at: Some("2026-11-29T15:00:00Z".into()),
+            claims: vec!["data-db-0".into()],
+            note: None,
+        });
+        let page = preview(&p, now());
+        assert!(
+            page.contains("\nData:         snapshot 20261129-150000 (taken "),
+            "{page}"
+        );
+        assert!(!preview(&view("shop-pr-42", Some(42)), now()).contains("Data:"));
     }
 
     #[test]
