@@ -25,6 +25,7 @@ mod conversation;
 mod cost;
 mod crds;
 mod dashboard;
+mod data;
 mod demo;
 mod diagnosis;
 mod discovery;

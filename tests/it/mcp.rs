@@ -199,7 +199,7 @@ async fn writes_are_two_step_and_no_more_than_rbac_allows() {
         "repository": world.repo.as_str(), "commit": sha().as_str(), "name": "mcpwrite-made",
         "idempotencyKey": "task-1"});
     let wrote = run_client(&py, "client.py", "write", &case).await;
-    assert_eq!(tools_of(&wrote).len(), 18, "{wrote}");
+    assert_eq!(tools_of(&wrote).len(), 19, "{wrote}");
     let made = world.previews().get("mcpwrite-made").await.unwrap();
     assert!(made.spec.teardown.is_some(), "destroyed: {:?}", made.spec);
     // Every write is attributed to the caller and says it came through MCP (the controller

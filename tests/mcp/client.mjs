@@ -19,7 +19,7 @@ const SDK = `@modelcontextprotocol/sdk ${sdkVersion()}`;
 const READ_TOOLS = ['list_previews', 'get_preview', 'wait_for_preview', 'get_logs', 'get_events', 'diagnose_preview'];
 const WRITE_TOOLS = [
   'create_preview', 'redeploy', 'extend', 'stop', 'wake', 'reset', 'destroy', 'mint_preview_token',
-  'share_preview', 'revoke_share', 'get_header_secret', 'run_tests',
+  'share_preview', 'revoke_share', 'get_header_secret', 'run_tests', 'refresh_blueprint_data',
 ];
 const PREVIEW_TEMPLATE = 'sandcastle://previews/{name}';
 

@@ -51,6 +51,7 @@ WRITE_TOOLS = [
     "revoke_share",
     "get_header_secret",
     "run_tests",
+    "refresh_blueprint_data",
 ]
 PREVIEW_TEMPLATE = "sandcastle://previews/{name}"
 

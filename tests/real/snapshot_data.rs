@@ -10,7 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::ApiResource;
 use sandcastle::crd::Blueprint;
 use serde_json::{Value, json};
@@ -88,16 +88,20 @@ async fn redis_do(world: &World, name: &str, commands: &str) {
 /// page serves the commit; the app reaches Redis through its Service once kube-proxy has its
 /// rules, which may come a moment later: until then the app answers 503 and counts nothing.
 async fn visit(tier: &tier::RealTier, host: &str) -> i64 {
-    eventually("the app counts a visit", Duration::from_secs(30), || async {
-        let page = tier.get(host, "/api/info").await;
-        match page.status {
-            200 => page.json()["counter"]
-                .as_i64()
-                .ok_or_else(|| panic!("no counter: {page:?}")),
-            503 => Err(format!("{page:?}")),
-            _ => panic!("{page:?}"),
-        }
-    })
+    eventually(
+        "the app counts a visit",
+        Duration::from_secs(30),
+        || async {
+            let page = tier.get(host, "/api/info").await;
+            match page.status {
+                200 => page.json()["counter"]
+                    .as_i64()
+                    .ok_or_else(|| panic!("no counter: {page:?}")),
+                503 => Err(format!("{page:?}")),
+                _ => panic!("{page:?}"),
+            }
+        },
+    )
     .await
 }
 
@@ -184,8 +188,8 @@ async fn previews_start_from_a_snapshot_of_the_blueprint_data_and_keep_their_own
     assert_eq!(visit(&tier, &two).await, 501);
 
     // Staging moves on (had it seen the previews' writes, it would not be at 600), and a
-    // refresh is asked for (the Blueprint's `data-refresh` annotation): a new preview starts
-    // from the newer data, the older ones keep their own.
+    // refresh is asked for through the API: a new preview starts from the newer data, the older
+    // ones keep their own.
     redis_do(
         &world,
         "rows-600",
@@ -194,10 +198,16 @@ async fn previews_start_from_a_snapshot_of_the_blueprint_data_and_keep_their_own
     .await;
     redis_do(&world, "check-600", "GET testapp:visits\\r\\n").await;
     let api: Api<Blueprint> = Api::namespaced(world.client.clone(), &world.home.name);
-    let ask = json!({"metadata": {"annotations": {"sandcastle.dev/data-refresh": "r1"}}});
-    api.patch("snapdata", &PatchParams::default(), &Patch::Merge(&ask))
-        .await
-        .unwrap();
+    let refresh = call(
+        &world,
+        "POST",
+        "/api/v1/blueprints/snapdata/data/refresh",
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(refresh.status, 202, "{:?}", refresh.body);
+    assert_eq!(refresh.body["snapshots"][0]["id"], first_id.as_str());
     let second = newest_set(&world, "snapdata", Some(&first_id)).await;
     let second_id = second["id"].as_str().unwrap().to_owned();
     let head3 = sha();

@@ -96,7 +96,7 @@ impl GitHubAccess {
         }
         if matches!(
             op,
-            Operation::Create | Operation::Token | Operation::HeaderSecret
+            Operation::Create | Operation::Token | Operation::HeaderSecret | Operation::RefreshData
         ) {
             return Err(AgentError::Forbidden(format!(
                 "{} is not offered to people signed in with GitHub; use the API",
@@ -264,6 +264,7 @@ struct Question {
     user: String,
     groups: Vec<String>,
     verb: &'static str,
+    resource: &'static str,
     subresource: Option<&'static str>,
     name: Option<String>,
 }
@@ -426,6 +427,7 @@ impl Authority {
             user: caller.user.clone(),
             groups: caller.groups.clone(),
             verb: access.verb,
+            resource: access.resource,
             subresource: access.subresource,
             name: preview.map(|(n, _, _)| n.to_owned()),
         };
@@ -455,7 +457,7 @@ impl Authority {
                     namespace: Some(self.home.clone()),
                     verb: Some(q.verb.to_owned()),
                     group: Some("sandcastle.dev".to_owned()),
-                    resource: Some("previewenvironments".to_owned()),
+                    resource: Some(q.resource.to_owned()),
                     subresource: q.subresource.map(str::to_owned),
                     name: q.name.clone(),
                     ..ResourceAttributes::default()

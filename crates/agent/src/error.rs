@@ -16,6 +16,8 @@ pub enum AgentError {
     Forbidden(String),
     #[error("preview {} does not exist", short(.0))]
     NotFound(String),
+    #[error("Blueprint {} does not exist", short(.0))]
+    NoBlueprint(String),
     /// A field of the request cannot be used; `code` says which rule it broke.
     #[error("{}: {message}", short(.field))]
     Invalid {
@@ -60,7 +62,7 @@ impl AgentError {
         match self {
             Self::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
-            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::NotFound(_) | Self::NoBlueprint(_) => StatusCode::NOT_FOUND,
             Self::Invalid { code, .. } => match *code {
                 "invalid_body" => StatusCode::BAD_REQUEST,
                 "unsupported_media_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -80,6 +82,7 @@ impl AgentError {
             Self::Unauthenticated(_) => "unauthenticated",
             Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "preview_not_found",
+            Self::NoBlueprint(_) => "blueprint_not_found",
             Self::Invalid { code, .. }
             | Self::Conflict { code, .. }
             | Self::Unavailable { code, .. }

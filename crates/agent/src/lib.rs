@@ -10,6 +10,7 @@
 
 pub mod auth;
 mod create;
+mod data;
 pub mod error;
 pub mod gate;
 mod observe;
@@ -32,6 +33,7 @@ use kube::{Client, ResourceExt};
 
 pub use auth::{Authority, Caller, GitHubAccess, TokenClusters, Via};
 pub use create::CreatePreview;
+pub use data::{DataRefreshView, SnapshotSetView};
 pub use error::AgentError;
 pub use gate::{Entry, GateKeys, Knock};
 pub use observe::{

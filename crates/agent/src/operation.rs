@@ -30,17 +30,21 @@ pub enum Operation {
     HeaderSecret,
     /// Run one of the Blueprint's tests in the preview now.
     RunTest,
+    /// Take a new snapshot of a Blueprint's data (`spec.data`), for new previews to start from.
+    RefreshData,
 }
 
-/// What RBAC must allow for an operation: `verb` on `previewenvironments[/subresource]`.
+/// What RBAC must allow for an operation: `verb` on `<resource>[/subresource]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Access {
     pub verb: &'static str,
+    /// `previewenvironments`, or `blueprints` for what concerns a whole Blueprint.
+    pub resource: &'static str,
     pub subresource: Option<&'static str>,
 }
 
 impl Operation {
-    pub const ALL: [Operation; 17] = [
+    pub const ALL: [Operation; 18] = [
         Self::List,
         Self::Get,
         Self::Wait,
@@ -58,6 +62,7 @@ impl Operation {
         Self::Unshare,
         Self::HeaderSecret,
         Self::RunTest,
+        Self::RefreshData,
     ];
 
     /// The lower-case name (audit lines, history, metrics).
@@ -80,6 +85,7 @@ impl Operation {
             Self::Unshare => "unshare",
             Self::HeaderSecret => "header-secret",
             Self::RunTest => "run-test",
+            Self::RefreshData => "refresh-data",
         }
     }
 
@@ -100,8 +106,19 @@ impl Operation {
             // As good as a token: whoever may mint tokens may have it.
             Self::HeaderSecret => ("create", Some("token")),
             Self::RunTest => ("create", Some("tests")),
+            Self::RefreshData => {
+                return Access {
+                    verb: "update",
+                    resource: "blueprints",
+                    subresource: Some("data-refresh"),
+                };
+            }
         };
-        Access { verb, subresource }
+        Access {
+            verb,
+            resource: "previewenvironments",
+            subresource,
+        }
     }
 
     /// Whether it changes anything (audited; off in read-only MCP).
@@ -119,7 +136,8 @@ impl Operation {
             | Self::Share
             | Self::Unshare
             | Self::HeaderSecret
-            | Self::RunTest => true,
+            | Self::RunTest
+            | Self::RefreshData => true,
         }
     }
 
@@ -142,6 +160,8 @@ impl Operation {
             | Self::RunTest => true,
             // Nor hand out ways in that outlive it: share links, the header secret.
             Self::Create | Self::Token | Self::Share | Self::Unshare | Self::HeaderSecret => false,
+            // Nor act on the Blueprint every other preview comes from.
+            Self::RefreshData => false,
         }
     }
 }

@@ -108,6 +108,8 @@ pub enum Request {
     Stop(String),
     Wake(String),
     Reset(String, ResetBody),
+    /// A Blueprint, by name.
+    RefreshData(String),
     Delete(String),
     Token(String, TokenRequestBody),
     Share(String, ShareBody),
@@ -172,6 +174,13 @@ fn rest_call(request: &Request) -> Call<'static> {
         Request::Stop(name) => post(name, "/stop", json!({})),
         Request::Wake(name) => post(name, "/wake", json!({})),
         Request::Reset(name, body) => post(name, "/reset", to_json(body)),
+        Request::RefreshData(blueprint) => Call::post(
+            format!(
+                "/blueprints/{}/data/refresh",
+                percent_encoding::utf8_percent_encode(blueprint, SEGMENT)
+            ),
+            Some(json!({})),
+        ),
         Request::Delete(name) => Call {
             method: Method::DELETE,
             ..Call::get(preview_path(name, ""))

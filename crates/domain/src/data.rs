@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::naming::fit_label;
 use sandcastle_crd::labels::{BLUEPRINT, DATA_SET, MANAGED_BY, MANAGER, PREVIEW};
-use sandcastle_crd::{DataSpec, DataStatus, SnapshotSet};
+use sandcastle_crd::{DataElsewhere, DataSpec, DataStatus, SnapshotSet};
 
 /// The API group and version of CSI snapshots.
 pub const SNAPSHOT_API: &str = "snapshot.storage.k8s.io/v1";
@@ -146,6 +146,34 @@ pub fn choose<'a>(status: Option<&'a DataStatus>, own: Option<&str>, latest: boo
         None => {
             Choice::Wait("data: waiting for the first snapshot of the Blueprint's claims".into())
         }
+    }
+}
+
+/// What a preview placed in cluster `preview` does about snapshots taken in cluster `source`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placed {
+    /// The same cluster: it restores them.
+    Here,
+    /// Another: it starts empty and is seeded (`elsewhere: seed`); the note says so.
+    Seeded(String),
+    /// Another: it is refused (for people).
+    Refused(String),
+}
+
+/// Snapshots do not cross clusters: what a preview in cluster `preview` does.
+pub fn placed(spec: &DataSpec, preview: &str, source: &str) -> Placed {
+    if preview == source {
+        return Placed::Here;
+    }
+    let why = format!(
+        "snapshots do not cross clusters: this preview is in cluster {preview}, the Blueprint's \
+         data is snapshotted in {source}"
+    );
+    match spec.elsewhere {
+        DataElsewhere::Seed => Placed::Seeded(format!("started empty and seeded: {why}")),
+        DataElsewhere::Refuse => Placed::Refused(format!(
+            "data: {why}; set spec.data.elsewhere: seed to start such previews empty"
+        )),
     }
 }
 
@@ -401,6 +429,27 @@ mod tests {
         // A set whose snapshot has no handle yet cannot be restored.
         let pending = set("c", "2026-12-07T02:00:00Z", false, None);
         assert!(restore_objects(&pending, "ns", "p", "bp").is_err());
+    }
+
+    #[test]
+    fn a_preview_in_another_cluster_is_refused_unless_the_blueprint_seeds_it() {
+        let refuse = spec(0);
+        assert_eq!(placed(&refuse, "in-cluster", "in-cluster"), Placed::Here);
+        let Placed::Refused(why) = placed(&refuse, "b", "in-cluster") else {
+            panic!()
+        };
+        assert!(
+            why.contains("cluster b") && why.contains("elsewhere: seed"),
+            "{why}"
+        );
+        let seed = DataSpec {
+            elsewhere: DataElsewhere::Seed,
+            ..refuse
+        };
+        let Placed::Seeded(note) = placed(&seed, "b", "in-cluster") else {
+            panic!()
+        };
+        assert!(note.starts_with("started empty and seeded"), "{note}");
     }
 
     #[test]

@@ -257,13 +257,16 @@ pub fn role_copy_rules() -> Vec<PolicyRule> {
     ]
 }
 
-/// What Sandcastle does in its own namespace: Blueprints read (their status written), PreviewEnvironments and
+/// What Sandcastle does in its own namespace: Blueprints read (their status written, and patched
+/// for one thing: the `data-refresh` annotation a refresh of their data snapshot asks with,
+/// through the API or MCP), PreviewEnvironments and
 /// PreviewCommands written (with their status), the leader Lease, Events on previews, and the
 /// ReferenceGrants that let stopped previews' HTTPRoutes reach the wake route Service
 /// (`--wake-route-service`), one per stopped preview.
 pub fn namespace_rules() -> Vec<PolicyRule> {
     vec![
         rule(&["sandcastle.dev"], &["blueprints"], READ),
+        rule(&["sandcastle.dev"], &["blueprints"], &["patch"]),
         // The counts of previews each Blueprint shows (`kubectl get bp`).
         rule(
             &["sandcastle.dev"],

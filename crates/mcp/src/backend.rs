@@ -106,6 +106,7 @@ async fn local(agent: &Agent, caller: &Caller, request: &Request) -> Result<Valu
         Request::Stop(name) => json_of(&agent.stop(caller, name).await?),
         Request::Wake(name) => json_of(&agent.wake(caller, name).await?),
         Request::Reset(name, body) => json_of(&agent.reset(caller, name, body).await?),
+        Request::RefreshData(blueprint) => json_of(&agent.refresh_data(caller, blueprint).await?),
         Request::Delete(name) => json_of(&agent.delete(caller, name).await?),
         Request::Token(name, body) => json_of(&agent.token(caller, name, body).await?),
         Request::Share(name, body) => json_of(&agent.share(caller, name, body).await?),

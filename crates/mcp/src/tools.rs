@@ -40,6 +40,7 @@ pub enum Tool {
     RevokeShare,
     GetHeaderSecret,
     RunTests,
+    RefreshBlueprintData,
 }
 
 /// A preview, by name.
@@ -82,6 +83,14 @@ pub struct RedeployArgs {
     pub name: String,
     #[serde(flatten)]
     pub body: RedeployBody,
+}
+
+/// A Blueprint, by name.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BlueprintArg {
+    /// The Blueprint's name.
+    pub blueprint: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -155,7 +164,7 @@ pub enum Request {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 18] = [
+    pub const ALL: [Tool; 19] = [
         Self::ListPreviews,
         Self::GetPreview,
         Self::WaitForPreview,
@@ -174,6 +183,7 @@ impl Tool {
         Self::RevokeShare,
         Self::GetHeaderSecret,
         Self::RunTests,
+        Self::RefreshBlueprintData,
     ];
 
     /// The tool offering `op`. Exhaustive: every operation is a tool.
@@ -196,6 +206,7 @@ impl Tool {
             Operation::Unshare => Self::RevokeShare,
             Operation::HeaderSecret => Self::GetHeaderSecret,
             Operation::RunTest => Self::RunTests,
+            Operation::RefreshData => Self::RefreshBlueprintData,
         }
     }
 
@@ -219,6 +230,7 @@ impl Tool {
             Self::RevokeShare => Operation::Unshare,
             Self::GetHeaderSecret => Operation::HeaderSecret,
             Self::RunTests => Operation::RunTest,
+            Self::RefreshBlueprintData => Operation::RefreshData,
         }
     }
 
@@ -242,6 +254,7 @@ impl Tool {
             Self::RevokeShare => "revoke_share",
             Self::GetHeaderSecret => "get_header_secret",
             Self::RunTests => "run_tests",
+            Self::RefreshBlueprintData => "refresh_blueprint_data",
         }
     }
 
@@ -298,6 +311,9 @@ impl Tool {
             Self::GetHeaderSecret => {
                 "The preview's header secret: sent as X-Sandcastle-Preview-Secret it opens a signed-in-only preview for tools that cannot send a token."
             }
+            Self::RefreshBlueprintData => {
+                "Take a new snapshot of a Blueprint's data (its spec.data restores previews' volumes from snapshots): previews made from then on start from it; running ones keep theirs."
+            }
             Self::RunTests => {
                 "Run one of the preview's Blueprint tests now, as a Job inside the preview (once it is Ready); its result is the commit's GitHub check run `Sandcastle / <test>`. Wait for it with wait_for_preview {for: test, test}."
             }
@@ -339,6 +355,7 @@ impl Tool {
             Self::RevokeShare => schema_for_type::<RevokeArgs>(),
             Self::GetHeaderSecret => schema_for_type::<Named>(),
             Self::RunTests => schema_for_type::<RunTestArgs>(),
+            Self::RefreshBlueprintData => schema_for_type::<BlueprintArg>(),
         }
     }
 
@@ -410,6 +427,9 @@ impl Tool {
             Self::RunTests => {
                 let a: RunTestArgs = parse(v)?;
                 Request::Api(Api::RunTest(a.name, a.test))
+            }
+            Self::RefreshBlueprintData => {
+                Request::Api(Api::RefreshData(parse::<BlueprintArg>(v)?.blueprint))
             }
         })
     }

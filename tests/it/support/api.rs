@@ -175,6 +175,7 @@ pub const ALL: (&[&str], &[&str]) = (
         "previewenvironments/reset",
         "previewenvironments/share",
         "previewenvironments/tests",
+        "blueprints/data-refresh",
     ],
     &[
         "get", "list", "watch", "create", "update", "patch", "delete",

@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 
 use sandcastle_crd::{
-    Blueprint, DataElsewhere, DataFrom, PreviewData, PreviewEnvironment, PreviewStatus, SnapshotSet,
+    Blueprint, DataFrom, PreviewData, PreviewEnvironment, PreviewStatus, SnapshotSet,
 };
-use sandcastle_domain::data::{self, Choice};
+use sandcastle_domain::data::{self, Choice, Placed};
 use sandcastle_kube::clusters::Cluster;
 use sandcastle_kube::snapshots;
 
@@ -56,25 +56,16 @@ pub(crate) fn decide(
         st.data = None;
         return Restore::Empty;
     };
-    let source = blueprint.spec.source_cluster();
-    if cluster.name.as_str() != source {
-        let why = format!(
-            "snapshots do not cross clusters: this preview is in cluster {}, the Blueprint's data \
-             is snapshotted in {source}",
-            cluster.name
-        );
-        return match spec.elsewhere {
-            DataElsewhere::Seed => {
-                st.data = Some(PreviewData {
-                    note: Some(format!("started empty and seeded: {why}")),
-                    ..PreviewData::default()
-                });
-                Restore::Empty
-            }
-            DataElsewhere::Refuse => Restore::Fail(format!(
-                "data: {why}; set spec.data.elsewhere: seed to start such previews empty"
-            )),
-        };
+    match data::placed(spec, cluster.name.as_str(), blueprint.spec.source_cluster()) {
+        Placed::Here => {}
+        Placed::Seeded(note) => {
+            st.data = Some(PreviewData {
+                note: Some(note),
+                ..PreviewData::default()
+            });
+            return Restore::Empty;
+        }
+        Placed::Refused(why) => return Restore::Fail(why),
     }
     let own = st.data.as_ref().and_then(|d| d.snapshot.clone());
     let status = blueprint.status.as_ref().and_then(|s| s.data.as_ref());

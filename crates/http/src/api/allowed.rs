@@ -49,7 +49,8 @@ pub mod op {
         Share,
         Unshare,
         HeaderSecret,
-        RunTest
+        RunTest,
+        RefreshData
     );
 }
 

@@ -1,6 +1,7 @@
 //! The REST API for agents and people, `/api/v1`: previews listed, read, created (sandboxes),
 //! redeployed, stopped, woken, extended, reset and deleted; waited on; their logs, events and a
-//! scoped token; share links minted and revoked, and the header secret; their tests run. Handlers only translate HTTP to the `agent` operations (which authenticate,
+//! scoped token; share links minted and revoked, and the header secret; their tests run; a
+//! Blueprint's data snapshot refreshed. Handlers only translate HTTP to the `agent` operations (which authenticate,
 //! authorize and audit) and back; each takes first the caller allowed its operation
 //! (`allowed`), so a query or body is read only for a caller who may, and a body only so far.
 //! The OpenAPI document is generated from these handlers (utoipa), served at
@@ -8,6 +9,7 @@
 //! it drifts). Every error is the one JSON shape with a stable code.
 
 mod allowed;
+mod blueprints;
 mod extract;
 mod previews;
 mod shares;
@@ -36,7 +38,8 @@ pub use extract::ErrorBody;
         license(name = "Apache-2.0")
     ),
     modifiers(&Bearer),
-    tags((name = "previews", description = "Preview environments"))
+    tags((name = "previews", description = "Preview environments"),
+        (name = "blueprints", description = "What previews are cloned from"))
 )]
 struct Frame;
 
@@ -73,6 +76,7 @@ pub fn route_of(op: Operation) -> (&'static str, &'static str) {
         Operation::Unshare => ("delete", "/api/v1/previews/{name}/shares/{id}"),
         Operation::HeaderSecret => ("post", "/api/v1/previews/{name}/header-secret"),
         Operation::RunTest => ("post", "/api/v1/previews/{name}/tests/{test}"),
+        Operation::RefreshData => ("post", "/api/v1/blueprints/{name}/data/refresh"),
     }
 }
 
@@ -93,6 +97,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(shares::unshare))
         .routes(routes!(shares::header_secret))
         .routes(routes!(test_runs::run_test))
+        .routes(routes!(blueprints::refresh_data))
 }
 
 /// The OpenAPI document, as served and as kept in `docs/openapi.json`.

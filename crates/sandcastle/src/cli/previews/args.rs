@@ -65,6 +65,9 @@ pub enum PreviewsAction {
     Reset(ResetArgs),
     /// Tear the preview down.
     Delete(NameArg),
+    /// Take a new snapshot of a Blueprint's data (`spec.data`): previews made from then on
+    /// start from it, running ones keep theirs.
+    RefreshData(BlueprintArg),
     /// Mint a share link: it opens a signed-in-only preview without a GitHub account until it
     /// expires or is revoked. Prints the link.
     Share(ShareArgs),
@@ -197,6 +200,12 @@ pub struct RedeployArgs {
     /// Deploy this commit instead of the current one.
     #[arg(long)]
     pub commit: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BlueprintArg {
+    /// The Blueprint's name.
+    pub blueprint: String,
 }
 
 #[derive(Debug, Args)]

@@ -15,8 +15,9 @@ use serde_json::{Value, json};
 
 use crate::agent::remote::{Call, CallError, Request, Server, preview_path};
 use crate::agent::{
-    CreatePreview, EventsView, ExtendBody, LogLines, LogQuery, Operation, PreviewList, PreviewView,
-    RedeployBody, ResetBody, ShareBody, TestRunView, TokenRequestBody, WaitOutcome, WaitResult,
+    CreatePreview, DataRefreshView, EventsView, ExtendBody, LogLines, LogQuery, Operation,
+    PreviewList, PreviewView, RedeployBody, ResetBody, ShareBody, TestRunView, TokenRequestBody,
+    WaitOutcome, WaitResult,
 };
 use crate::domain::Secret;
 use args::{Output, PreviewsAction, PreviewsArgs};
@@ -180,6 +181,15 @@ async fn act(server: &Server, args: &PreviewsArgs) -> Result<ExitCode, CallError
             )
             .await
         }
+        PreviewsAction::RefreshData(b) => {
+            let v = server
+                .call(Request::RefreshData(b.blueprint.clone()).call())
+                .await?;
+            print(out, &v, |v| {
+                typed::<DataRefreshView>(v).map(|r| show::refresh_asked(&r))
+            });
+            Ok(ExitCode::SUCCESS)
+        }
         PreviewsAction::Delete(n) => {
             later(server, out, Request::Delete(n.name.clone()), Asked::Delete).await
         }
@@ -315,6 +325,7 @@ pub fn subcommand_of(op: Operation) -> &'static str {
         Operation::Unshare => "unshare",
         Operation::HeaderSecret => "header-secret",
         Operation::RunTest => "test",
+        Operation::RefreshData => "refresh-data",
     }
 }
 

@@ -70,6 +70,27 @@ fn expires(p: &PreviewView, now: Timestamp) -> String {
     relative(p.expires_at.as_deref(), now)
 }
 
+/// What `refresh-data` prints: what was asked, and the sets so far.
+pub fn refresh_asked(r: &sandcastle_agent::DataRefreshView) -> String {
+    let mut out = format!(
+        "Asked for a new snapshot of Blueprint {}'s data: previews made once it is ready start \
+         from it (status.data.refreshed becomes {}).\n",
+        r.blueprint, r.asked
+    );
+    if let Some(m) = &r.message {
+        out.push_str(&format!("The last attempt said: {m}\n"));
+    }
+    if let Some(newest) = r.snapshots.first() {
+        out.push_str(&format!(
+            "Newest snapshot so far: {} (taken {}, {}).\n",
+            newest.id,
+            newest.taken_at,
+            if newest.ready { "ready" } else { "not ready" }
+        ));
+    }
+    out
+}
+
 /// `snapshot 20261207-031500 (taken 2h ago)`, or why the preview started empty.
 fn data_line(data: &sandcastle_agent::view::DataView, now: Timestamp) -> String {
     match (&data.snapshot, &data.note) {
