@@ -160,3 +160,58 @@ async fn a_refresh_is_asked_of_the_blueprint_by_whoever_rbac_allows_and_never_by
         token
     );
 }
+
+#[tokio::test]
+async fn maintainers_refresh_the_data_from_a_pull_request_and_writers_are_told_why_not() {
+    use sandcastle_fake_github::Role;
+    let world = World::new("cmdsnap", TINY_APP, json!({"data": {"from": "snapshot"}})).await;
+    world.open(1).await;
+    world.gh.set_role(&world.repo, "mia", Role::Maintain);
+    world.gh.set_role(&world.repo, "wes", Role::Write);
+    let api: Api<Blueprint> = Api::namespaced(world.client.clone(), &world.home.name);
+    let asked = || async {
+        let bp = api.get("cmdsnap").await.unwrap();
+        bp.metadata
+            .annotations
+            .unwrap_or_default()
+            .get("sandcastle.dev/data-refresh")
+            .cloned()
+    };
+    let replied = |text: &'static str| {
+        let world = &world;
+        move || async move {
+            let comments = world.gh.comments(&world.repo, pr(1));
+            comments
+                .iter()
+                .find(|c| c.body.contains(text))
+                .map(|_| ())
+                .ok_or_else(|| {
+                    format!("{:?}", comments.iter().map(|c| &c.body).collect::<Vec<_>>())
+                })
+        }
+    };
+
+    let by_writer = world
+        .gh
+        .comment(&world.repo, pr(1), "wes", "/preview refresh-data");
+    world.deliver(&by_writer).await;
+    eventually(
+        "the writer is told why not",
+        T,
+        replied("Only maintainers of"),
+    )
+    .await;
+    assert_eq!(asked().await, None);
+
+    let by_maintainer = world
+        .gh
+        .comment(&world.repo, pr(1), "mia", "/preview refresh-data");
+    world.deliver(&by_maintainer).await;
+    eventually(
+        "the maintainer's refresh is acknowledged",
+        T,
+        replied("Asked for a new snapshot of the data of `cmdsnap`"),
+    )
+    .await;
+    assert!(asked().await.is_some());
+}

@@ -93,7 +93,11 @@ async fn keep(ctx: &Context, bp: &Blueprint, spec: &DataSpec) -> DataStatus {
         ));
     }
     let client = ctx.clusters.local().client().clone();
-    let sets = match snapshots::observe(&client, ns, &name).await {
+    let known = before
+        .as_ref()
+        .map(|d| d.sets.as_slice())
+        .unwrap_or_default();
+    let sets = match snapshots::observe(&client, ns, &name, known).await {
         Ok(s) => s,
         Err(e) => {
             let why =
@@ -147,7 +151,7 @@ async fn keep(ctx: &Context, bp: &Blueprint, spec: &DataSpec) -> DataStatus {
                 st.refreshed = Some(token);
             }
             // Read back next round; until then it is being taken.
-            if let Ok(sets) = snapshots::observe(&client, ns, &name).await {
+            if let Ok(sets) = snapshots::observe(&client, ns, &name, &st.sets).await {
                 st.sets = sets;
             }
         }

@@ -40,6 +40,9 @@ pub enum Command {
     Status,
     /// `/preview test <name>`: run one of the Blueprint's tests in the preview now.
     Test(TestName),
+    /// `/preview refresh-data`: a new snapshot of the data of the Blueprints the pull request's
+    /// previews come from (maintainers only).
+    RefreshData,
     /// `/preview help`: reply with the help text.
     Help,
 }
@@ -55,6 +58,7 @@ impl Command {
             Self::Destroy => "destroy",
             Self::Status => "status",
             Self::Test(_) => "test",
+            Self::RefreshData => "refresh-data",
             Self::Help => "help",
         }
     }
@@ -154,6 +158,7 @@ fn parse_line(line: &str) -> Option<Result<Command, CommandError>> {
         "destroy" => Ok(Command::Destroy),
         "status" => Ok(Command::Status),
         "help" => Ok(Command::Help),
+        "refresh-data" => Ok(Command::RefreshData),
         "test" => match words.next() {
             None => Err(CommandError::MissingTest),
             Some(arg) => TestName::new(arg)
@@ -318,11 +323,11 @@ impl HelpLimits {
 }
 
 /// One command per row, in the order the help shows them.
-fn every_command() -> [Command; 8] {
+fn every_command() -> [Command; 9] {
     use Command::*;
     // A new variant breaks this match: list it below as well.
     let _listed = |c: Command| match c {
-        Deploy | Stop | Wake | Extend(_) | Destroy | Status | Test(_) | Help => {}
+        Deploy | Stop | Wake | Extend(_) | Destroy | Status | Test(_) | RefreshData | Help => {}
     };
     let example = TestName::new("smoke").expect("a test name");
     [
@@ -333,6 +338,7 @@ fn every_command() -> [Command; 8] {
         Destroy,
         Status,
         Test(example),
+        RefreshData,
         Help,
     ]
 }
@@ -366,6 +372,12 @@ fn help_entry(command: Command, limits: &HelpLimits) -> (String, String) {
         Command::Destroy => (
             format!("{command}"),
             "Delete the preview and its data now.".to_owned(),
+        ),
+        Command::RefreshData => (
+            format!("{command}"),
+            "Take a new snapshot of the Blueprint's data (where it restores previews' data from \
+             snapshots): previews made from then on start from it. Maintainers only."
+                .to_owned(),
         ),
         Command::Status => (
             format!("{command}"),

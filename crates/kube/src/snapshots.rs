@@ -106,11 +106,13 @@ pub async fn take(
 }
 
 /// The sets of Blueprint `blueprint` in namespace `ns`, newest first, as their VolumeSnapshots
-/// and contents stand.
+/// and contents stand. The handle of a snapshot in `known` (the sets as last seen) is not read
+/// again: a ready snapshot's handle never changes, and a round then costs one list.
 pub async fn observe(
     client: &Client,
     ns: &str,
     blueprint: &str,
+    known: &[SnapshotSet],
 ) -> Result<Vec<SnapshotSet>, kube::Error> {
     let list = snapshots(client, ns)
         .list(&set_selector(blueprint, None))
@@ -124,7 +126,7 @@ pub async fn observe(
     let mut out = Vec::with_capacity(by_set.len());
     for (id, mut members) in by_set.into_iter().rev() {
         members.sort_by_key(|vs| vs.name_any());
-        out.push(read_set(client, id, &members).await?);
+        out.push(read_set(client, id, &members, known).await?);
     }
     Ok(out)
 }
@@ -133,6 +135,7 @@ async fn read_set(
     client: &Client,
     id: String,
     members: &[DynamicObject],
+    known: &[SnapshotSet],
 ) -> Result<SnapshotSet, kube::Error> {
     let mut claims = Vec::with_capacity(members.len());
     let mut ready = true;
@@ -163,7 +166,17 @@ async fn read_set(
             restore_size: status["restoreSize"].as_str().map(str::to_owned),
         };
         let bound = status["boundVolumeSnapshotContentName"].as_str();
+        let seen = known
+            .iter()
+            .flat_map(|s| &s.claims)
+            .find(|c| c.volume_snapshot == snap.volume_snapshot && c.handle.is_some());
         if status["readyToUse"].as_bool() == Some(true)
+            && let Some(seen) = seen
+        {
+            snap.handle.clone_from(&seen.handle);
+            snap.driver.clone_from(&seen.driver);
+            snap.class = snap.class.or_else(|| seen.class.clone());
+        } else if status["readyToUse"].as_bool() == Some(true)
             && let Some(content) = bound
         {
             match contents(client).get_opt(content).await? {

@@ -121,6 +121,7 @@ pub(super) async fn carry_out(
             ..Done::default()
         },
         Some(Ok(Command::Deploy)) => deploy(ctx, cmd, talk, &all).await?,
+        Some(Ok(Command::RefreshData)) => refresh_data(ctx, cmd, talk, &all, permission).await?,
         Some(Ok(command)) => on_existing(ctx, cmd, talk, command, &all).await?,
     };
     Ok(CommandOutcome {
@@ -132,6 +133,59 @@ pub(super) async fn carry_out(
             .map(|r| reply_text(r, &limits))
             .collect(),
         previews: done.previews,
+    })
+}
+
+/// `/preview refresh-data`: a new snapshot of the data of every Blueprint of the repository that
+/// restores snapshots — what every new preview starts from, so maintainers only. The token is
+/// the delivery's: a retried command asks once.
+async fn refresh_data(
+    ctx: &Context,
+    cmd: &PreviewCommand,
+    talk: &Conversation,
+    all: &[sandcastle_crd::Blueprint],
+    permission: Permission,
+) -> Result<Done, Later> {
+    if !matches!(permission, Permission::Maintain | Permission::Admin) {
+        return Ok(Done::refuse(Reply::NeedsMaintainer {
+            repo: talk.repo.clone(),
+            permission: permission_name(permission).to_owned(),
+        }));
+    }
+    let chosen: Vec<&sandcastle_crd::Blueprint> = all
+        .iter()
+        .filter(|b| intent::covers_repo(&b.spec, &talk.repo))
+        .filter(|b| {
+            b.spec
+                .data
+                .as_ref()
+                .is_some_and(|d| d.from == sandcastle_crd::DataFrom::Snapshot)
+        })
+        .collect();
+    if chosen.is_empty() {
+        return Ok(Done::refuse(Reply::NoDataSnapshots));
+    }
+    let api: Api<sandcastle_crd::Blueprint> =
+        Api::namespaced(ctx.client.clone(), &ctx.settings.home);
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        sandcastle_crd::labels::DATA_REFRESH: cmd.spec.delivery,
+    }}});
+    let mut blueprints = Vec::new();
+    for bp in chosen {
+        let name = bp.name_any();
+        api.patch(
+            &name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .map_err(|e| Later::Retry(format!("asking Blueprint {name} for a snapshot: {e}")))?;
+        tracing::info!(target: "audit", actor = %cmd.spec.author, action = "refresh-data", blueprint = %name, result = "asked", delivery = %cmd.spec.delivery, "pull request command");
+        blueprints.push(name);
+    }
+    Ok(Done {
+        replies: vec![Reply::DataRefreshAsked { blueprints }],
+        ..Done::default()
     })
 }
 
@@ -295,7 +349,7 @@ fn apply_command(
                 capped: ext.capped.then_some(max_ttl),
             });
         }
-        Command::Deploy | Command::Help => {}
+        Command::Deploy | Command::Help | Command::RefreshData => {}
     }
     // Every command is activity: it keeps the preview from being stopped as idle.
     previews::touch(next, now);

@@ -66,6 +66,13 @@ pub enum Reply {
     UnknownTest { test: String, known: Vec<String> },
     /// No blueprint allows the repository.
     RepoNotEnabled { repo: RepoName },
+    /// `/preview refresh-data` by someone who does not maintain the repository.
+    NeedsMaintainer { repo: RepoName, permission: String },
+    /// `/preview refresh-data` where no Blueprint of the pull request's previews restores
+    /// snapshots of its data.
+    NoDataSnapshots,
+    /// `/preview refresh-data` asked these Blueprints for a new snapshot.
+    DataRefreshAsked { blueprints: Vec<String> },
     /// `blueprint`'s `authors` rule for the pull request author's `class` says `off`.
     AuthorClassOff {
         blueprint: String,
@@ -115,6 +122,27 @@ pub fn reply_text(reply: &Reply, limits: &HelpLimits) -> String {
             "{} is not the name of a test (lower-case letters, digits and `-`).",
             code(clip(input))
         ),
+        Reply::NeedsMaintainer { repo, permission } => format!(
+            "Only maintainers of {repo} can refresh a Blueprint's data: it changes what every \
+             new preview starts from (you have {}).",
+            if permission.is_empty() {
+                "no access"
+            } else {
+                permission.as_str()
+            }
+        ),
+        Reply::NoDataSnapshots => "No Blueprint of this pull request's previews restores its \
+             data from snapshots (`spec.data.from: snapshot`), so there is no snapshot to refresh."
+            .to_owned(),
+        Reply::DataRefreshAsked { blueprints } => {
+            let names: Vec<String> = blueprints.iter().map(|b| code(b)).collect();
+            format!(
+                "📸 Asked for a new snapshot of the data of {}: previews made once it is ready \
+                 start from it. This pull request's previews keep the data they have; \
+                 `reset --latest` (API, CLI or MCP) restores the new one.",
+                names.join(", ")
+            )
+        }
         Reply::UnknownTest { test, known } => {
             let have = if known.is_empty() {
                 "its Blueprint has no tests".to_owned()
