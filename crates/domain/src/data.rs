@@ -42,6 +42,10 @@ pub fn content_name(namespace: &str, set: &str, claim: &str) -> String {
     fit_label(&format!("sandcastle-{namespace}-{set}-{claim}"), MAX_NAME)
 }
 
+/// How long after a set failed another is tried (the cause — a missing VolumeSnapshotClass, a
+/// driver down — may be fixed meanwhile).
+pub const RETRY_FAILED: Duration = Duration::from_secs(60);
+
 /// Why a new set is due, if one is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Due {
@@ -51,6 +55,8 @@ pub enum Due {
     Asked(String),
     /// The newest set is older than `every`.
     Every,
+    /// The newest set failed [`RETRY_FAILED`] ago or more.
+    Retry,
 }
 
 /// Whether a new set is due: never while one is being taken (not ready, no error).
@@ -72,8 +78,11 @@ pub fn due(
     let Some(newest) = status.sets.first() else {
         return Some(Due::First);
     };
-    let every = spec.every.get();
     let age = age(newest, now);
+    if newest.error.is_some() {
+        return (age >= RETRY_FAILED).then_some(Due::Retry);
+    }
+    let every = spec.every.get();
     (!every.is_zero() && age >= every).then_some(Due::Every)
 }
 
@@ -84,11 +93,10 @@ pub fn age(set: &SnapshotSet, now: Timestamp) -> Duration {
         .unwrap_or_default()
 }
 
-/// The sets to delete (ids): ready sets past the newest `keep`, and failed sets older than the
-/// newest ready one — except those in `pinned` (sets live previews started from, which their
-/// reset restores).
+/// The sets to delete (ids): ready sets past the newest `keep`, and failed sets but the newest
+/// set (which says why the last try failed) — except those in `pinned` (sets live previews
+/// started from, which their reset restores).
 pub fn retired(status: &DataStatus, keep: u32, pinned: &BTreeSet<String>) -> Vec<String> {
-    let newest_ready = status.sets.iter().position(|s| s.ready);
     let mut ready_seen = 0;
     let mut out = Vec::new();
     for (i, set) in status.sets.iter().enumerate() {
@@ -96,7 +104,7 @@ pub fn retired(status: &DataStatus, keep: u32, pinned: &BTreeSet<String>) -> Vec
             ready_seen += 1;
             ready_seen > keep
         } else {
-            set.error.is_some() && newest_ready.is_some_and(|n| n < i)
+            set.error.is_some() && i > 0
         };
         if drop && !pinned.contains(&set.id) {
             out.push(set.id.clone());
@@ -354,6 +362,31 @@ mod tests {
         assert_eq!(retired(&st, 1, &BTreeSet::new()), vec!["c", "b", "a"]);
         let pinned = BTreeSet::from(["a".to_owned()]);
         assert_eq!(retired(&st, 1, &pinned), vec!["c", "b"]);
+    }
+
+    #[test]
+    fn a_failed_set_is_tried_again_after_a_minute_and_failures_do_not_pile_up() {
+        let now = at("2026-12-07T12:00:00Z");
+        let failed = status(vec![set(
+            "b",
+            "2026-12-07T11:59:00Z",
+            false,
+            Some("no class"),
+        )]);
+        assert_eq!(due(&spec(86_400), &failed, None, now), Some(Due::Retry));
+        let just = status(vec![set(
+            "b",
+            "2026-12-07T11:59:30Z",
+            false,
+            Some("no class"),
+        )]);
+        assert_eq!(due(&spec(86_400), &just, None, now), None);
+        let failing = status(vec![
+            set("c", "2026-12-07T03:00:00Z", false, Some("no class")),
+            set("b", "2026-12-07T02:00:00Z", false, Some("no class")),
+            set("a", "2026-12-07T01:00:00Z", false, Some("no class")),
+        ]);
+        assert_eq!(retired(&failing, 2, &BTreeSet::new()), vec!["b", "a"]);
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub(crate) enum Restore {
     Empty,
     /// Restore this set.
     Set(SnapshotSet),
+    /// Restored before from a set the Blueprint no longer has: the claims stay as they are
+    /// (claim → the VolumeSnapshot they name); only a new restore (a reset) would need the set.
+    Kept(BTreeMap<String, String>),
     /// Not yet (for people).
     Wait(String),
     /// The preview fails with this.
@@ -34,6 +37,7 @@ impl Restore {
     pub(crate) fn claims(&self) -> BTreeMap<String, String> {
         match self {
             Restore::Set(set) => data::restored_claims(set),
+            Restore::Kept(claims) => claims.clone(),
             _ => BTreeMap::new(),
         }
     }
@@ -80,6 +84,23 @@ pub(crate) fn decide(
             Restore::Set(set.clone())
         }
         Choice::Wait(why) => Restore::Wait(why),
+        Choice::Fail(_) if !latest && st.rollout.is_some() && own.is_some() => {
+            let own = own.unwrap_or_default();
+            let claims = st
+                .data
+                .as_ref()
+                .map(|d| d.claims.clone())
+                .unwrap_or_default();
+            Restore::Kept(
+                claims
+                    .into_iter()
+                    .map(|c| {
+                        let snapshot = data::local_snapshot_name(&own, &c);
+                        (c, snapshot)
+                    })
+                    .collect(),
+            )
+        }
         Choice::Fail(why) => Restore::Fail(why),
     }
 }

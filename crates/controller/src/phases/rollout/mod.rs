@@ -192,7 +192,9 @@ pub(crate) async fn run(
             return Ok(Verdict::new(st, Next::After(DATA_WAIT)));
         }
         data::Restore::Fail(why) => return Ok(fail(pe, st, why.clone(), ctx)),
-        data::Restore::Empty | data::Restore::Set(_) => pctx.data = restore.claims(),
+        data::Restore::Empty | data::Restore::Set(_) | data::Restore::Kept(_) => {
+            pctx.data = restore.claims();
+        }
     }
 
     // Plan first: a refused blueprint fails before anything is created.
