@@ -507,7 +507,7 @@ mod tests {
                 "diagnose_preview"
             ]
         );
-        assert_eq!(names(true).len(), 18);
+        assert_eq!(names(true).len(), 19);
     }
 
     #[test]
