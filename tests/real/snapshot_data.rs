@@ -10,8 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
-use kube::core::ApiResource;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use sandcastle::crd::Blueprint;
 use serde_json::{Value, json};
 
@@ -122,15 +121,14 @@ async fn newest_set(world: &World, name: &str, not: Option<&str>) -> Value {
     .await
 }
 
-fn contents_api(world: &World) -> Api<DynamicObject> {
-    let ar = ApiResource {
-        group: "snapshot.storage.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "snapshot.storage.k8s.io/v1".into(),
-        kind: "VolumeSnapshotContent".into(),
-        plural: "volumesnapshotcontents".into(),
-    };
-    Api::all_with(world.client.clone(), &ar)
+/// Reset preview `name` through the API (with `body`), and wait until it is Ready again.
+async fn reset_and_wait(world: &World, token: &str, name: &str, body: Option<Value>) {
+    let path = format!("/api/v1/previews/{name}/reset");
+    let reset = call(world, "POST", &path, Some(token), body).await;
+    assert_eq!(reset.status, 202, "{:?}", reset.body);
+    let path = format!("/api/v1/previews/{name}/wait?for=ready&timeout=2m");
+    let waited = call(world, "GET", &path, Some(token), None).await;
+    assert_eq!(waited.body["outcome"], "ready", "{:?}", waited.body);
 }
 
 async fn preview_data(world: &World, name: &str) -> Value {
@@ -236,46 +234,17 @@ async fn previews_start_from_a_snapshot_of_the_blueprint_data_and_keep_their_own
     assert!(ids.contains(&first_id), "{ids:?}");
 
     // Reset restores the snapshot the preview started from, not the newest.
-    let reset = call(
-        &world,
-        "POST",
-        "/api/v1/previews/snapdata-pr-1/reset",
-        Some(&admin),
-        None,
-    )
-    .await;
-    assert_eq!(reset.status, 202, "{:?}", reset.body);
-    let waited = call(
-        &world,
-        "GET",
-        "/api/v1/previews/snapdata-pr-1/wait?for=ready&timeout=2m",
-        Some(&admin),
-        None,
-    )
-    .await;
-    assert_eq!(waited.body["outcome"], "ready", "{:?}", waited.body);
+    reset_and_wait(&world, &admin, "snapdata-pr-1", None).await;
     assert_eq!(visit(&tier, &one).await, 501);
 
     // Reset to the newest snapshot: the staging data as it was refreshed.
-    let body = json!({"latest": true});
-    let reset = call(
+    reset_and_wait(
         &world,
-        "POST",
-        "/api/v1/previews/snapdata-pr-1/reset",
-        Some(&admin),
-        Some(body),
+        &admin,
+        "snapdata-pr-1",
+        Some(json!({"latest": true})),
     )
     .await;
-    assert_eq!(reset.status, 202, "{:?}", reset.body);
-    let waited = call(
-        &world,
-        "GET",
-        "/api/v1/previews/snapdata-pr-1/wait?for=ready&timeout=2m",
-        Some(&admin),
-        None,
-    )
-    .await;
-    assert_eq!(waited.body["outcome"], "ready", "{:?}", waited.body);
     assert_eq!(visit(&tier, &one).await, 601);
     let data = preview_data(&world, "snapdata-pr-1").await;
     assert_eq!(data["snapshot"], second_id.as_str(), "{data}");
@@ -288,7 +257,7 @@ async fn previews_start_from_a_snapshot_of_the_blueprint_data_and_keep_their_own
             .close(&world.repo, crate::support::world::pr(n), false);
         world.deliver(&closed).await;
     }
-    let contents = contents_api(&world);
+    let contents = sandcastle::k8s::snapshots::contents(&world.client);
     eventually(
         "no VolumeSnapshotContent of the previews left",
         T,

@@ -36,7 +36,8 @@ fn snapshots(client: &Client, ns: &str) -> Api<DynamicObject> {
     Api::namespaced_with(client.clone(), ns, &ar)
 }
 
-fn contents(client: &Client) -> Api<DynamicObject> {
+/// The cluster's VolumeSnapshotContents.
+pub fn contents(client: &Client) -> Api<DynamicObject> {
     let ar = resource("VolumeSnapshotContent", "volumesnapshotcontents");
     Api::all_with(client.clone(), &ar)
 }
