@@ -314,6 +314,98 @@ async fn a_blueprint_reads_its_source_from_one_cluster_and_places_previews_in_an
 }
 
 #[tokio::test]
+async fn snapshots_do_not_cross_clusters_a_preview_elsewhere_is_refused_or_seeded_as_asked() {
+    let _turn = clusters::exclusive().await;
+    let b = clusters::extra("b").await;
+    let b_client = b.client().await;
+    let mut world = World::unstarted(
+        "dataelse",
+        &guestbook(),
+        json!({"primaryService": "frontend", "target": {"clusters": ["b"]},
+               "data": {"from": "snapshot"}}),
+    )
+    .await;
+    register(&world, &b, "b", json!({})).await;
+    world.start().await;
+
+    // By default such a preview is refused, saying why and what to set.
+    let head = world.open(1).await;
+    world.wait_github_state(&head, "failure", T).await;
+    let pe = preview(&world, "dataelse-pr-1").await;
+    let st = pe.status.clone().unwrap();
+    let message = st.message.unwrap();
+    assert!(
+        message.contains("snapshots do not cross clusters: this preview is in cluster b"),
+        "{message}"
+    );
+    assert!(message.contains("spec.data.elsewhere: seed"), "{message}");
+    assert_eq!(cluster_of(&pe).as_deref(), Some("b"));
+    assert_eq!(
+        traces(&b_client, "dataelse-pr-1").await.1,
+        0,
+        "nothing runs on empty data"
+    );
+    eventually("the sticky comment says why", T, || async {
+        let comments = world.gh.comments(&world.repo, pr(1));
+        comments
+            .iter()
+            .find(|c| c.body.contains("snapshots do not cross clusters"))
+            .map(|_| ())
+            .ok_or_else(|| format!("{:?}", comments.iter().map(|c| &c.body).collect::<Vec<_>>()))
+    })
+    .await;
+
+    // The Blueprint opts into seeding: the next preview starts empty in B and says so.
+    Api::<sandcastle::crd::Blueprint>::namespaced(world.client.clone(), &world.home.name)
+        .patch(
+            "dataelse",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"data": {"elsewhere": "seed"}}})),
+        )
+        .await
+        .expect("Blueprint accepted");
+    world.open(2).await;
+    let pe = world.wait_phase("dataelse-pr-2", Phase::Ready, T).await;
+    assert_eq!(cluster_of(&pe).as_deref(), Some("b"));
+    assert_eq!(traces(&b_client, "dataelse-pr-2").await, (1, 3));
+    let data = pe.status.unwrap().data.expect("status.data says so");
+    assert_eq!(data.snapshot, None);
+    let note = data.note.unwrap();
+    assert!(
+        note.starts_with("started empty and seeded: snapshots do not cross clusters"),
+        "{note}"
+    );
+    // The sticky comment, the API and the preview's page say the same.
+    eventually("the sticky comment's Data row", T, || async {
+        let comments = world.gh.comments(&world.repo, pr(2));
+        comments
+            .iter()
+            .find(|c| c.body.contains(&format!("| **Data** | {note} |")))
+            .map(|_| ())
+            .ok_or_else(|| format!("{:?}", comments.iter().map(|c| &c.body).collect::<Vec<_>>()))
+    })
+    .await;
+    let reader =
+        crate::support::api::account(&world, "reader", &[(&["previewenvironments"], &["get"])])
+            .await;
+    let got = call(
+        &world,
+        "GET",
+        "/api/v1/previews/dataelse-pr-2",
+        Some(&reader),
+        None,
+    )
+    .await;
+    assert_eq!(got.status, 200, "{:?}", got.body);
+    assert_eq!(got.body["data"]["note"].as_str(), Some(note.as_str()));
+    let bearer = vec![("authorization", format!("Bearer {reader}"))];
+    let (status, _, html) = world.get_text("/previews/dataelse-pr-2", bearer).await;
+    assert_eq!(status, 200);
+    assert!(html.contains(r#"<th scope="row">Data</th>"#), "{html}");
+    assert!(html.contains("started empty and seeded"), "{html}");
+}
+
+#[tokio::test]
 async fn previews_fill_the_cluster_with_the_most_room_and_wait_when_all_are_full() {
     let _turn = clusters::exclusive().await;
     let (b, c) = (clusters::extra("b").await, clusters::extra("c").await);

@@ -557,6 +557,49 @@ mod tests {
     }
 
     #[test]
+    fn the_data_row_names_the_snapshot_and_its_age_or_why_it_started_empty() {
+        let page_with = |data| {
+            let mut v = view(Phase::Ready);
+            v.data = Some(data);
+            preview(&PreviewPage {
+                now: "2026-12-01T12:00:00Z".parse().unwrap(),
+                who: Who::Person {
+                    login: "alice".into(),
+                    csrf: "t".into(),
+                },
+                preview: v,
+                events: None,
+                actions: None,
+                notice: None,
+            })
+        };
+        let restored = page_with(sandcastle_agent::view::DataView {
+            snapshot: Some("20261201-100000".into()),
+            taken_at: Some("2026-12-01T10:00:00Z".into()),
+            claims: vec!["data-db-0".into()],
+            note: None,
+        });
+        assert!(
+            restored.contains(
+                "<th scope=\"row\">Data</th><td>snapshot <code>20261201-100000</code> of the Blueprint's data, taken "
+            ),
+            "{restored}"
+        );
+        assert!(restored.contains("2 h ago)</td>"), "{restored}");
+        let seeded = page_with(sandcastle_agent::view::DataView {
+            snapshot: None,
+            taken_at: None,
+            claims: Vec::new(),
+            note: Some("started empty and seeded: snapshots do not cross clusters".into()),
+        });
+        assert!(
+            seeded.contains("<td>started empty and seeded: snapshots do not cross clusters</td>"),
+            "{seeded}"
+        );
+        assert!(!page(Phase::Ready, None).contains(">Data</th>"));
+    }
+
+    #[test]
     fn a_preview_on_its_way_refreshes_itself_and_has_a_title() {
         let deploying = page(Phase::Deploying, None);
         assert!(deploying.contains("http-equiv=\"refresh\""));
