@@ -292,4 +292,30 @@ async fn previews_start_from_a_snapshot_of_the_blueprint_data_and_keep_their_own
             .ok_or_else(|| format!("{ids:?}"))
     })
     .await;
+
+    // Deleting the Blueprint leaves no snapshot of its data in the source namespace (an
+    // ownerReference cannot cross namespaces: the data keeper deletes them).
+    api.delete("snapdata", &DeleteParams::default())
+        .await
+        .unwrap();
+    let left = sandcastle::k8s::snapshots::volume_snapshots(&world.client, &world.staging.name);
+    eventually(
+        "no VolumeSnapshot of the deleted Blueprint left",
+        Duration::from_secs(90),
+        || async {
+            let names: Vec<String> = left
+                .list(&ListParams::default().labels("sandcastle.dev/blueprint=snapdata"))
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .iter()
+                .map(|s| s.name_any())
+                .collect();
+            names
+                .is_empty()
+                .then_some(())
+                .ok_or_else(|| format!("{names:?}"))
+        },
+    )
+    .await;
 }

@@ -3,9 +3,12 @@
 //! set is taken when the first is missing, when one is asked for (the `data-refresh`
 //! annotation) or when the newest is older than `every`; sets past `keep` are deleted unless a
 //! live preview started from one (its reset restores it); and `status.data` says how they stand.
-//! Restoring a set into a preview is the rollout's (`phases::data`).
+//! Every [`SWEEP_EVERY`] rounds, the sets no Blueprint keeps any more (one deleted, switched off
+//! or reading another namespace; an ownerReference cannot cross namespaces) are deleted once no
+//! live preview started from them. Restoring a set into a preview is the rollout's
+//! (`phases::data`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -23,6 +26,8 @@ use sandcastle_kube::{snapshots, status};
 pub const DATA_EVERY: Duration = Duration::from_secs(2);
 /// The field manager of the Blueprints' data status.
 const MANAGER: &str = "sandcastle-data";
+/// Sets no Blueprint keeps are looked for every this many rounds.
+pub const SWEEP_EVERY: u32 = 15;
 
 /// Keep the snapshots until `shutdown`.
 pub(crate) async fn run(ctx: Context, shutdown: impl std::future::Future<Output = ()>) {
@@ -30,10 +35,63 @@ pub(crate) async fn run(ctx: Context, shutdown: impl std::future::Future<Output 
     let mut interval = tokio::time::interval(DATA_EVERY);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
+    let mut rounds: u32 = 0;
     loop {
         tokio::select! {
             () = &mut shutdown => return,
-            _ = interval.tick() => round(&ctx, &mut written).await,
+            _ = interval.tick() => {
+                round(&ctx, &mut written).await;
+                if rounds.is_multiple_of(SWEEP_EVERY) {
+                    sweep(&ctx).await;
+                }
+                rounds = rounds.wrapping_add(1);
+            }
+        }
+    }
+}
+
+/// Delete the sets no Blueprint keeps and no live preview started from.
+async fn sweep(ctx: &Context) {
+    let Some(blueprints) = &ctx.blueprints else {
+        return;
+    };
+    // Until both caches are filled, a Blueprint or a preview not seen yet is not known gone.
+    if !matches!(blueprints.wait_until_ready().now_or_never(), Some(Ok(()))) {
+        return;
+    }
+    let Some(pinned) = pinned_all(ctx) else {
+        return;
+    };
+    let kept: BTreeMap<String, String> = blueprints
+        .state()
+        .iter()
+        .filter(|bp| {
+            bp.spec
+                .data
+                .as_ref()
+                .is_some_and(|d| d.from == DataFrom::Snapshot)
+        })
+        .filter(|bp| bp.spec.source_cluster() == sandcastle_crd::IN_CLUSTER)
+        .filter_map(|bp| Some((bp.name_any(), bp.spec.source.namespace.clone()?)))
+        .collect();
+    let client = ctx.clusters.local().client().clone();
+    let found = match snapshots::all_sets(&client, &ctx.settings.home).await {
+        Ok(found) => found,
+        // Snapshots not served: there is nothing to sweep.
+        Err(e) if snapshots::not_served(&e).is_some() => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "listing the data snapshots failed");
+            return;
+        }
+    };
+    for (ns, blueprint, set) in data::orphaned(&found, &kept, &pinned) {
+        match snapshots::delete_set(&client, &ns, &blueprint, &set).await {
+            Ok(()) => {
+                tracing::info!(%blueprint, namespace = %ns, %set, "data snapshot no Blueprint keeps deleted");
+            }
+            Err(e) => {
+                tracing::warn!(%blueprint, namespace = %ns, %set, error = %e, "deleting a data snapshot failed");
+            }
         }
     }
 }
@@ -144,7 +202,13 @@ async fn keep(ctx: &Context, bp: &Blueprint, spec: &DataSpec) -> DataStatus {
     };
     let id = data::set_id(now);
     let class = spec.snapshot_class.as_deref();
-    match snapshots::take(&client, ns, &name, &id, &claims, class).await {
+    let at = snapshots::Taken {
+        home: &ctx.settings.home,
+        ns,
+        blueprint: &name,
+        set: &id,
+    };
+    match snapshots::take(&client, &at, &claims, class).await {
         Ok(()) => {
             tracing::info!(blueprint = %name, set = %id, claims = claims.len(), why = ?due, "data snapshot taken");
             if let Due::Asked(token) = due {
@@ -167,18 +231,25 @@ async fn keep(ctx: &Context, bp: &Blueprint, spec: &DataSpec) -> DataStatus {
 /// The sets live previews of Blueprint `blueprint` started from; `None` before the previews'
 /// cache is filled.
 fn pinned(ctx: &Context, blueprint: &str) -> Option<BTreeSet<String>> {
+    Some(pinned_all(ctx)?.remove(blueprint).unwrap_or_default())
+}
+
+/// The sets live previews started from, by Blueprint; `None` before the previews' cache is
+/// filled.
+fn pinned_all(ctx: &Context) -> Option<BTreeMap<String, BTreeSet<String>>> {
     let previews = ctx.previews.as_ref()?;
     previews.wait_until_ready().now_or_never()?.ok()?;
-    let live = |p: &&std::sync::Arc<sandcastle_crd::PreviewEnvironment>| {
-        p.status.as_ref().and_then(|s| s.phase) != Some(sandcastle_crd::Phase::Removed)
-    };
-    Some(
-        previews
-            .state()
-            .iter()
-            .filter(|p| p.spec.blueprint == blueprint)
-            .filter(live)
-            .filter_map(|p| p.status.as_ref()?.data.as_ref()?.snapshot.clone())
-            .collect(),
-    )
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for p in previews.state() {
+        let Some(st) = p.status.as_ref() else {
+            continue;
+        };
+        if st.phase == Some(sandcastle_crd::Phase::Removed) {
+            continue;
+        }
+        if let Some(set) = st.data.as_ref().and_then(|d| d.snapshot.clone()) {
+            out.entry(p.spec.blueprint.clone()).or_default().insert(set);
+        }
+    }
+    Some(out)
 }

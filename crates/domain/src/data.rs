@@ -113,6 +113,25 @@ pub fn retired(status: &DataStatus, keep: u32, pinned: &BTreeSet<String>) -> Vec
     out
 }
 
+/// A set as found in the cluster: its namespace, Blueprint and id.
+pub type FoundSet = (String, String, String);
+
+/// The sets no Blueprint keeps any more — its Blueprint was deleted, no longer restores
+/// snapshots, or reads another namespace now (`kept`: Blueprint → the namespace whose sets it
+/// keeps) — and no live preview started from (`pinned`: Blueprint → set ids).
+pub fn orphaned(
+    found: &[FoundSet],
+    kept: &BTreeMap<String, String>,
+    pinned: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<FoundSet> {
+    found
+        .iter()
+        .filter(|(ns, bp, _)| kept.get(bp) != Some(ns))
+        .filter(|(_, bp, set)| !pinned.get(bp).is_some_and(|p| p.contains(set)))
+        .cloned()
+        .collect()
+}
+
 /// Which set a preview restores.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Choice<'a> {
@@ -513,6 +532,30 @@ mod tests {
             claims_to_take(&missing, &bound)
                 .unwrap_err()
                 .contains("gone")
+        );
+    }
+    #[test]
+    fn sets_no_blueprint_keeps_go_unless_a_live_preview_started_from_them() {
+        let found: Vec<FoundSet> = [
+            ("staging", "shop", "a"),
+            ("staging", "gone", "b"),
+            ("staging", "gone", "c"),
+            ("old", "moved", "d"),
+            ("new", "moved", "e"),
+        ]
+        .iter()
+        .map(|(n, b, s)| (n.to_string(), b.to_string(), s.to_string()))
+        .collect();
+        let kept = BTreeMap::from([
+            ("shop".to_owned(), "staging".to_owned()),
+            ("moved".to_owned(), "new".to_owned()),
+        ]);
+        let pinned = BTreeMap::from([("gone".to_owned(), BTreeSet::from(["c".to_owned()]))]);
+        let ids = |v: Vec<FoundSet>| v.into_iter().map(|(_, _, s)| s).collect::<Vec<_>>();
+        assert_eq!(ids(orphaned(&found, &kept, &pinned)), ["b", "d"]);
+        assert_eq!(
+            ids(orphaned(&found, &kept, &BTreeMap::new())),
+            ["b", "c", "d"]
         );
     }
 }

@@ -15,7 +15,9 @@ use kube::core::ApiResource;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-use sandcastle_crd::labels::{BLUEPRINT, DATA_SET, FIELD_MANAGER, MANAGED_BY, MANAGER, PREVIEW};
+use sandcastle_crd::labels::{
+    BLUEPRINT, DATA_SET, FIELD_MANAGER, HOME, MANAGED_BY, MANAGER, PREVIEW,
+};
 use sandcastle_crd::{ClaimSnapshot, SnapshotSet};
 use sandcastle_domain::data::source_snapshot_name;
 
@@ -31,7 +33,8 @@ fn resource(kind: &str, plural: &str) -> ApiResource {
     }
 }
 
-fn snapshots(client: &Client, ns: &str) -> Api<DynamicObject> {
+/// The VolumeSnapshots of namespace `ns`.
+pub fn volume_snapshots(client: &Client, ns: &str) -> Api<DynamicObject> {
     let ar = resource("VolumeSnapshot", "volumesnapshots");
     Api::namespaced_with(client.clone(), ns, &ar)
 }
@@ -76,17 +79,30 @@ fn set_selector(blueprint: &str, set: Option<&str>) -> ListParams {
     ListParams::default().labels(&selector)
 }
 
-/// Snapshot `claims` of namespace `ns` as set `set` of Blueprint `blueprint`, with `class` (or
-/// the driver's default).
+/// Where a set is taken: the Blueprint's source namespace, of the Sandcastle whose namespace is
+/// `home` (the label that tells its sets from another installation's).
+#[derive(Debug, Clone, Copy)]
+pub struct Taken<'a> {
+    pub home: &'a str,
+    pub ns: &'a str,
+    pub blueprint: &'a str,
+    pub set: &'a str,
+}
+
+/// Snapshot `claims` as set `at.set`, with `class` (or the driver's default).
 pub async fn take(
     client: &Client,
-    ns: &str,
-    blueprint: &str,
-    set: &str,
+    at: &Taken<'_>,
     claims: &[String],
     class: Option<&str>,
 ) -> Result<(), kube::Error> {
-    let api = snapshots(client, ns);
+    let Taken {
+        home,
+        ns,
+        blueprint,
+        set,
+    } = *at;
+    let api = volume_snapshots(client, ns);
     for claim in claims {
         let name = source_snapshot_name(blueprint, set, claim);
         let mut spec = json!({"source": {"persistentVolumeClaimName": claim}});
@@ -96,7 +112,7 @@ pub async fn take(
         let object = json!({
             "apiVersion": format!("{GROUP}/v1"), "kind": "VolumeSnapshot",
             "metadata": {"name": name, "labels": {
-                MANAGED_BY: MANAGER, BLUEPRINT: blueprint, DATA_SET: set,
+                MANAGED_BY: MANAGER, HOME: home, BLUEPRINT: blueprint, DATA_SET: set,
             }},
             "spec": spec,
         });
@@ -115,7 +131,7 @@ pub async fn observe(
     blueprint: &str,
     known: &[SnapshotSet],
 ) -> Result<Vec<SnapshotSet>, kube::Error> {
-    let list = snapshots(client, ns)
+    let list = volume_snapshots(client, ns)
         .list(&set_selector(blueprint, None))
         .await?;
     let mut by_set: BTreeMap<String, Vec<DynamicObject>> = BTreeMap::new();
@@ -215,7 +231,7 @@ pub async fn delete_set(
     blueprint: &str,
     set: &str,
 ) -> Result<(), kube::Error> {
-    let api = snapshots(client, ns);
+    let api = volume_snapshots(client, ns);
     match api
         .delete_collection(
             &DeleteParams::background(),
@@ -229,6 +245,34 @@ pub async fn delete_set(
     }
 }
 
+/// Every set the Sandcastle of namespace `home` has taken, in any namespace: (namespace,
+/// Blueprint, set id), each once.
+pub async fn all_sets(
+    client: &Client,
+    home: &str,
+) -> Result<Vec<(String, String, String)>, kube::Error> {
+    let ar = resource("VolumeSnapshot", "volumesnapshots");
+    let selector = format!("{MANAGED_BY}={MANAGER},{HOME}={home},{BLUEPRINT},{DATA_SET}");
+    let list = Api::<DynamicObject>::all_with(client.clone(), &ar)
+        .list(&ListParams::default().labels(&selector))
+        .await?;
+    let mut sets: Vec<(String, String, String)> = list
+        .items
+        .iter()
+        .filter_map(|vs| {
+            let labels = vs.labels();
+            Some((
+                vs.namespace()?,
+                labels.get(BLUEPRINT)?.clone(),
+                labels.get(DATA_SET)?.clone(),
+            ))
+        })
+        .collect();
+    sets.sort();
+    sets.dedup();
+    Ok(sets)
+}
+
 /// Make the objects restoring a set in a preview's namespace (`domain::data::restore_objects`):
 /// contents (cluster-scoped) and the snapshots bound to them. Those already there are left as
 /// they are: once bound, the snapshot controller has written the snapshot's uid into the
@@ -237,7 +281,7 @@ pub async fn delete_set(
 pub async fn restore(client: &Client, objects: &[Value]) -> Result<(), kube::Error> {
     for object in objects {
         let api = match object["metadata"]["namespace"].as_str() {
-            Some(ns) => snapshots(client, ns),
+            Some(ns) => volume_snapshots(client, ns),
             None => contents(client),
         };
         let object: DynamicObject =
@@ -292,7 +336,7 @@ pub async fn release(
 /// Delete the VolumeSnapshots of namespace `ns` that restored another set than `keep` (a reset
 /// to the newest leaves the old one unused).
 pub async fn forget_others(client: &Client, ns: &str, keep: &str) -> Result<(), kube::Error> {
-    let api = snapshots(client, ns);
+    let api = volume_snapshots(client, ns);
     let selector = format!("{MANAGED_BY}={MANAGER},{DATA_SET}!={keep}");
     match api
         .delete_collection(
