@@ -10,7 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use sandcastle::crd::Blueprint;
 use serde_json::{Value, json};
 
@@ -248,6 +248,34 @@ async fn previews_start_from_a_snapshot_of_the_blueprint_data_and_keep_their_own
     assert_eq!(visit(&tier, &one).await, 601);
     let data = preview_data(&world, "snapdata-pr-1").await;
     assert_eq!(data["snapshot"], second_id.as_str(), "{data}");
+
+    // Switching the Blueprint's data off changes new previews only: a push to a running one
+    // rolls out with its claims as they are (a claim's data source cannot change) and its data.
+    let data_spec = api.get("snapdata").await.unwrap().spec.data;
+    api.patch(
+        "snapdata",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"data": null}})),
+    )
+    .await
+    .unwrap();
+    let head4 = sha();
+    tier.image_for(&head4);
+    let pushed = world
+        .gh
+        .push(&world.repo, crate::support::world::pr(1), &head4);
+    world.deliver(&pushed).await;
+    world.wait_github_state(&head4, "success", T).await;
+    assert_eq!(visit(&tier, &one).await, 602);
+    let data = preview_data(&world, "snapdata-pr-1").await;
+    assert_eq!(data["snapshot"], second_id.as_str(), "{data}");
+    api.patch(
+        "snapdata",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"data": data_spec}})),
+    )
+    .await
+    .unwrap();
 
     // Teardown releases what bound the snapshots into the previews; once no preview started
     // from the first set, it is retired.

@@ -57,6 +57,10 @@ pub(crate) fn decide(
         .as_ref()
         .filter(|d| d.from == DataFrom::Snapshot)
     else {
+        // Switched off: claims restored before keep their (immutable) source until a reset.
+        if let Some(claims) = kept(st) {
+            return Restore::Kept(claims);
+        }
         st.data = None;
         return Restore::Empty;
     };
@@ -84,25 +88,26 @@ pub(crate) fn decide(
             Restore::Set(set.clone())
         }
         Choice::Wait(why) => Restore::Wait(why),
-        Choice::Fail(_) if !latest && st.rollout.is_some() && own.is_some() => {
-            let own = own.unwrap_or_default();
-            let claims = st
-                .data
-                .as_ref()
-                .map(|d| d.claims.clone())
-                .unwrap_or_default();
-            Restore::Kept(
-                claims
-                    .into_iter()
-                    .map(|c| {
-                        let snapshot = data::local_snapshot_name(&own, &c);
-                        (c, snapshot)
-                    })
-                    .collect(),
-            )
-        }
-        Choice::Fail(why) => Restore::Fail(why),
+        Choice::Fail(why) => match kept(st).filter(|_| !latest) {
+            Some(claims) => Restore::Kept(claims),
+            None => Restore::Fail(why),
+        },
     }
+}
+
+/// The claims a preview already rolled out restored from a set (claim → the VolumeSnapshot they
+/// name), which stay as they are: a claim's data source cannot change once made. None after a
+/// reset (`st.rollout` cleared: the claims are made anew) or when nothing was restored.
+fn kept(st: &PreviewStatus) -> Option<BTreeMap<String, String>> {
+    st.rollout.as_ref()?;
+    let data = st.data.as_ref()?;
+    let own = data.snapshot.as_deref()?;
+    Some(
+        data.claims
+            .iter()
+            .map(|c| (c.clone(), data::local_snapshot_name(own, c)))
+            .collect(),
+    )
 }
 
 /// Make the objects restoring `set` in namespace `ns`, and release those of another set the
