@@ -170,7 +170,7 @@ async fn keep(ctx: &Context, bp: &Blueprint, spec: &DataSpec) -> DataStatus {
     };
     // Until the previews are known, none is known not to restore from an old set.
     let gone = match pinned(ctx, &name) {
-        Some(pinned) => data::retired(&st, spec.keep, &pinned),
+        Some(pinned) => data::retired(&st, spec.keep, &pinned, ctx.clock.now()),
         None => Vec::new(),
     };
     for id in &gone {

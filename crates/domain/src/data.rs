@@ -93,16 +93,32 @@ pub fn age(set: &SnapshotSet, now: Timestamp) -> Duration {
         .unwrap_or_default()
 }
 
-/// The sets to delete (ids): ready sets past the newest `keep`, and failed sets but the newest
-/// set (which says why the last try failed) — except those in `pinned` (sets live previews
-/// started from, which their reset restores).
-pub fn retired(status: &DataStatus, keep: u32, pinned: &BTreeSet<String>) -> Vec<String> {
+/// How long the newest ready set is older before the sets it pushes past `keep` are deleted: a
+/// new preview that chose the set just before has written it into its status (and so pins it)
+/// well within this.
+pub const RETIRE_AFTER: Duration = Duration::from_secs(60);
+
+/// The sets to delete (ids) at `now`: ready sets past the newest `keep` (once the newest ready
+/// set is [`RETIRE_AFTER`] old), and failed sets but the newest set (which says why the last try
+/// failed) — except those in `pinned` (sets live previews started from, which their reset
+/// restores).
+pub fn retired(
+    status: &DataStatus,
+    keep: u32,
+    pinned: &BTreeSet<String>,
+    now: Timestamp,
+) -> Vec<String> {
+    let settled = status
+        .sets
+        .iter()
+        .find(|s| s.ready)
+        .is_some_and(|newest| age(newest, now) >= RETIRE_AFTER);
     let mut ready_seen = 0;
     let mut out = Vec::new();
     for (i, set) in status.sets.iter().enumerate() {
         let drop = if set.ready {
             ready_seen += 1;
-            ready_seen > keep
+            ready_seen > keep && settled
         } else {
             set.error.is_some() && i > 0
         };
@@ -376,11 +392,16 @@ mod tests {
             set("b", "2026-12-07T02:00:00Z", true, None),
             set("a", "2026-12-07T01:00:00Z", true, None),
         ]);
+        let now = at("2026-12-07T12:00:00Z");
         // "e" failed after the newest ready one: kept, it says why the refresh failed.
-        assert_eq!(retired(&st, 2, &BTreeSet::new()), vec!["c", "a"]);
-        assert_eq!(retired(&st, 1, &BTreeSet::new()), vec!["c", "b", "a"]);
+        assert_eq!(retired(&st, 2, &BTreeSet::new(), now), vec!["c", "a"]);
+        assert_eq!(retired(&st, 1, &BTreeSet::new(), now), vec!["c", "b", "a"]);
         let pinned = BTreeSet::from(["a".to_owned()]);
-        assert_eq!(retired(&st, 1, &pinned), vec!["c", "b"]);
+        assert_eq!(retired(&st, 1, &pinned, now), vec!["c", "b"]);
+        // Until the newest ready set is a minute old, a preview that just chose the set it
+        // pushes out may not have pinned it yet: only failed sets go.
+        let soon = at("2026-12-07T04:00:59Z");
+        assert_eq!(retired(&st, 1, &BTreeSet::new(), soon), vec!["c"]);
     }
 
     #[test]
@@ -405,7 +426,7 @@ mod tests {
             set("b", "2026-12-07T02:00:00Z", false, Some("no class")),
             set("a", "2026-12-07T01:00:00Z", false, Some("no class")),
         ]);
-        assert_eq!(retired(&failing, 2, &BTreeSet::new()), vec!["b", "a"]);
+        assert_eq!(retired(&failing, 2, &BTreeSet::new(), now), vec!["b", "a"]);
     }
 
     #[test]
