@@ -206,6 +206,7 @@ async fn main() {
         bins.push(("Sandcastle", support::sandcastle_bin()));
         for (label, bin) in bins {
             let profiling = format!("run{r}-{}", label.split(' ').next().unwrap_or(label));
+            support::install_crds_of(&client, &bin).await;
             let run = sandcastle(&client, &bin, &spec_json, total, senders, &profiling).await;
             figures.push(Figures {
                 label: format!("run {r}: {label}"),

@@ -244,6 +244,39 @@ pub async fn post_delivery(
     status
 }
 
+/// Install the CRDs `bin` writes (`sandcastle crds`), so that a build benchmarked beside
+/// another finds its own schema (its `/readyz` checks it).
+pub async fn install_crds_of(client: &Client, bin: &std::path::Path) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, Patch, PatchParams};
+    use kube::runtime::wait::{await_condition, conditions};
+    let out = std::process::Command::new(bin)
+        .arg("crds")
+        .output()
+        .expect("sandcastle crds runs");
+    assert!(out.status.success(), "sandcastle crds failed");
+    let yaml = String::from_utf8(out.stdout).expect("CRDs are UTF-8");
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for doc in sandcastle::domain::plan::parse_manifests(&yaml).expect("CRDs parse") {
+        let crd: CustomResourceDefinition = serde_json::from_value(doc).expect("a CRD");
+        let name = kube::ResourceExt::name_any(&crd);
+        api.patch(
+            &name,
+            &PatchParams::apply("sandcastle").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .expect("CRD applied");
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            await_condition(api.clone(), &name, conditions::is_crd_established()),
+        )
+        .await
+        .expect("CRD established in time")
+        .expect("CRD watch");
+    }
+}
+
 /// Wait until `sandcastle serve` on `port` answers `/readyz` with 200 (a minute at most).
 pub async fn wait_serving(http: &Http, port: u16) {
     let t = Instant::now();
