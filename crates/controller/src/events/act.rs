@@ -40,11 +40,13 @@ impl From<kube::Error> for Later {
     }
 }
 
-/// Carry out `ev` (delivered as `delivery`): what it wrote, and why Blueprints were passed over.
+/// Carry out `ev` (delivered as `delivery`, received at `asked`): what it wrote, and why
+/// Blueprints were passed over.
 pub(super) async fn carry_out(
     ctx: &Context,
     ev: &PullRequestEvent,
     delivery: &str,
+    asked: jiff::Timestamp,
 ) -> Result<EventOutcome, Later> {
     let blueprints = blueprints(ctx, &ev.repo).await?;
     let specs: Vec<(&str, &BlueprintSpec)> = blueprints
@@ -72,7 +74,7 @@ pub(super) async fn carry_out(
         let request = Request {
             sha: None,
             id: String::new(),
-            at: now,
+            at: asked,
             actor: format!("@{}", ev.sender),
             action: format!("pull-request-{}", ev.action.as_str()),
             note: format!(

@@ -63,7 +63,13 @@ pub(super) async fn reconcile(
             return finish(&api, &record, st, EventState::Failed, &ctx).await;
         }
     };
-    match act::carry_out(&ctx, &ev, &record.spec.delivery).await {
+    // Asked when the webhook received it (nanoseconds: many arrive within a second), whenever
+    // it is carried out.
+    let asked = Some(record.spec.received_ns)
+        .filter(|ns| *ns > 0)
+        .and_then(|ns| jiff::Timestamp::from_nanosecond(i128::from(ns)).ok())
+        .unwrap_or_else(|| ctx.clock.now());
+    match act::carry_out(&ctx, &ev, &record.spec.delivery, asked).await {
         Ok(outcome) => {
             // A preview this event created carries nothing to take back.
             let created: Vec<&str> = (outcome.previews.iter())
