@@ -53,6 +53,7 @@ mod preview_tests;
 mod preview_tls;
 mod preview_token_fence;
 mod probe;
+mod rollout_line;
 mod schedule;
 mod schemathesis;
 mod serve;

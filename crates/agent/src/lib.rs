@@ -234,7 +234,11 @@ impl Agent {
     }
 
     fn view(&self, pe: &PreviewEnvironment) -> PreviewView {
-        view::view(pe, &self.addresses)
+        let mut v = view::view(pe, &self.addresses);
+        if let Some(place) = view::line_place(pe, &self.previews.state()) {
+            v.queue_position = Some(place);
+        }
+        v
     }
 
     /// What a write by `caller` leaves on the preview for its history and Events.

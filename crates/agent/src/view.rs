@@ -2,6 +2,8 @@
 //! services, expiry, place in the queue, history, links — and the list filters. Pure: built from
 //! the PreviewEnvironment and Sandcastle's public addresses.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -47,7 +49,8 @@ pub struct PreviewView {
     pub services_total: u32,
     /// RFC 3339.
     pub expires_at: Option<String>,
-    /// Place in line (1 = next) while waiting for a free slot under the Blueprint's cap.
+    /// Place in line (1 = next) while waiting for a free slot under the Blueprint's cap, or
+    /// to start a rollout (`--max-concurrent-rollouts`).
     pub queue_position: Option<u32>,
     pub stopped: bool,
     /// Seconds its workloads ran in the stretches that ended (stopped, torn down).
@@ -277,6 +280,26 @@ pub fn namespace_of(pe: &PreviewEnvironment, prefix: &str) -> String {
         |_| pe.name_any(),
         |n| naming::namespace_name(prefix, &n).to_string(),
     )
+}
+
+/// A preview's place in the line to start a rollout (1: next), counted among `all` the
+/// previews: those waiting that were asked for earlier go first.
+pub fn line_place(pe: &PreviewEnvironment, all: &[Arc<PreviewEnvironment>]) -> Option<u32> {
+    let waiting = |p: &PreviewEnvironment| {
+        let st = p.status.as_ref()?;
+        let line = st
+            .in_line
+            .as_ref()
+            .filter(|_| st.phase == Some(Phase::Pending))?;
+        Some((line.asked_ns, p.name_any()))
+    };
+    let own = waiting(pe)?;
+    let ahead = all
+        .iter()
+        .filter_map(|p| waiting(p))
+        .filter(|other| *other < own)
+        .count();
+    u32::try_from(ahead + 1).ok()
 }
 
 /// `pe` as the API shows it.
@@ -579,5 +602,26 @@ mod tests {
             let e = page(limit, after).unwrap_err();
             assert_eq!((e.code(), e.field()), ("invalid_query", Some(field)));
         }
+    }
+    #[test]
+    fn the_place_in_the_rollout_line_counts_those_asked_for_earlier() {
+        let waiting = |name: &str, asked_ns: i64, phase: Phase| {
+            let mut p = pe();
+            p.metadata.name = Some(name.into());
+            let st = p.status.get_or_insert_default();
+            st.phase = Some(phase);
+            st.in_line = Some(sandcastle_crd::InLine { asked_ns });
+            Arc::new(p)
+        };
+        let all = vec![
+            waiting("c", 30, Phase::Pending),
+            waiting("a", 10, Phase::Pending),
+            waiting("b", 20, Phase::Pending),
+            // Rolling out already: its old mark counts for nothing.
+            waiting("z", 5, Phase::Deploying),
+        ];
+        let places: Vec<Option<u32>> = all.iter().map(|p| line_place(p, &all)).collect();
+        assert_eq!(places, [Some(3), Some(1), Some(2), None]);
+        assert_eq!(line_place(&pe(), &all), None);
     }
 }

@@ -24,6 +24,10 @@ pub const COMMAND_SETTLE: Duration = Duration::from_secs(1);
 /// blueprint namespace reaches previews this much later at most.
 const SOURCE_SHARED_FOR: Duration = Duration::from_secs(2);
 
+/// New rollouts at once by default: under a burst, the first asked are Ready first
+/// (`phases::rollout::line`, docs/benchmarks.md).
+pub const DEFAULT_ROLLOUTS: u16 = 24;
+
 /// Controller settings, from configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -93,6 +97,9 @@ pub struct Settings {
     /// How many previews are reconciled at once (`0`: no limit); the rest wait in the order
     /// their changes came.
     pub max_concurrent_reconciles: u16,
+    /// How many new rollouts run at once ([`DEFAULT_ROLLOUTS`]; `0`: no limit); the rest wait `Pending`, in the order
+    /// they were asked for, with their place in line (`phases::rollout::line`).
+    pub max_concurrent_rollouts: u16,
     /// Helm and Kustomize, and the bounds of a render (`source.helm`, `source.kustomize`).
     pub render: sandcastle_render::Renderer,
     /// The wildcard certificate every preview host is served with (`--preview-tls-secret`).
@@ -139,6 +146,7 @@ impl Settings {
             cluster_check_interval: Duration::from_secs(10),
             render: sandcastle_render::Renderer::default(),
             max_concurrent_reconciles: 0,
+            max_concurrent_rollouts: DEFAULT_ROLLOUTS,
             preview_tls: None,
             default_access: sandcastle_crd::Access::Public,
             gate: None,
@@ -186,6 +194,8 @@ pub struct Context {
     /// Set while the controller runs: its caches of the namespaces and workloads it made in its
     /// own cluster.
     pub(crate) watched: Option<Arc<sandcastle_kube::watched::Watched>>,
+    /// The rollouts under way and the previews waiting in line to start one.
+    pub(crate) rollouts: Arc<super::phases::rollout::line::Rollouts>,
     /// Serializes slot decisions, so two previews never take the last slot together.
     pub(crate) admission: std::sync::Arc<super::phases::capacity::line::Admissions>,
     /// GitHub's last answer about each waiting preview's checks.
@@ -278,6 +288,14 @@ impl Context {
         }
     }
 
+    /// Ask for another pass over preview `name` (one already looked at) while the controller
+    /// runs.
+    pub(crate) fn poke_name(&self, name: &str) {
+        if let Some(pokes) = &self.pokes {
+            let _ = pokes.unbounded_send(ObjectRef::new(name).within(&self.settings.home));
+        }
+    }
+
     /// The controller's caches of what it made, for work in `cluster` (they hold its own
     /// cluster's objects only).
     pub(crate) fn watched_in(
@@ -331,6 +349,7 @@ impl Context {
             sandcastle_metrics::ClusterMetrics::default(),
         );
         let settings_tls = settings.preview_tls.clone();
+        let rollout_limit = settings.max_concurrent_rollouts;
         Self {
             resolver: clusters.local().resolver.clone(),
             clusters,
@@ -350,6 +369,9 @@ impl Context {
             watched: None,
             records: None,
             admission: std::sync::Arc::default(),
+            rollouts: Arc::new(super::phases::rollout::line::Rollouts::new(usize::from(
+                rollout_limit,
+            ))),
             checks_asked: super::phases::check_answers::Asked::default(),
             drains: super::phases::idle::Drains::default(),
             diagnoses: super::phases::diagnoses::Diagnoses::default(),

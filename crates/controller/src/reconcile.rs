@@ -118,6 +118,7 @@ async fn finish(
     verdict: Verdict,
     ctx: &Context,
 ) -> Result<(Action, bool), Error> {
+    rollout::done(ctx, &pe.name_any(), verdict.status.phase);
     let Verdict {
         mut status,
         report,

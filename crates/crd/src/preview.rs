@@ -296,6 +296,10 @@ pub struct PreviewStatus {
     /// Where the preview stands against its Blueprint's `maxPreviews`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<SlotStatus>,
+    /// While waiting in line to start a rollout (`--max-concurrent-rollouts`): when the change
+    /// was asked for, which orders the line (the place is counted from it when shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_line: Option<InLine>,
     /// How long the preview's workloads have run (its environment-hours): namespace made and not
     /// stopped or torn down.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -349,6 +353,15 @@ pub struct SlotStatus {
     pub generation: Option<i64>,
     /// When the preview got into this state.
     pub since: Time,
+}
+
+/// A preview waiting in line to start a rollout.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct InLine {
+    /// When the change it waits to roll out was asked for, in nanoseconds since the epoch (many
+    /// arrive within one second).
+    pub asked_ns: i64,
 }
 
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]

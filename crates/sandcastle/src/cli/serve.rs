@@ -35,6 +35,7 @@ pub struct ServeArgs {
 
 /// Previews worked on at once by default (`--max-concurrent-reconciles`).
 const DEFAULT_CONCURRENCY: u16 = 0;
+const DEFAULT_ROLLOUTS: u16 = sandcastle_controller::context::DEFAULT_ROLLOUTS;
 
 /// Housekeeping and leader election.
 #[derive(Debug, Clone, Args)]
@@ -71,6 +72,11 @@ pub struct LifecycleArgs {
     /// wait in the order they came (`0`: no limit).
     #[arg(long, env = "SANDCASTLE_MAX_CONCURRENT_RECONCILES", default_value_t = DEFAULT_CONCURRENCY)]
     pub max_concurrent_reconciles: u16,
+
+    /// How many new rollouts run at once; the rest wait `Pending`, in the order they were asked
+    /// for, showing their place in line (`0`: no limit).
+    #[arg(long, env = "SANDCASTLE_MAX_CONCURRENT_ROLLOUTS", default_value_t = DEFAULT_ROLLOUTS)]
+    pub max_concurrent_rollouts: u16,
 
     /// This replica's identity in the Lease (default: the host name, which is the pod name in
     /// Kubernetes, plus a random suffix).
@@ -164,6 +170,7 @@ fn settings_of(args: &ServeArgs) -> Settings {
     }
     settings.orphan_grace = Some(lifecycle.orphan_grace).filter(|g| !g.is_zero());
     settings.max_concurrent_reconciles = lifecycle.max_concurrent_reconciles;
+    settings.max_concurrent_rollouts = lifecycle.max_concurrent_rollouts;
     settings.leader_election =
         lifecycle
             .leader_election

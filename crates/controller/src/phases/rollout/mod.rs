@@ -32,9 +32,11 @@ use sandcastle_kube::tls::NoCertificate;
 use std::sync::Arc;
 
 mod apply;
+pub(crate) mod line;
 mod render;
 
 use apply::apply_and_wait;
+use line::Turn;
 
 /// How soon a failure that may heal by itself (a Blueprint fixed, a source readable again) is
 /// looked at again when nothing wakes it sooner.
@@ -80,6 +82,27 @@ fn context_of(
         pool_member: sandcastle_domain::pool::host_label(pe),
         data: Default::default(),
     })
+}
+
+/// When the change this rollout carries out was asked for (the newest request left on the
+/// preview), for its place in line; else when the preview was made.
+fn asked_at(pe: &PreviewEnvironment) -> Timestamp {
+    sandcastle_kube::events::requests_of(pe)
+        .last()
+        .map(|r| r.at)
+        .or_else(|| pe.metadata.creation_timestamp.as_ref().map(|t| t.0))
+        .unwrap_or_default()
+}
+
+/// A pass that leaves preview `name` other than rolling out (Ready, failed, stopped, removed)
+/// ends its rollout's turn; the previews next in line look again now.
+pub(crate) fn done(ctx: &Context, name: &str, phase: Option<Phase>) {
+    if phase == Some(Phase::Deploying) || ctx.rollouts.waiting(name) {
+        return;
+    }
+    for next in ctx.rollouts.leave(name) {
+        ctx.poke_name(&next);
+    }
 }
 
 fn elapsed(since: &Time, now: Timestamp) -> Duration {
@@ -238,6 +261,28 @@ pub(crate) async fn run(
     );
     let hash = plan_hash(&steps, pe.annotations().get(REDEPLOY));
     let total_objects: usize = steps.iter().map(|(_, o)| o.len()).sum();
+    // Under a burst, new rollouts start in the order they were asked for.
+    let starting = st.rollout.as_ref().is_none_or(|r| r.plan_hash != hash);
+    let asked = asked_at(pe);
+    let turn = ctx
+        .rollouts
+        .turn(&pe.name_any(), asked, starting, std::time::Instant::now());
+    if let Turn::Wait { place, rolling } = turn {
+        // Said once, when it joins the line (a status write for every move would cost each
+        // waiting preview a write per rollout ahead); views count its place from `in_line`.
+        if st.in_line.is_none() {
+            let why = format!(
+                "in line to roll out (joined {}, {rolling} rollout{} under way)",
+                line::ordinal(place),
+                if rolling == 1 { "" } else { "s" }
+            );
+            set_phase(&mut st, Phase::Pending, why, now, Some(&pe.spec.sha));
+            let asked_ns = i64::try_from(asked.as_nanosecond()).unwrap_or(i64::MAX);
+            st.in_line = Some(sandcastle_crd::InLine { asked_ns });
+        }
+        return Ok(Verdict::new(st, Next::After(line::WAIT_POLL)));
+    }
+    st.in_line = None;
 
     // The Blueprint's own Namespace object (in manifests) may tighten Pod Security, never loosen.
     let declared = plan::namespace_labels(&objects, spec, &pctx);
