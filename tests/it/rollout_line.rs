@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::support::api::{account, call};
 use crate::support::eventually;
 use crate::support::fixtures::slow_app;
-use crate::support::world::World;
+use crate::support::world::{World, pr};
 
 const T: Duration = Duration::from_secs(90);
 
@@ -118,4 +118,31 @@ async fn new_rollouts_start_one_at_a_time_in_the_order_asked_and_those_waiting_s
         );
         assert!(!waited.is_empty(), "{name} never said its place: {seen:#?}");
     }
+}
+
+#[tokio::test]
+async fn a_preview_closed_while_in_line_leaves_it_and_the_next_goes_on() {
+    let mut world = World::unstarted("leave", &slow_app("2s"), json!({})).await;
+    world.configure = Some(|parts| parts.settings.max_concurrent_rollouts = 1);
+    world.start().await;
+    for n in 1..=3 {
+        world.open(n).await;
+    }
+    let api = world.previews();
+    eventually("the second preview in line", T, || async {
+        let pe = api.get("leave-pr-2").await.map_err(|e| e.to_string())?;
+        let st = pe.status.unwrap_or_default();
+        (st.phase == Some(Phase::Pending) && st.in_line.is_some())
+            .then_some(())
+            .ok_or_else(|| format!("{:?}: {:?}", st.phase, st.message))
+    })
+    .await;
+    let closed = world.gh.close(&world.repo, pr(2), false);
+    world.deliver(&closed).await;
+    world.wait_phase("leave-pr-1", Phase::Ready, T).await;
+    // Next in line now: well before a forgotten place would have expired.
+    let pe = world
+        .wait_phase("leave-pr-3", Phase::Ready, Duration::from_secs(20))
+        .await;
+    assert!(pe.status.unwrap().in_line.is_none());
 }

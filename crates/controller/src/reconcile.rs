@@ -118,12 +118,13 @@ async fn finish(
     verdict: Verdict,
     ctx: &Context,
 ) -> Result<(Action, bool), Error> {
-    rollout::done(ctx, &pe.name_any(), verdict.status.phase);
     let Verdict {
         mut status,
         report,
         next,
+        in_line,
     } = verdict;
+    rollout::done(ctx, &pe.name_any(), &mut status, in_line);
     let reported = match &report {
         Some(r) => report::sync(pe, &mut status, &ctx.reporting(), r).await,
         None => true,

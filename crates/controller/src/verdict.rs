@@ -22,6 +22,9 @@ pub(super) struct Verdict {
     /// What GitHub should show for the preview's commit; `None`: leave GitHub as it is.
     pub report: Option<super::report::Report>,
     pub next: Next,
+    /// The preview waits in line to start a rollout (`phases::rollout::line`): its place and
+    /// `status.inLine` stay; any other verdict takes them away.
+    pub in_line: bool,
 }
 
 /// When to look at the preview again.
@@ -41,7 +44,13 @@ impl Verdict {
             status,
             report: None,
             next,
+            in_line: false,
         }
+    }
+
+    pub(super) fn waiting_in_line(mut self) -> Self {
+        self.in_line = true;
+        self
     }
 
     pub(super) fn reporting(mut self, report: super::report::Report) -> Self {

@@ -107,11 +107,6 @@ impl Rollouts {
         }
     }
 
-    /// Whether preview `name` waits in line.
-    pub(crate) fn waiting(&self, name: &str) -> bool {
-        self.line().waiting.keys().any(|(_, n)| n == name)
-    }
-
     /// Preview `name` is no longer rolling out nor waiting; the previews whose turn may have
     /// come (to look again now).
     pub(crate) fn leave(&self, name: &str) -> Vec<String> {
@@ -196,8 +191,21 @@ mod tests {
         assert_eq!(r.turn("b", at(2), true, t), Turn::Go);
         assert_eq!(r.leave("a"), vec!["d".to_owned()]);
         assert_eq!(r.turn("d", at(4), true, t), Turn::Go);
-        // A preview that was not rolling out frees nothing.
+        // A preview that was not rolling out frees nothing; one that waited leaves the line.
         assert!(r.leave("zzz").is_empty());
+        assert!(matches!(
+            r.turn("e", at(5), true, t),
+            Turn::Wait { place: 1, .. }
+        ));
+        assert!(matches!(
+            r.turn("f", at(6), true, t),
+            Turn::Wait { place: 2, .. }
+        ));
+        assert!(r.leave("e").is_empty());
+        assert!(matches!(
+            r.turn("f", at(6), true, t),
+            Turn::Wait { place: 1, .. }
+        ));
     }
 
     #[test]

@@ -94,10 +94,16 @@ fn asked_at(pe: &PreviewEnvironment) -> Timestamp {
         .unwrap_or_default()
 }
 
-/// A pass that leaves preview `name` other than rolling out (Ready, failed, stopped, removed)
-/// ends its rollout's turn; the previews next in line look again now.
-pub(crate) fn done(ctx: &Context, name: &str, phase: Option<Phase>) {
-    if phase == Some(Phase::Deploying) || ctx.rollouts.waiting(name) {
+/// After any pass over preview `name`: unless it waits in line (`in_line`), it has no place
+/// in the line any more; and unless it is rolling out (Ready, failed, stopped, removed, or
+/// waiting for something else), its rollout's turn is over and the previews next in line look
+/// again now.
+pub(crate) fn done(ctx: &Context, name: &str, st: &mut PreviewStatus, in_line: bool) {
+    if in_line {
+        return;
+    }
+    st.in_line = None;
+    if st.phase == Some(Phase::Deploying) {
         return;
     }
     for next in ctx.rollouts.leave(name) {
@@ -280,9 +286,8 @@ pub(crate) async fn run(
             let asked_ns = i64::try_from(asked.as_nanosecond()).unwrap_or(i64::MAX);
             st.in_line = Some(sandcastle_crd::InLine { asked_ns });
         }
-        return Ok(Verdict::new(st, Next::After(line::WAIT_POLL)));
+        return Ok(Verdict::new(st, Next::After(line::WAIT_POLL)).waiting_in_line());
     }
-    st.in_line = None;
 
     // The Blueprint's own Namespace object (in manifests) may tighten Pod Security, never loosen.
     let declared = plan::namespace_labels(&objects, spec, &pctx);
