@@ -13,6 +13,7 @@ pub mod ids;
 pub mod intent;
 pub mod lifecycle;
 pub mod naming;
+pub mod ordinal;
 pub mod paths;
 pub mod placement;
 pub mod plan;

@@ -38,18 +38,6 @@ pub(super) fn cell(s: &str) -> String {
         .replace('|', "\\|")
 }
 
-/// `1st`, `2nd`, `3rd`, `11th`, `22nd`.
-pub(super) fn ordinal(n: u64) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
-}
-
 /// A length of time for people, coarse on purpose: `under a minute`, `25 min`, `23 h`, `3 d 4 h`.
 pub(super) fn span(secs: u64) -> String {
     let (d, h, m) = (secs / 86_400, secs / 3600, secs / 60);

@@ -29,6 +29,7 @@ use sandcastle_crd::{
 };
 use sandcastle_domain::authors;
 use sandcastle_domain::lifecycle::{self, Admission};
+use sandcastle_domain::ordinal::ordinal;
 use sandcastle_github::text::statuses::fit_description;
 use sandcastle_kube::status;
 use std::collections::BTreeMap;
@@ -60,17 +61,6 @@ fn refused(p: &PreviewEnvironment) -> bool {
 /// Waits for a slot (queued, or not looked at yet).
 pub(crate) fn waits(p: &PreviewEnvironment) -> bool {
     live(p) && !holds(p) && !refused(p)
-}
-
-fn ordinal(n: u32) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
 }
 
 /// Make sure `pe` holds a slot of `bp`, or record in `st` why it waits or was refused. A new
@@ -326,7 +316,7 @@ fn decide_one(
         } => {
             let message = format!(
                 "{} in line; {in_use}/{cap} previews of {} in use",
-                ordinal(position),
+                ordinal(u64::from(position)),
                 pe.spec.blueprint
             );
             wait_in_line(pe, st, (position, in_use, cap), message, now);
@@ -368,7 +358,7 @@ fn queue_for_class(
     let position = ahead + 1;
     let message = format!(
         "{} in line for {}; {in_use}/{cap} of their previews of {} in use (authors.{}.maxPreviews)",
-        ordinal(position),
+        ordinal(u64::from(position)),
         class.words(),
         pe.spec.blueprint,
         class.field()

@@ -128,18 +128,6 @@ impl Rollouts {
     }
 }
 
-/// `1st`, `2nd`, `3rd`, `11th`, `22nd`.
-pub(crate) fn ordinal(n: usize) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,21 +194,6 @@ mod tests {
             r.turn("f", at(6), true, t),
             Turn::Wait { place: 1, .. }
         ));
-    }
-
-    #[test]
-    fn places_read_as_ordinals() {
-        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 112]
-            .into_iter()
-            .map(ordinal)
-            .collect();
-        assert_eq!(
-            got,
-            [
-                "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st",
-                "112th"
-            ]
-        );
     }
 
     #[test]

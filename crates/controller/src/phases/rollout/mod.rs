@@ -279,7 +279,7 @@ pub(crate) async fn run(
         if st.in_line.is_none() {
             let why = format!(
                 "in line to roll out (joined {}, {rolling} rollout{} under way)",
-                line::ordinal(place),
+                sandcastle_domain::ordinal::ordinal(u64::try_from(place).unwrap_or(u64::MAX)),
                 if rolling == 1 { "" } else { "s" }
             );
             set_phase(&mut st, Phase::Pending, why, now, Some(&pe.spec.sha));
