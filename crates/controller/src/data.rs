@@ -100,6 +100,8 @@ async fn round(ctx: &Context, written: &mut HashMap<String, serde_json::Value>) 
     let Some(blueprints) = &ctx.blueprints else {
         return;
     };
+    // Read once a round: the sets live previews started from (none known before the cache).
+    let pinned = pinned_all(ctx);
     for bp in blueprints.state() {
         let Some(spec) = bp
             .spec
@@ -109,7 +111,7 @@ async fn round(ctx: &Context, written: &mut HashMap<String, serde_json::Value>) 
         else {
             continue;
         };
-        let status = keep(ctx, &bp, spec).await;
+        let status = keep(ctx, &bp, spec, pinned.as_ref()).await;
         let name = bp.name_any();
         let value = json!(status);
         if written.get(&name) == Some(&value) {
@@ -127,8 +129,14 @@ async fn round(ctx: &Context, written: &mut HashMap<String, serde_json::Value>) 
     }
 }
 
-/// Bring `bp`'s sets up to date; how they stand.
-async fn keep(ctx: &Context, bp: &Blueprint, spec: &DataSpec) -> DataStatus {
+/// Bring `bp`'s sets up to date (`pinned`: the sets live previews started from, by Blueprint);
+/// how they stand.
+async fn keep(
+    ctx: &Context,
+    bp: &Blueprint,
+    spec: &DataSpec,
+    pinned: Option<&BTreeMap<String, BTreeSet<String>>>,
+) -> DataStatus {
     let name = bp.name_any();
     let before = bp.status.as_ref().and_then(|s| s.data.clone());
     let refreshed = before.as_ref().and_then(|d| d.refreshed.clone());
@@ -169,8 +177,11 @@ async fn keep(ctx: &Context, bp: &Blueprint, spec: &DataSpec) -> DataStatus {
         message: None,
     };
     // Until the previews are known, none is known not to restore from an old set.
-    let gone = match pinned(ctx, &name) {
-        Some(pinned) => data::retired(&st, spec.keep, &pinned, ctx.clock.now()),
+    let gone = match pinned {
+        Some(pinned) => {
+            let own = pinned.get(&name).cloned().unwrap_or_default();
+            data::retired(&st, spec.keep, &own, ctx.clock.now())
+        }
         None => Vec::new(),
     };
     for id in &gone {
@@ -226,12 +237,6 @@ async fn keep(ctx: &Context, bp: &Blueprint, spec: &DataSpec) -> DataStatus {
         }
     }
     st
-}
-
-/// The sets live previews of Blueprint `blueprint` started from; `None` before the previews'
-/// cache is filled.
-fn pinned(ctx: &Context, blueprint: &str) -> Option<BTreeSet<String>> {
-    Some(pinned_all(ctx)?.remove(blueprint).unwrap_or_default())
 }
 
 /// The sets live previews started from, by Blueprint; `None` before the previews' cache is
