@@ -67,7 +67,12 @@ async fn new_rollouts_start_one_at_a_time_in_the_order_asked_and_those_waiting_s
     let (tx, rx) = tokio::sync::oneshot::channel();
     let watch = tokio::spawn(watch_until_ready(world.previews(), names.clone(), tx));
     rx.await.expect("the watch is in place");
-    let reader = account(&world, "reader", &[(&["previewenvironments"], &["get"])]).await;
+    let reader = account(
+        &world,
+        "reader",
+        &[(&["previewenvironments"], &["get", "list"])],
+    )
+    .await;
     for n in 1..=3 {
         world.open(n).await;
     }
@@ -81,9 +86,14 @@ async fn new_rollouts_start_one_at_a_time_in_the_order_asked_and_those_waiting_s
             None,
         )
         .await;
-        match got.body["queuePosition"].as_u64() {
-            Some(1 | 2) => Ok(()),
-            _ => Err(format!("{}: {}", got.status, got.body)),
+        let listed = call(&world, "GET", "/api/v1/previews", Some(&reader), None).await;
+        let in_list = listed.body["items"]
+            .as_array()
+            .and_then(|items| items.iter().find(|i| i["name"] == "line-pr-3"))
+            .map(|i| i["queuePosition"].clone());
+        match (got.body["queuePosition"].as_u64(), in_list) {
+            (Some(n @ (1 | 2)), Some(l)) if l == n => Ok(()),
+            _ => Err(format!("{}: {} / {}", got.status, got.body, listed.body)),
         }
     })
     .await;

@@ -235,8 +235,8 @@ impl Agent {
 
     fn view(&self, pe: &PreviewEnvironment) -> PreviewView {
         let mut v = view::view(pe, &self.addresses);
-        if let Some(place) = view::line_place(pe, &self.previews.state()) {
-            v.queue_position = Some(place);
+        if let Some(place) = view::line_places(&self.previews.state()).get(&v.name) {
+            v.queue_position = Some(*place);
         }
         v
     }
@@ -297,10 +297,18 @@ impl Agent {
         all.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let next = (all.len() > limit).then(|| all[limit - 1].name_any());
         all.truncate(limit);
+        // Places in the rollout line are counted among every preview, not just this page.
+        let places = view::line_places(&self.previews.state());
         Ok(PreviewList {
             items: all
                 .iter()
-                .map(|p| view::list_view(p, &self.addresses))
+                .map(|p| {
+                    let mut v = view::list_view(p, &self.addresses);
+                    if let Some(place) = places.get(&v.name) {
+                        v.queue_position = Some(*place);
+                    }
+                    v
+                })
                 .collect(),
             next,
         })

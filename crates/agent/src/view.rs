@@ -2,6 +2,7 @@
 //! services, expiry, place in the queue, history, links — and the list filters. Pure: built from
 //! the PreviewEnvironment and Sandcastle's public addresses.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -282,24 +283,26 @@ pub fn namespace_of(pe: &PreviewEnvironment, prefix: &str) -> String {
     )
 }
 
-/// A preview's place in the line to start a rollout (1: next), counted among `all` the
+/// The places in the line to start a rollout (1: next), by preview name, among `all` the
 /// previews: those waiting that were asked for earlier go first.
-pub fn line_place(pe: &PreviewEnvironment, all: &[Arc<PreviewEnvironment>]) -> Option<u32> {
-    let waiting = |p: &PreviewEnvironment| {
-        let st = p.status.as_ref()?;
-        let line = st
-            .in_line
-            .as_ref()
-            .filter(|_| st.phase == Some(Phase::Pending))?;
-        Some((line.asked_ns, p.name_any()))
-    };
-    let own = waiting(pe)?;
-    let ahead = all
+pub fn line_places(all: &[Arc<PreviewEnvironment>]) -> HashMap<String, u32> {
+    let mut waiting: Vec<(i64, String)> = all
         .iter()
-        .filter_map(|p| waiting(p))
-        .filter(|other| *other < own)
-        .count();
-    u32::try_from(ahead + 1).ok()
+        .filter_map(|p| {
+            let st = p.status.as_ref()?;
+            let line = st
+                .in_line
+                .as_ref()
+                .filter(|_| st.phase == Some(Phase::Pending))?;
+            Some((line.asked_ns, p.name_any()))
+        })
+        .collect();
+    waiting.sort_unstable();
+    waiting
+        .into_iter()
+        .zip(1..)
+        .map(|((_, name), place)| (name, place))
+        .collect()
 }
 
 /// `pe` as the API shows it.
@@ -620,8 +623,11 @@ mod tests {
             // Rolling out already: its old mark counts for nothing.
             waiting("z", 5, Phase::Deploying),
         ];
-        let places: Vec<Option<u32>> = all.iter().map(|p| line_place(p, &all)).collect();
-        assert_eq!(places, [Some(3), Some(1), Some(2), None]);
-        assert_eq!(line_place(&pe(), &all), None);
+        let places = line_places(&all);
+        let got: Vec<Option<u32>> = ["c", "a", "b", "z"]
+            .iter()
+            .map(|n| places.get(*n).copied())
+            .collect();
+        assert_eq!(got, [Some(3), Some(1), Some(2), None]);
     }
 }
