@@ -330,8 +330,9 @@ async fn snapshots_do_not_cross_clusters_a_preview_elsewhere_is_refused_or_seede
 
     // By default such a preview is refused, saying why and what to set.
     let head = world.open(1).await;
+    // GitHub hears the failure just before the status is written: wait for both.
     world.wait_github_state(&head, "failure", T).await;
-    let pe = preview(&world, "dataelse-pr-1").await;
+    let pe = world.wait_phase("dataelse-pr-1", Phase::Failed, T).await;
     let st = pe.status.clone().unwrap();
     let message = st.message.unwrap();
     assert!(

@@ -32,10 +32,10 @@ async fn data_message(world: &World, name: &str) -> String {
 /// Open pull request 1 and wait until its preview has failed; its status message.
 async fn failed_with(world: &World, name: &str) -> String {
     let head = world.open(1).await;
+    // GitHub hears the failure just before the status is written: wait for both.
     world.wait_github_state(&head, "failure", T).await;
-    let pe = world.previews().get(name).await.unwrap();
+    let pe = world.wait_phase(name, Phase::Failed, T).await;
     let st = pe.status.unwrap();
-    assert_eq!(st.phase, Some(Phase::Failed));
     assert!(st.data.is_none(), "no data was restored: {:?}", st.data);
     st.message.unwrap()
 }
