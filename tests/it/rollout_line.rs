@@ -97,6 +97,21 @@ async fn new_rollouts_start_one_at_a_time_in_the_order_asked_and_those_waiting_s
         }
     })
     .await;
+    // What people see of it meanwhile: the preview's page counts its place, and its sticky
+    // comment says it is queued, and why.
+    let bearer = vec![("authorization", format!("Bearer {reader}"))];
+    eventually("the third preview's page shows its place", T, || async {
+        let (status, _, html) = world.get_text("/previews/line-pr-3", bearer.clone()).await;
+        let row = ["1", "2"].iter().any(|n| {
+            html.contains(&format!(
+                r#"<th scope="row">Queue</th><td>{n} in line</td>"#
+            ))
+        });
+        (status == 200 && row)
+            .then_some(())
+            .ok_or_else(|| format!("{status}: {html}"))
+    })
+    .await;
     let (seen, most) = tokio::time::timeout(T, watch)
         .await
         .expect("all Ready in time")
@@ -128,6 +143,23 @@ async fn new_rollouts_start_one_at_a_time_in_the_order_asked_and_those_waiting_s
         );
         assert!(!waited.is_empty(), "{name} never said its place: {seen:#?}");
     }
+    // Its sticky comment said it was queued, in line, before it said it was deploying.
+    let bodies: Vec<String> = world
+        .gh
+        .calls()
+        .into_iter()
+        .filter(|c| c.path.contains("/issues/3/comments") || c.path.contains("/issues/comments/"))
+        .filter_map(|c| c.body?["body"].as_str().map(str::to_owned))
+        .filter(|b| b.contains("line-pr-3"))
+        .collect();
+    let queued = bodies
+        .iter()
+        .position(|b| b.contains("🕒 Queued") && b.contains("in line to roll out (joined"));
+    let deploying = bodies.iter().position(|b| b.contains("⏳ Deploying"));
+    assert!(
+        matches!((queued, deploying), (Some(q), Some(d)) if q < d),
+        "{bodies:#?}"
+    );
 }
 
 #[tokio::test]

@@ -156,7 +156,9 @@ fn queued(st: &PreviewStatus) -> bool {
         .as_ref()
         .is_some_and(|s| s.state == SlotState::Queued);
     let for_cluster = st.cluster.is_none() && st.waiting_for_cluster.is_some();
-    for_slot || for_cluster
+    // In the rollout line (`--max-concurrent-rollouts`): nothing is applied for it yet.
+    let for_rollout = st.in_line.is_some();
+    for_slot || for_cluster || for_rollout
 }
 
 fn log_tail(d: &sandcastle_crd::Diagnosis) -> Option<LogTail> {
@@ -303,6 +305,12 @@ mod tests {
         );
         let away = for_cluster("b is unreachable (connection refused)");
         assert_ne!(shown_key(&full), shown_key(&away), "a new reason is news");
+
+        let why = "in line to roll out (joined 3rd, 24 rollouts under way)";
+        let mut waiting = status(Phase::Pending, why);
+        waiting.in_line = Some(sandcastle_crd::InLine { asked_ns: 1 });
+        let view = sticky_view(&pe(waiting), None, None).unwrap();
+        assert_eq!(view.state, StickyState::Queued { reason: why.into() });
 
         let mut placed = status(Phase::Pending, "deploying");
         placed.cluster = Some("b".into());
