@@ -126,7 +126,7 @@ fn set_condition(st: &mut PreviewStatus, ok: bool, message: String, now: Timesta
     }
 }
 
-/// Bring GitHub one step in line with `report`, recording what was posted in `st`. Returns
+/// Bring GitHub in line with `report`, recording what was posted in `st`. Returns
 /// false when GitHub could not be told (look again sooner).
 pub(super) async fn sync(
     pe: &PreviewEnvironment,
@@ -249,22 +249,22 @@ async fn post(
     let Some(id) = st.github_deployment_id else {
         return Ok(());
     };
-    let Some(state) = next_state(st.github_reported, report) else {
-        return Ok(());
-    };
-    let mut status = new_status(state, report, st);
-    status.log_url = Some(log_url(ctx, &name));
-    ctx.term.shown.post(gh, repo, id, &status).await?;
-    st.github_reported = Some(state);
+    // Through `in_progress` when the deployment has shown nothing yet (at most two posts).
+    while let Some(state) = next_state(st.github_reported, report) {
+        let mut status = new_status(state, report, st);
+        status.log_url = Some(log_url(ctx, &name));
+        ctx.term.shown.post(gh, repo, id, &status).await?;
+        st.github_reported = Some(state);
 
-    if state == Reported::Success
-        && let Some(old) = st.github_previous_deployment_id
-    {
-        ctx.term
-            .shown
-            .post(gh, repo, old, &NewStatus::new(DeploymentState::Inactive))
-            .await?;
-        st.github_previous_deployment_id = None;
+        if state == Reported::Success
+            && let Some(old) = st.github_previous_deployment_id
+        {
+            ctx.term
+                .shown
+                .post(gh, repo, old, &NewStatus::new(DeploymentState::Inactive))
+                .await?;
+            st.github_previous_deployment_id = None;
+        }
     }
     Ok(())
 }
