@@ -272,7 +272,8 @@ async fn save(
     if cmd.status.as_ref() == Some(st) {
         return Ok(());
     }
-    status::apply(api, &cmd.name_any(), FIELD_MANAGER, st).await
+    status::apply(api, &cmd.name_any(), FIELD_MANAGER, st).await?;
+    Ok(())
 }
 
 /// The Blueprints in Sandcastle's namespace.

@@ -206,6 +206,8 @@ pub struct Context {
     pub(crate) drains: super::phases::idle::Drains,
     /// Kubernetes Events for each preview's history (`kubectl describe`).
     pub events: sandcastle_kube::events::Events,
+    /// This process's own status writes, whose echo on the watch starts no pass.
+    pub(crate) echoes: Arc<super::echoes::Echoes>,
     /// Who may run `/preview` commands, briefly remembered.
     pub permissions: Arc<sandcastle_github::permissions::PermissionCache>,
     /// What this leadership term knows of GitHub (`controller::term`); new for each term.
@@ -376,6 +378,7 @@ impl Context {
             drains: super::phases::idle::Drains::default(),
             diagnoses: super::phases::diagnoses::Diagnoses::default(),
             events,
+            echoes: Arc::default(),
             permissions: Arc::default(),
             term: Arc::default(),
             wildcard: settings_tls.map(sandcastle_kube::tls::Wildcard::new),

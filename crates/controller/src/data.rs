@@ -86,7 +86,7 @@ async fn sweep(ctx: &Context) {
     };
     for (ns, blueprint, set) in data::orphaned(&found, &kept, &pinned) {
         match snapshots::delete_set(&client, &ns, &blueprint, &set).await {
-            Ok(()) => {
+            Ok(_) => {
                 tracing::info!(%blueprint, namespace = %ns, %set, "data snapshot no Blueprint keeps deleted");
             }
             Err(e) => {
@@ -119,7 +119,7 @@ async fn round(ctx: &Context, written: &mut HashMap<String, serde_json::Value>) 
         }
         let api: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
         match status::apply(&api, &name, MANAGER, &json!({"data": value})).await {
-            Ok(()) => {
+            Ok(_) => {
                 written.insert(name, value);
             }
             Err(e) => {

@@ -9,6 +9,7 @@
 pub mod commands;
 pub mod context;
 mod data;
+mod echoes;
 mod edge;
 mod error;
 pub mod events;
@@ -32,7 +33,7 @@ use std::time::Duration;
 
 use std::collections::HashMap;
 
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
@@ -135,6 +136,10 @@ pub async fn run(
         .default_backoff()
         .reflect(preview_writer)
         .applied_objects()
+        .try_filter({
+            let echoes = Arc::clone(&ctx.echoes);
+            move |pe| futures::future::ready(!echoes.is_own(pe))
+        })
         .predicate_filter(worth_a_pass, Default::default());
     let controller = Controller::for_stream(changes, store.clone()).with_config(
         controller::Config::default()
@@ -285,8 +290,8 @@ fn worth_a_pass(pe: &PreviewEnvironment) -> Option<u64> {
 }
 
 /// Changes to one preview within this long of each other bring one reconcile, not one each: a
-/// rollout's Deployments report their pods one status write at a time, and each pass's own
-/// status write comes back as a change.
+/// rollout's Deployments report their pods one status write at a time. (A pass's own status
+/// write brings none: `echoes`.)
 const RECONCILE_DEBOUNCE: Duration = Duration::from_millis(250);
 
 /// How long reconciles in flight may run on after a shutdown.

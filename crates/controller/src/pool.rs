@@ -206,7 +206,7 @@ impl Keeper {
         }
         let api: Api<Blueprint> = Api::namespaced(ctx.client.clone(), &ctx.settings.home);
         match status::apply(&api, &name, MANAGER, &json!({"pool": pool})).await {
-            Ok(()) => {
+            Ok(_) => {
                 self.written.insert(name, pool);
             }
             Err(e) => {

@@ -53,6 +53,7 @@ async fn reconcile_one(
     let mut persisted = pe.status.clone();
     if pe.meta().deletion_timestamp.is_some() {
         ctx.events.forget(&pe.name_any());
+        ctx.echoes.forget(&pe.name_any());
         ctx.checks_asked.forget(&pe.name_any());
         ctx.drains.forget(&pe.name_any());
         ctx.diagnoses.forget(&pe.name_any());
@@ -153,7 +154,12 @@ async fn finish(
     }
     let was = persisted.as_ref().and_then(|s| s.phase);
     pe.status = persisted.clone();
-    save(api, pe, &status).await?;
+    save(api, pe, &status, &ctx.echoes).await?;
+    if !reported {
+        // GitHub could not be told: the write's echo brings the next try at once, as any
+        // change does, and the requeue below is the fallback.
+        ctx.echoes.forget(&pe.name_any());
+    }
     if status.phase == Some(Phase::Removed) && was != Some(Phase::Removed) {
         // Its cluster has room again.
         place::poke_waiting(ctx);
@@ -167,6 +173,8 @@ async fn finish(
     }
     *persisted = Some(status.clone());
     pe.status = Some(status);
+    // Its new history goes out as Events now: the write's own echo starts no pass to do it.
+    ctx.events.sync(pe).await;
     let action = match (next, reported) {
         (Next::Soon, _) => super::soon(ctx),
         (Next::After(d), true) => Action::requeue(d),

@@ -14,6 +14,8 @@ use sandcastle_crd::labels::FIELD_MANAGER;
 use sandcastle_crd::{HISTORY_LIMIT, HistoryEntry, Phase, PreviewEnvironment, PreviewStatus};
 use sandcastle_kube::status;
 
+use super::echoes::Echoes;
+
 /// What a pass decided. Phases build it without side effects on the status or GitHub; the
 /// reconcile then reports to GitHub once ([`super::report`]) and saves once ([`save`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -60,16 +62,20 @@ impl Verdict {
 }
 
 /// Write `new` as the status of `pe` unless it says what the current one says (as written:
-/// times in whole seconds, so a time taken again this pass is no change).
+/// times in whole seconds, so a time taken again this pass is no change); the version written
+/// is remembered in `echoes`.
 pub(super) async fn save(
     api: &Api<PreviewEnvironment>,
     pe: &PreviewEnvironment,
     new: &PreviewStatus,
+    echoes: &Echoes,
 ) -> Result<(), kube::Error> {
     if same_as_written(pe.status.as_ref(), new) {
         return Ok(());
     }
-    status::apply(api, &pe.name_any(), FIELD_MANAGER, new).await
+    let version = status::apply(api, &pe.name_any(), FIELD_MANAGER, new).await?;
+    echoes.wrote(&pe.name_any(), version);
+    Ok(())
 }
 
 /// Whether `new`, written, would say exactly what `current` says.

@@ -7,13 +7,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-/// Apply `status` as the status of `name`, owned by `manager`.
+/// Apply `status` as the status of `name`, owned by `manager`; the resource version written
+/// (`None`: the resource is gone).
 pub async fn apply<K, S>(
     api: &Api<K>,
     name: &str,
     manager: &str,
     status: &S,
-) -> Result<(), kube::Error>
+) -> Result<Option<String>, kube::Error>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize,
@@ -31,8 +32,8 @@ where
         )
         .await
     {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(r)) if r.code == 404 => Ok(()),
+        Ok(written) => Ok(written.meta().resource_version.clone()),
+        Err(kube::Error::Api(r)) if r.code == 404 => Ok(None),
         Err(e) => Err(e),
     }
 }

@@ -279,7 +279,8 @@ async fn save(
     if record.status.as_ref() == Some(st) {
         return Ok(());
     }
-    status::apply(api, &record.name_any(), FIELD_MANAGER, st).await
+    status::apply(api, &record.name_any(), FIELD_MANAGER, st).await?;
+    Ok(())
 }
 
 #[cfg(test)]

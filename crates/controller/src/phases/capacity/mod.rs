@@ -192,7 +192,9 @@ async fn decide_batch(
         if matches!(slot, Slot::Held) {
             crate::phases::place::place_with_slot(&ask.pe, &ask.bp, &mut st, ctx);
         }
-        let result = save(api, &ask.pe, &st).await.map(|_| (st, slot));
+        let result = save(api, &ask.pe, &st, &ctx.echoes)
+            .await
+            .map(|()| (st, slot));
         let _ = ask.answer.send(result.map_err(Error::from));
     }))
     .await;

@@ -114,7 +114,7 @@ pub(crate) async fn place(
     );
     let mut saved = pe.clone();
     saved.status = persisted.clone();
-    save(api, &saved, st).await?;
+    save(api, &saved, st, &ctx.echoes).await?;
     *persisted = Some(st.clone());
     ctx.placements.remember(&pe.name_any(), name.as_str());
     drop(decide);
