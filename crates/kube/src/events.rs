@@ -157,9 +157,22 @@ pub fn entry_event(entry: &HistoryEntry) -> Event {
     event(type_, &entry.action, short, note)
 }
 
-/// History entries after the one marked `(time, action)`; all of them when the mark rotated out.
+/// `entry` as the API server keeps it: its time in whole seconds. The same history is seen
+/// both as this process wrote it and as read back, and must be the same mark either way.
+fn as_written(entry: &HistoryEntry) -> HistoryEntry {
+    let mut kept = entry.clone();
+    if let Ok(second) = Timestamp::from_second(entry.time.0.as_second()) {
+        kept.time.0 = second;
+    }
+    kept
+}
+
+/// History entries after the one marked; all of them when the mark rotated out.
 fn after<'a>(history: &'a [HistoryEntry], mark: &Mark) -> &'a [HistoryEntry] {
-    match history.iter().rposition(|e| Some(e) == mark.as_ref()) {
+    let Some(mark) = mark else {
+        return history;
+    };
+    match history.iter().rposition(|e| as_written(e) == *mark) {
         Some(i) => &history[i + 1..],
         None => history,
     }
@@ -202,7 +215,7 @@ impl Events {
             .as_ref()
             .map(|s| s.history.as_slice())
             .unwrap_or_default();
-        let mark: Mark = history.last().cloned();
+        let mark: Mark = history.last().map(as_written);
         let events: Vec<Event> = {
             let mut published = self
                 .published
@@ -307,6 +320,13 @@ mod tests {
         ];
         assert_eq!(after(&h2, &Some(h[0].clone())).len(), 2);
         assert_eq!(after(&h2, &Some(again)).len(), 1);
+        // The mark taken from the history as this process wrote it (a time to the nanosecond)
+        // is the same entry read back in whole seconds.
+        let mut written = entry(1, "sandcastle", "Ready", None);
+        written.time.0 += jiff::SignedDuration::from_millis(250);
+        let mark = Some(as_written(&written));
+        let new: Vec<&str> = after(&h, &mark).iter().map(|e| e.action.as_str()).collect();
+        assert_eq!(new, ["Stopped"]);
         let gone = Some(entry(-100, "sandcastle", "Pending", None));
         assert_eq!(
             after(&h, &gone).len(),
