@@ -53,7 +53,6 @@ async fn reconcile_one(
     let mut persisted = pe.status.clone();
     if pe.meta().deletion_timestamp.is_some() {
         ctx.events.forget(&pe.name_any());
-        ctx.echoes.forget(&pe.name_any());
         ctx.checks_asked.forget(&pe.name_any());
         ctx.drains.forget(&pe.name_any());
         ctx.diagnoses.forget(&pe.name_any());
@@ -65,6 +64,7 @@ async fn reconcile_one(
         }
         if gone && reported {
             finalizer::remove(&api, &pe).await?;
+            ctx.echoes.forget(&pe.name_any());
             if let (Some(w), Some(ns)) = (&ctx.watched, persisted.and_then(|s| s.namespace)) {
                 w.forget(&ns);
             }
@@ -174,7 +174,10 @@ async fn finish(
     *persisted = Some(status.clone());
     pe.status = Some(status);
     // Its new history goes out as Events now: the write's own echo starts no pass to do it.
-    ctx.events.sync(pe).await;
+    // (A preview being deleted publishes none, as before: it is forgotten.)
+    if pe.meta().deletion_timestamp.is_none() {
+        ctx.events.sync(pe).await;
+    }
     let action = match (next, reported) {
         (Next::Soon, _) => super::soon(ctx),
         (Next::After(d), true) => Action::requeue(d),
