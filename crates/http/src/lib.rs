@@ -19,6 +19,7 @@ pub mod gate;
 mod health;
 mod page;
 mod pulls;
+mod unread;
 pub mod wake;
 pub mod webhook;
 
@@ -139,5 +140,6 @@ pub fn app(state: AppState, more: Router) -> Router {
             state,
             discovery::name_the_metadata,
         ))
+        .layer(middleware::from_fn(unread::say_close_when_unread))
         .layer(TraceLayer::new_for_http())
 }

@@ -33,6 +33,9 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(visit)
         .with_state(state)
+        .layer(axum::middleware::from_fn(
+            super::unread::say_close_when_unread,
+        ))
 }
 
 /// The host a request names: its `Host` header, or the authority of an absolute URI.

@@ -1,4 +1,5 @@
-//! `POST /github/webhook`: read the body under GitHub's 25 MiB cap, verify the signature before
+//! `POST /github/webhook`: read the body under GitHub's 25 MiB cap (a larger declared length is
+//! refused before it is read), verify the signature before
 //! anything else, parse into Sandcastle's events, and record them: pull request events
 //! (`pulls`) and `/preview` commands (`comments`) as records the controller carries out, and
 //! completed check runs as a nudge to previews waiting for them. No delivery waits on GitHub: a
@@ -115,7 +116,7 @@ impl RefusalLog {
 }
 
 async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
-    let body = axum::body::to_bytes(body, BODY_LIMIT).await.map_err(|_| {
+    let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
@@ -124,7 +125,15 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Res
                 BODY_LIMIT / 1024 / 1024
             ),
         )
-    })?;
+    };
+    // A larger declared length is refused before a byte is read.
+    let declared = header(headers, "content-length").and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return Err(too_large());
+    }
+    let body = axum::body::to_bytes(body, BODY_LIMIT)
+        .await
+        .map_err(|_| too_large())?;
     verify_signature(&state.webhook_secrets, signature(headers), &body)
         .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.reason()))?;
     let event_name = header(headers, "x-github-event").ok_or_else(|| {

@@ -236,3 +236,112 @@ fn complete_answer(bytes: &[u8]) -> Option<EarlyAnswer> {
         body: serde_json::from_slice(body).unwrap_or(Value::Null),
     })
 }
+
+/// How a connection fared after a request was answered before its body was sent: as a pooled
+/// HTTP/1.1 client sees it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AfterEarlyAnswer {
+    /// The answer said `Connection: close`: a client opens a new connection for its next
+    /// request, as it should.
+    SaidClose { status: u16 },
+    /// The connection was kept, and the next request on it was answered `second`.
+    Kept { status: u16, second: u16 },
+}
+
+/// Send `head` (promising `body`), read the answer before sending `body` (it came 20 ms or more
+/// after the head, as a client's upload does), then, unless the answer said `Connection: close`,
+/// send a `GET /healthz` on the same connection, as a pooled client reusing it would. Panics —
+/// with what came — when the connection was closed without a word: the client's next request
+/// would have failed.
+pub async fn reuse_after_an_early_answer(
+    addr: std::net::SocketAddr,
+    head: &str,
+    body: &[u8],
+) -> AfterEarlyAnswer {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("Sandcastle accepts connections");
+    stream.write_all(head.as_bytes()).await.expect("head sent");
+    let (status, close, rest) =
+        read_answer_head(&mut stream, head.lines().next().unwrap_or_default()).await;
+    if close {
+        return AfterEarlyAnswer::SaidClose { status };
+    }
+    drop(rest);
+    // The body, then the next request, on the connection a pool would keep.
+    let second = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let sent = async {
+        stream.write_all(body).await?;
+        stream.write_all(second.as_bytes()).await
+    };
+    if let Err(e) = sent.await {
+        panic!("answered {status} without Connection: close, then the connection was closed: {e}");
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8192];
+    let read = async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return got,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+            if got.windows(4).any(|w| w == b"\r\n\r\n") {
+                return got;
+            }
+        }
+    };
+    let got = tokio::time::timeout(Duration::from_secs(15), read)
+        .await
+        .unwrap_or_default();
+    let second: u16 = String::from_utf8_lossy(&got)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "answered {status} without Connection: close, then the next request on the \
+                 connection got no answer ({} bytes)",
+                got.len()
+            )
+        });
+    AfterEarlyAnswer::Kept { status, second }
+}
+
+/// Read an answer's head (and its body by `content-length`): its status, whether it says
+/// `Connection: close`, and the bytes read past it.
+async fn read_answer_head(stream: &mut tokio::net::TcpStream, what: &str) -> (u16, bool, Vec<u8>) {
+    use tokio::io::AsyncReadExt as _;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8192];
+    let read = async {
+        loop {
+            if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                if got.len() >= end + 4 + length {
+                    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok());
+                    let close = head
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("connection:"))
+                        .any(|v| v.split(',').any(|t| t.trim() == "close"));
+                    return (status.unwrap_or(0), close, got[end + 4 + length..].to_vec());
+                }
+            }
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => panic!(
+                    "the connection ended before a whole answer: {}",
+                    String::from_utf8_lossy(&got)
+                ),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(15), read)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer before the body was sent"))
+}

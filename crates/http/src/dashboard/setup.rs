@@ -74,6 +74,9 @@ pub fn router(state: SetupState) -> Router {
         )
         .route("/github/webhook", post(not_configured))
         .with_state(state)
+        .layer(axum::middleware::from_fn(
+            crate::unread::say_close_when_unread,
+        ))
 }
 
 /// How to replace the App of a Sandcastle that has one (its id, when known): the command shown
