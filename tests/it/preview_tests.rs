@@ -443,7 +443,7 @@ async fn the_api_runs_a_test_on_request_and_waits_for_its_result() {
     .await;
     assert_eq!(
         (unknown.status, unknown.body["error"]["code"].as_str()),
-        (422, Some("unknown_test")),
+        (404, Some("unknown_test")),
         "{}",
         unknown.body
     );
@@ -461,18 +461,27 @@ async fn the_api_runs_a_test_on_request_and_waits_for_its_result() {
     let waited = call(&world, "GET", wait, Some(&admin), None).await;
     assert_eq!(waited.body["outcome"], "passed", "{}", waited.body);
     assert_eq!(waited.body["test"]["run"], 2, "{}", waited.body);
-    let bad = call(
+    // Without a test named: every test of the Blueprint (here, e2e), on the same runs.
+    let every = call(
         &world,
         "GET",
-        "/api/v1/previews/tapi-pr-1/wait?for=test",
+        "/api/v1/previews/tapi-pr-1/wait?for=test&timeout=60s",
         Some(&admin),
         None,
     )
     .await;
-    assert_eq!(
-        (bad.status, bad.body["error"]["field"].as_str()),
-        (422, Some("test"))
-    );
+    assert_eq!(every.body["outcome"], "passed", "{}", every.body);
+    // A test named without `for`: waiting for that test.
+    let named = call(
+        &world,
+        "GET",
+        "/api/v1/previews/tapi-pr-1/wait?test=e2e&timeout=60s",
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(named.body["outcome"], "passed", "{}", named.body);
+    assert_eq!(named.body["test"]["run"], 2, "{}", named.body);
 }
 
 #[tokio::test]

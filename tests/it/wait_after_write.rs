@@ -1,6 +1,7 @@
 //! A `wait` right after a write answers about the write, never from the status before it:
 //! reset, redeploy, stop, wake and extend through the API, each followed at once by `wait`,
-//! end only once the controller has taken the write in.
+//! end only once the controller has taken the write in; a wait for Ready right after a stop
+//! does not count the Ready from before it.
 
 use sandcastle::crd::Phase;
 use serde_json::{Value, json};
@@ -117,6 +118,19 @@ async fn a_wait_right_after_a_write_answers_about_the_write() {
         rollout.started_at,
         before
     );
+
+    // Stop, then at once a wait for Ready: the Ready from before the stop does not count (the
+    // preview stays Ready while its routes are drained), so the wait runs to its timeout.
+    let stop = format!("/api/v1/previews/{name}/stop");
+    let written = call(&world, "POST", &stop, Some(&admin), None).await;
+    assert_eq!(written.status, 202, "{:?}", written.body);
+    let brief = format!("/api/v1/previews/{name}/wait?for=ready&timeout=3s");
+    let waited = call(&world, "GET", &brief, Some(&admin), None).await;
+    assert_eq!(waited.body["outcome"], "timeout", "{:?}", waited.body);
+    let stopped = format!("/api/v1/previews/{name}/wait?for=stopped&timeout=90s");
+    let waited = call(&world, "GET", &stopped, Some(&admin), None).await;
+    assert_eq!(waited.body["outcome"], "stopped", "{:?}", waited.body);
+    write_then_wait(&world, &admin, &name, "wake", None, "ready").await;
 
     // Stop, then wake: each wait ends on the state the write asked for.
     write_then_wait(&world, &admin, &name, "stop", None, "stopped").await;

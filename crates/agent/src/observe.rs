@@ -18,7 +18,7 @@ use super::{Agent, AgentError, Caller, Operation, PreviewView, view};
 use sandcastle_crd::labels::{REDEPLOY, RESET};
 use sandcastle_crd::{Phase, PreviewEnvironment};
 use sandcastle_domain::quote::short;
-use sandcastle_domain::{duration, naming, redact::Redactor};
+use sandcastle_domain::{naming, redact::Redactor};
 
 /// What to wait for.
 #[derive(
@@ -26,7 +26,8 @@ use sandcastle_domain::{duration, naming, redact::Redactor};
 )]
 #[serde(rename_all = "lowercase")]
 pub enum WaitFor {
-    /// Ready — or Failed, which will not become Ready by waiting.
+    /// Ready — or Failed, which will not become Ready by waiting. A preview asked to stop is
+    /// not Ready for a wait, even while its visitors are routed away before its pods stop.
     #[default]
     Ready,
     Stopped,
@@ -41,14 +42,19 @@ pub enum WaitFor {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, IntoParams, JsonSchema)]
 #[into_params(parameter_in = Query)]
 pub struct WaitQuery {
-    /// What to wait for (default `ready`: Ready or Failed).
+    /// What to wait for (default `ready`: Ready or Failed; `test` when `test` is given). With
+    /// `for=test` and no `test`, every one of the Blueprint's tests: failed as soon as one
+    /// fails, passed once all passed.
     #[serde(rename = "for", default)]
     #[param(rename = "for", inline)]
-    pub wanted: WaitFor,
-    /// How long at most (`30s`, `5m`; default `5m`, at most the server's `--api-max-wait`, `10m`
-    /// unless configured).
+    pub wanted: Option<WaitFor>,
+    /// How long at most (`30s`, `5m`; default `5m`); a longer one waits the server's
+    /// `--api-max-wait` (`10m` unless configured), then answers `timeout`.
+    #[param(pattern = r"^(0|([0-9]+[hmsHMS])+)$", max_length = 12)]
+    #[schemars(regex(pattern = r"^(0|([0-9]+[hmsHMS])+)$"), length(max = 12))]
     pub timeout: Option<String>,
-    /// With `for=test`: the test (one of the Blueprint's `tests`).
+    /// The test to wait for (one of the Blueprint's `tests`): with `for=test`, or with no `for`
+    /// at all; with another `for`, it is not looked at.
     pub test: Option<String>,
 }
 
@@ -60,8 +66,8 @@ pub enum WaitOutcome {
     Failed,
     Stopped,
     Removed,
-    /// `for=test`: the test's run succeeded (a failed, timed-out or cancelled run, or a failed
-    /// preview, is `failed`).
+    /// `for=test`: the test's run succeeded (or every test's, without `test`; a failed,
+    /// timed-out or cancelled run, or a failed preview, is `failed`).
     Passed,
     /// The timeout passed first.
     Timeout,
@@ -86,11 +92,30 @@ fn outcome(pe: Option<&PreviewEnvironment>, wanted: WaitFor) -> Option<WaitOutco
     let current = is_current(pe) || phase == Some(Phase::Removed);
     match (wanted, phase) {
         (_, Some(Phase::Removed)) => Some(WaitOutcome::Removed),
-        (WaitFor::Ready, Some(Phase::Ready)) if current => Some(WaitOutcome::Ready),
+        // Asked to stop: Ready is the state before the write (routes are parked and drained
+        // first, under phase Ready).
+        (WaitFor::Ready, Some(Phase::Ready)) if current && !pe.spec.stopped => {
+            Some(WaitOutcome::Ready)
+        }
         (WaitFor::Ready, Some(Phase::Failed)) if current => Some(WaitOutcome::Failed),
         (WaitFor::Stopped, Some(Phase::Stopped)) if current => Some(WaitOutcome::Stopped),
         _ => None,
     }
+}
+
+/// The outcome of waiting for several tests: removed or failed as soon as one says so, passed
+/// once every one passed, else not over.
+fn tests_outcome(each: &[Option<super::test_runs::Waited>]) -> Option<WaitOutcome> {
+    use super::test_runs::Waited;
+    if each.contains(&Some(Waited::Removed)) {
+        return Some(WaitOutcome::Removed);
+    }
+    if each.contains(&Some(Waited::Failed)) {
+        return Some(WaitOutcome::Failed);
+    }
+    each.iter()
+        .all(|w| *w == Some(Waited::Passed))
+        .then_some(WaitOutcome::Passed)
 }
 
 /// Whether `pe`'s status has taken in every write made to it: the spec's last change
@@ -129,6 +154,20 @@ pub struct LogQuery {
     #[schema(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
     pub tail_lines: Option<u32>,
     /// Only lines newer than this (`10m`, `1h`; at least `1s`).
+    #[param(
+        pattern = r"^([0-9]+[wdhmsWDHMS])*[0-9]*[1-9][0-9]*[wdhmsWDHMS]([0-9]+[wdhmsWDHMS])*$",
+        max_length = 12
+    )]
+    #[schema(
+        pattern = r"^([0-9]+[wdhmsWDHMS])*[0-9]*[1-9][0-9]*[wdhmsWDHMS]([0-9]+[wdhmsWDHMS])*$",
+        max_length = 12
+    )]
+    #[schemars(
+        regex(
+            pattern = r"^([0-9]+[wdhmsWDHMS])*[0-9]*[1-9][0-9]*[wdhmsWDHMS]([0-9]+[wdhmsWDHMS])*$"
+        ),
+        length(max = 12)
+    )]
     pub since: Option<String>,
     /// The container's previous run (after a crash).
     pub previous: Option<bool>,
@@ -139,6 +178,10 @@ pub struct LogQuery {
 #[serde(rename_all = "camelCase")]
 pub struct LogLines {
     pub entries: Vec<LogEntry>,
+    /// How many pods were read (the preview's, or `workload`'s): with no entries, pods that
+    /// have written nothing yet, or none at all.
+    #[serde(default)]
+    pub pods: u32,
     /// Cut at the line or byte bound.
     pub truncated: bool,
     /// How many values were redacted.
@@ -192,8 +235,7 @@ fn unavailable_reason(code: u16, message: &str) -> String {
 /// `since` as the seconds Kubernetes takes, which must be at least one (it refuses
 /// `sinceSeconds=0`, and a 503 would blame the cluster for the caller's field).
 fn log_window(since: &str) -> Result<i64, AgentError> {
-    let d = duration::parse(since, true)
-        .map_err(|e| AgentError::invalid("invalid_duration", "since", e.to_string()))?;
+    let d = super::error::api_duration("since", since, true)?;
     if d.as_secs() == 0 {
         return Err(AgentError::invalid(
             "invalid_duration",
@@ -253,48 +295,33 @@ impl Agent {
         name: &str,
         q: &WaitQuery,
     ) -> Result<WaitResult, AgentError> {
-        let (wanted, timeout) = (q.wanted, q.timeout.as_deref());
+        let wanted = q.wanted.unwrap_or(if q.test.is_some() {
+            WaitFor::Test
+        } else {
+            WaitFor::Ready
+        });
         let pe = self.authorized(caller, Operation::Wait, name).await?;
-        let test = match (wanted, q.test.as_deref()) {
-            (WaitFor::Test, Some(t)) => Some(self.test_of(&pe, t).await?),
-            (WaitFor::Test, None) => {
-                return Err(AgentError::invalid(
-                    "invalid_query",
-                    "test",
-                    "for=test needs test=NAME, one of the Blueprint's tests",
-                ));
-            }
-            (_, Some(_)) => {
-                return Err(AgentError::invalid(
-                    "invalid_query",
-                    "test",
-                    "test=NAME goes with for=test",
-                ));
-            }
-            (_, None) => None,
+        let tests = match (wanted, q.test.as_deref()) {
+            (WaitFor::Test, Some(t)) => vec![self.test_of(&pe, t).await?],
+            (WaitFor::Test, None) => self.all_tests_of(&pe).await?,
+            (_, _) => Vec::new(),
         };
-        let timeout = match timeout {
-            Some(t) => duration::parse(t, false)
-                .map_err(|e| AgentError::invalid("invalid_duration", "timeout", e.to_string()))?,
-            None => DEFAULT_WAIT.min(self.limits.wait),
-        };
-        if timeout > self.limits.wait {
-            return Err(AgentError::invalid(
-                "timeout_too_long",
-                "timeout",
-                format!("wait at most {}", duration::human(self.limits.wait)),
-            ));
+        // Waiting is bounded by the server: a longer timeout waits that long, then says so.
+        let timeout = match q.timeout.as_deref() {
+            Some(t) => super::error::api_duration("timeout", t, false)?,
+            None => DEFAULT_WAIT,
         }
+        .min(self.limits.wait);
         self.read_activity(&pe, Some(caller.via));
-        let ended = move |p: Option<&PreviewEnvironment>| match &test {
-            Some(t) => {
-                super::test_runs::outcome(p, is_current, &t.name, t.run_on).map(|w| match w {
-                    super::test_runs::Waited::Passed => WaitOutcome::Passed,
-                    super::test_runs::Waited::Failed => WaitOutcome::Failed,
-                    super::test_runs::Waited::Removed => WaitOutcome::Removed,
-                })
+        let ended = move |p: Option<&PreviewEnvironment>| {
+            if tests.is_empty() {
+                return outcome(p, wanted);
             }
-            None => outcome(p, wanted),
+            let each: Vec<_> = tests
+                .iter()
+                .map(|t| super::test_runs::outcome(p, is_current, &t.name, t.run_on))
+                .collect();
+            tests_outcome(&each)
         };
         let done = {
             let ended = ended.clone();
@@ -337,10 +364,13 @@ impl Agent {
         let tail = q.tail_lines.unwrap_or(200).clamp(1, self.limits.log_lines);
         let cluster = self.cluster_of(&pe)?;
         let client = cluster.client();
-        let pods = pods_of(client, &ns, q.workload.as_deref()).await?;
+        // `workload=` (empty) asks for no workload in particular, as leaving it out does.
+        let workload = q.workload.as_deref().filter(|w| !w.is_empty());
+        let pods = pods_of(client, &ns, workload).await?;
         let redactor = Redactor::new(sandcastle_kube::diagnose::secret_values(client, &ns).await?);
         let mut out = LogLines {
             entries: Vec::new(),
+            pods: u32::try_from(pods.len()).unwrap_or(u32::MAX),
             truncated: false,
             redacted: 0,
         };
@@ -637,6 +667,40 @@ mod tests {
         assert_eq!(
             outcome(Some(&pe(Phase::Stopped, 3, 2)), WaitFor::Stopped),
             None
+        );
+    }
+
+    #[test]
+    fn a_wait_for_every_test_fails_on_the_first_failure_and_passes_on_the_last_pass() {
+        use super::super::test_runs::Waited::{Failed, Passed, Removed};
+        assert_eq!(tests_outcome(&[Some(Passed), None]), None);
+        assert_eq!(
+            tests_outcome(&[None, Some(Failed)]),
+            Some(WaitOutcome::Failed)
+        );
+        assert_eq!(
+            tests_outcome(&[Some(Passed), Some(Passed)]),
+            Some(WaitOutcome::Passed)
+        );
+        assert_eq!(
+            tests_outcome(&[Some(Failed), Some(Removed)]),
+            Some(WaitOutcome::Removed)
+        );
+    }
+
+    /// A stop is taken in (the generation observed) while the preview is still Ready: its
+    /// visitors are routed away before its pods stop. A wait for Ready then is not over.
+    #[test]
+    fn a_wait_for_ready_after_a_stop_does_not_count_the_ready_from_before() {
+        let mut stopping = pe(Phase::Ready, 3, 3);
+        stopping.spec.stopped = true;
+        assert_eq!(outcome(Some(&stopping), WaitFor::Ready), None);
+        assert_eq!(outcome(Some(&stopping), WaitFor::Stopped), None);
+        let mut stopped = pe(Phase::Stopped, 3, 3);
+        stopped.spec.stopped = true;
+        assert_eq!(
+            outcome(Some(&stopped), WaitFor::Stopped),
+            Some(WaitOutcome::Stopped)
         );
     }
 }

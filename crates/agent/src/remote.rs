@@ -367,7 +367,13 @@ mod tests {
         assert_eq!(c.path, "/previews/p/logs");
         assert_eq!(c.query, [("tailLines".to_owned(), "20".to_owned())]);
         let c = rest_call(&Request::Wait("p".into(), WaitQuery::default()));
-        assert_eq!(c.query, [("for".to_owned(), "ready".to_owned())]);
+        assert!(c.query.is_empty(), "the server's default: {:?}", c.query);
+        let stopped = WaitQuery {
+            wanted: Some(crate::WaitFor::Stopped),
+            ..WaitQuery::default()
+        };
+        let c = rest_call(&Request::Wait("p".into(), stopped));
+        assert_eq!(c.query, [("for".to_owned(), "stopped".to_owned())]);
         let c = rest_call(&Request::Delete("p".into()));
         assert_eq!((c.method, c.path.as_str()), (Method::DELETE, "/previews/p"));
         let c = rest_call(&Request::RunTest("p".into(), "smoke".into()));

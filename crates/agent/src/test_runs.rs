@@ -93,17 +93,37 @@ impl Agent {
         pe: &PreviewEnvironment,
         test: &str,
     ) -> Result<TestSpec, AgentError> {
-        let api: kube::Api<Blueprint> = kube::Api::namespaced(self.client.clone(), &self.home);
-        let tests = api
-            .get_opt(&pe.spec.blueprint)
-            .await?
-            .map(|b| b.spec.tests)
-            .unwrap_or_default();
+        let tests = self.tests_of(pe).await?;
         tests
             .iter()
             .find(|t| t.name == test)
             .cloned()
             .ok_or_else(|| unknown_test(test, &tests))
+    }
+
+    /// Every test of `pe`'s Blueprint, or `unknown_test` when it has none.
+    pub(super) async fn all_tests_of(
+        &self,
+        pe: &PreviewEnvironment,
+    ) -> Result<Vec<TestSpec>, AgentError> {
+        let tests = self.tests_of(pe).await?;
+        if tests.is_empty() {
+            return Err(AgentError::invalid(
+                "unknown_test",
+                "test",
+                "the preview has no tests: its Blueprint has none",
+            ));
+        }
+        Ok(tests)
+    }
+
+    async fn tests_of(&self, pe: &PreviewEnvironment) -> Result<Vec<TestSpec>, AgentError> {
+        let api: kube::Api<Blueprint> = kube::Api::namespaced(self.client.clone(), &self.home);
+        Ok(api
+            .get_opt(&pe.spec.blueprint)
+            .await?
+            .map(|b| b.spec.tests)
+            .unwrap_or_default())
     }
 
     /// Run test `test` in preview `name` now: the controller starts a run once the preview is
