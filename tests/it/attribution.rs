@@ -130,3 +130,64 @@ async fn an_api_delete_is_told_as_one_and_a_preview_without_ingress_says_why_it_
         Some("taken over by pull request #6 (attr-pr-6): its namespace lives on there")
     );
 }
+
+/// A stopped preview's deployment shows `inactive` already (saying how to wake it); deleted
+/// through the API, its last status says it was removed, and how.
+#[tokio::test]
+async fn a_stopped_preview_deleted_through_the_api_says_why_it_went() {
+    let world = World::new("attrst", TINY_APP, json!({})).await;
+    let ci = account(&world, "ci-agent", &[ALL]).await;
+    world.open(7).await;
+    world.wait_phase("attrst-pr-7", Phase::Ready, T).await;
+    let stop = call(
+        &world,
+        "POST",
+        "/api/v1/previews/attrst-pr-7/stop",
+        Some(&ci),
+        None,
+    )
+    .await;
+    assert_eq!(stop.status, 202, "{:?}", stop.body);
+    world.wait_phase("attrst-pr-7", Phase::Stopped, T).await;
+    let last = || {
+        let deployments = world.gh.deployments(&world.repo);
+        let d = deployments.last().expect("a deployment");
+        let s = d.statuses.last().expect("a status");
+        (s.state.clone(), s.description.clone())
+    };
+    eventually("the stop told to GitHub", T, || {
+        let (state, description) = last();
+        let told = state == "inactive" && description.starts_with("Stopped on request");
+        async move {
+            if told {
+                Ok(())
+            } else {
+                Err(format!("{state}: {description}"))
+            }
+        }
+    })
+    .await;
+    let deleted = call(
+        &world,
+        "DELETE",
+        "/api/v1/previews/attrst-pr-7",
+        Some(&ci),
+        None,
+    )
+    .await;
+    assert_eq!(deleted.status, 202, "{:?}", deleted.body);
+    world.wait_phase("attrst-pr-7", Phase::Removed, T).await;
+    sticky(&world, pr(7), "attrst-pr-7", |b| b.contains("🧹 Removed")).await;
+    eventually("the removal told to GitHub", T, || {
+        let (state, description) = last();
+        let told = state == "inactive" && description == "Removed through the API";
+        async move {
+            if told {
+                Ok(())
+            } else {
+                Err(format!("{state}: {description}"))
+            }
+        }
+    })
+    .await;
+}

@@ -190,7 +190,14 @@ async fn inactivate(
             || "Replaced: the preview came back and is deployed again".to_owned(),
             |t| inactive_description(t.into()),
         ));
-        shown.post(gh, repo, id, &inactive).await?;
+        if st.github_reported == Some(Reported::Stopped) {
+            // A stopped preview shows `inactive` already, saying how to wake it: the removal
+            // is a new status on the same state, so that GitHub says why it went.
+            gh.create_deployment_status(repo, id, &inactive).await?;
+            shown.set(id, Some(DeploymentState::Inactive));
+        } else {
+            shown.post(gh, repo, id, &inactive).await?;
+        }
         st.github_reported = Some(Reported::Inactive);
     }
     Ok(())
