@@ -143,6 +143,14 @@ async fn an_extension_cut_at_max_ttl_says_so() {
     let created: jiff::Timestamp = long.body["createdAt"].as_str().unwrap().parse().unwrap();
     let expires: jiff::Timestamp = long.body["expiresAt"].as_str().unwrap().parse().unwrap();
     assert_eq!(expires.duration_since(created).as_secs(), 48 * 3600);
+    // Already as long as it may live: the request is fine, the preview's state refuses it.
+    let more = extend("1h").await;
+    assert_eq!(
+        (more.status, more.body["error"]["code"].as_str()),
+        (409, Some("at_max_ttl")),
+        "{:?}",
+        more.body
+    );
 }
 
 #[tokio::test]

@@ -34,6 +34,19 @@ fn sandbox(world: &World, name: &str) -> Value {
         "commit": sha().as_str(), "branch": "feature", "name": name})
 }
 
+/// Make sandbox `name` of `world` as `token`, which may.
+async fn make_sandbox(world: &World, token: &str, name: &str) {
+    let made = call(
+        world,
+        "POST",
+        "/api/v1/previews",
+        Some(token),
+        Some(sandbox(world, name)),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+}
+
 /// The head of a POST promising `length` bytes of JSON.
 pub(crate) fn promise(world: &World, path: &str, token: Option<&str>, length: usize) -> String {
     let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
@@ -49,15 +62,7 @@ async fn a_body_is_read_only_from_a_caller_who_may_and_only_so_far() {
     let world = World::new("bodies", APP, json!({})).await;
     let admin = account(&world, "admin", &[ALL]).await;
     let nobody = account(&world, "nobody", &[]).await;
-    let made = call(
-        &world,
-        "POST",
-        "/api/v1/previews",
-        Some(&admin),
-        Some(sandbox(&world, "bodies-a")),
-    )
-    .await;
-    assert_eq!(made.status, 201, "{:?}", made.body);
+    make_sandbox(&world, &admin, "bodies-a").await;
     let huge = 100 * 1024 * 1024;
     let start = vec![b' '; 64 * 1024];
 
@@ -122,15 +127,7 @@ async fn a_body_is_read_only_from_a_caller_who_may_and_only_so_far() {
 async fn bad_values_are_quoted_back_cut_to_a_short_prefix() {
     let world = World::new("quoted", APP, json!({})).await;
     let admin = account(&world, "admin", &[ALL]).await;
-    let made = call(
-        &world,
-        "POST",
-        "/api/v1/previews",
-        Some(&admin),
-        Some(sandbox(&world, "quoted-a")),
-    )
-    .await;
-    assert_eq!(made.status, 201, "{:?}", made.body);
+    make_sandbox(&world, &admin, "quoted-a").await;
     let long = "x".repeat(40_000);
     let url_long = &long[..8000];
     let with = |field: &str, value: Value| {
@@ -212,15 +209,7 @@ async fn every_operation_answers_403_to_a_caller_without_rbac_before_anything_el
     let admin = account(&world, "admin", &[ALL]).await;
     let nobody = account(&world, "nobody", &[]).await;
     world.gh.set_branch(&world.repo, "feature", &sha());
-    let made = call(
-        &world,
-        "POST",
-        "/api/v1/previews",
-        Some(&admin),
-        Some(sandbox(&world, "unallowed-here")),
-    )
-    .await;
-    assert_eq!(made.status, 201, "{:?}", made.body);
+    make_sandbox(&world, &admin, "unallowed-here").await;
     // At its maxTtl already: an extension is refused to whoever may ask for one.
     let at_max = call(
         &world,
@@ -305,4 +294,112 @@ async fn every_operation_answers_403_to_a_caller_without_rbac_before_anything_el
             .is_none(),
         "nobody made nothing"
     );
+}
+
+/// `POST`/`DELETE` `path` with `body` as `content_type`: status and error code.
+async fn send_raw(
+    world: &World,
+    method: &str,
+    path: &str,
+    token: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, Option<String>) {
+    let r = crate::support::api::client()
+        .request(
+            reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+            format!("http://{}{path}", world.addr()),
+        )
+        .bearer_auth(token)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .expect("Sandcastle answers");
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.unwrap_or(Value::Null);
+    (status, body["error"]["code"].as_str().map(str::to_owned))
+}
+
+/// Every write route bounds and checks its body the same way, those that take none included:
+/// past 64 KiB 413, not JSON (or JSON in another charset) 415, not an object or a field it does
+/// not take 422 — and nothing is done.
+#[tokio::test]
+async fn every_write_route_checks_its_body_the_same_way() {
+    let world = World::new("writebodies", APP, json!({"maxTtl": "48h"})).await;
+    let admin = account(&world, "admin", &[ALL]).await;
+    make_sandbox(&world, &admin, "writebodies-a").await;
+    let ten_mb = vec![b' '; 10 * 1024 * 1024];
+    for (method, path) in [
+        ("POST", "/api/v1/previews/writebodies-a/stop"),
+        ("POST", "/api/v1/previews/writebodies-a/wake"),
+        ("POST", "/api/v1/previews/writebodies-a/redeploy"),
+        ("POST", "/api/v1/previews/writebodies-a/reset"),
+        ("POST", "/api/v1/previews/writebodies-a/extend"),
+        ("POST", "/api/v1/previews/writebodies-a/token"),
+        ("POST", "/api/v1/previews/writebodies-a/header-secret"),
+        ("DELETE", "/api/v1/previews/writebodies-a"),
+    ] {
+        let json = "application/json";
+        for (content_type, body, status, code) in [
+            (json, ten_mb.clone(), 413, "body_too_large"),
+            (
+                "text/plain",
+                b"stop".to_vec(),
+                415,
+                "unsupported_media_type",
+            ),
+            (
+                "application/json; charset=latin1",
+                b"{}".to_vec(),
+                415,
+                "unsupported_media_type",
+            ),
+            (json, b"not json".to_vec(), 400, "invalid_body"),
+            (json, b"[]".to_vec(), 422, "invalid_field"),
+        ] {
+            let got = send_raw(&world, method, path, &admin, content_type, body).await;
+            assert_eq!(
+                got,
+                (status, Some(code.to_owned())),
+                "{method} {path} with {content_type}"
+            );
+        }
+    }
+    // A field stop does not take is named; an empty object or no body at all is fine.
+    let stop = "/api/v1/previews/writebodies-a/stop";
+    let got = send_raw(
+        &world,
+        "POST",
+        stop,
+        &admin,
+        "application/json",
+        br#"{"now": true}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(got, (422, Some("invalid_field".to_owned())));
+    let pe = world.previews().get("writebodies-a").await.unwrap();
+    assert!(
+        !pe.spec.stopped && pe.spec.teardown.is_none(),
+        "nothing was done by a refused request"
+    );
+    let got = send_raw(
+        &world,
+        "POST",
+        stop,
+        &admin,
+        "application/json; charset=utf-8",
+        b"{}".to_vec(),
+    )
+    .await;
+    assert_eq!(got.0, 202, "{got:?}");
+    let wake = call(
+        &world,
+        "POST",
+        "/api/v1/previews/writebodies-a/wake",
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(wake.status, 202, "{:?}", wake.body);
 }

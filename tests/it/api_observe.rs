@@ -176,14 +176,15 @@ async fn logs_are_bounded_chosen_and_redacted() {
     );
     assert!(lines_of(&worker.body, "web-", "web").is_empty());
 
-    // What cannot be read says which field is at fault.
-    for (query, code, field) in [
-        ("?workload=nope", "unknown_workload", "workload"),
-        ("?since=soon", "invalid_duration", "since"),
+    // What cannot be read says which field is at fault: a workload the preview does not have
+    // is not found (404), a value that cannot be used is refused (422).
+    for (query, status, code, field) in [
+        ("?workload=nope", 404, "unknown_workload", "workload"),
+        ("?since=soon", 422, "invalid_duration", "since"),
         // Kubernetes refuses `sinceSeconds=0`: said as the caller's field, not as a 503.
-        ("?since=0", "invalid_duration", "since"),
-        ("?since=0m", "invalid_duration", "since"),
-        ("?tailLines=many", "invalid_query", "tailLines"),
+        ("?since=0", 422, "invalid_duration", "since"),
+        ("?since=0m", 422, "invalid_duration", "since"),
+        ("?tailLines=many", 422, "invalid_query", "tailLines"),
     ] {
         let a = logs(query).await;
         assert_eq!(
@@ -192,7 +193,7 @@ async fn logs_are_bounded_chosen_and_redacted() {
                 a.body["error"]["code"].as_str(),
                 a.body["error"]["field"].as_str()
             ),
-            (422, Some(code), Some(field)),
+            (status, Some(code), Some(field)),
             "{query}: {:?}",
             a.body
         );
@@ -201,7 +202,10 @@ async fn logs_are_bounded_chosen_and_redacted() {
 
 #[tokio::test]
 async fn events_and_a_wait_that_times_out() {
-    let world = World::new("told", APP, json!({})).await;
+    let mut world = World::unstarted("told", APP, json!({})).await;
+    // Waits are bounded at 3 s here, so that one asking longer is seen cut short.
+    world.configure = Some(|parts| parts.settings.api_max_wait = Duration::from_secs(3));
+    world.start().await;
     let admin = account(&world, "admin", &[ALL]).await;
     let body = json!({"blueprint": "told", "repository": world.repo.as_str(),
         "commit": sha().as_str(), "branch": "events", "name": "told-events"});
@@ -220,17 +224,25 @@ async fn events_and_a_wait_that_times_out() {
     assert_eq!(waited.status, 200, "{:?}", waited.body);
     assert_eq!(waited.body["outcome"], "timeout");
     assert_eq!(waited.body["preview"]["name"], "told-events");
+    // Longer than the server waits: cut to its bound, then `timeout`.
+    let asked = std::time::Instant::now();
     let too_long = call(
         &world,
         "GET",
-        "/api/v1/previews/told-events/wait?timeout=2h",
+        "/api/v1/previews/told-events/wait?for=stopped&timeout=2h",
         Some(&admin),
         None,
     )
     .await;
     assert_eq!(
-        (too_long.status, too_long.body["error"]["code"].as_str()),
-        (422, Some("timeout_too_long"))
+        (too_long.status, too_long.body["outcome"].as_str()),
+        (200, Some("timeout")),
+        "{:?}",
+        too_long.body
+    );
+    assert!(
+        asked.elapsed() < Duration::from_secs(60),
+        "the wait was cut to the server's bound"
     );
 
     // Sandcastle's Events on the preview (who created it, what followed) and the namespace's own

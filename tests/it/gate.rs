@@ -598,7 +598,7 @@ async fn share_links_open_the_preview_until_revoked() {
         None,
     )
     .await;
-    assert_eq!(unknown.status, 422, "{unknown:?}");
+    assert_eq!(unknown.status, 404, "{unknown:?}");
     assert_eq!(unknown.body["error"]["code"], "unknown_share");
 }
 

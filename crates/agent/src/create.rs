@@ -67,8 +67,16 @@ pub struct CreatePreview {
     )]
     pub name: Option<String>,
     /// How long it lives (`90m`, `8h`, `2d`); at most the Blueprint's `maxTtl`.
-    #[schema(pattern = r"^([0-9]+[wdhmsWDHMS])+$")]
-    #[schemars(regex(pattern = r"^([0-9]+[wdhmsWDHMS])+$"))]
+    #[schema(
+        pattern = r"^([0-9]+[wdhmsWDHMS])*[0-9]*[1-9][0-9]*[wdhmsWDHMS]([0-9]+[wdhmsWDHMS])*$",
+        max_length = 12
+    )]
+    #[schemars(
+        regex(
+            pattern = r"^([0-9]+[wdhmsWDHMS])*[0-9]*[1-9][0-9]*[wdhmsWDHMS]([0-9]+[wdhmsWDHMS])*$"
+        ),
+        length(max = 12)
+    )]
     pub ttl: Option<String>,
 }
 
@@ -388,8 +396,7 @@ impl Agent {
         let Some(text) = &req.ttl else {
             return Ok(blueprint.spec.ttl.get());
         };
-        let ttl = duration::parse(text, true)
-            .map_err(|e| AgentError::invalid("invalid_duration", "ttl", e.to_string()))?;
+        let ttl = super::error::api_duration("ttl", text, true)?;
         if ttl.is_zero() {
             return Err(AgentError::invalid(
                 "invalid_duration",

@@ -67,6 +67,9 @@ impl AgentError {
                 "invalid_body" => StatusCode::BAD_REQUEST,
                 "unsupported_media_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "body_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
+                // Something the request names that is not there (a preview's share link, test or
+                // workload): not found, like a preview that is not.
+                "unknown_share" | "unknown_test" | "unknown_workload" => StatusCode::NOT_FOUND,
                 _ => StatusCode::UNPROCESSABLE_ENTITY,
             },
             Self::Conflict { .. } => StatusCode::CONFLICT,
@@ -123,4 +126,30 @@ impl From<kube::Error> for AgentError {
     fn from(e: kube::Error) -> Self {
         Self::kubernetes(&e)
     }
+}
+
+/// The most characters a duration the API takes may have (its OpenAPI `maxLength`): `12`
+/// digits and units bound every sum well inside what the clock can add.
+pub const DURATION_MAX_LENGTH: usize = 12;
+
+/// A duration the API was given as `field` (`4h`, `2d`; with `days`, `d` and `w` too), checked as
+/// its document says: at most [`DURATION_MAX_LENGTH`] characters, no spaces around it.
+pub(crate) fn api_duration(
+    field: &str,
+    text: &str,
+    days: bool,
+) -> Result<std::time::Duration, AgentError> {
+    if text.len() > DURATION_MAX_LENGTH || text.trim() != text {
+        return Err(AgentError::invalid(
+            "invalid_duration",
+            field,
+            format!(
+                "{} is not a duration of at most {DURATION_MAX_LENGTH} characters; write it like \
+                 30m, 4h, 1h30m or 2d",
+                sandcastle_domain::quote::short(text)
+            ),
+        ));
+    }
+    sandcastle_domain::duration::parse(text, days)
+        .map_err(|e| AgentError::invalid("invalid_duration", field, e.to_string()))
 }

@@ -14,7 +14,6 @@ use utoipa::ToSchema;
 use super::write::through;
 use super::{Agent, AgentError, Caller, Operation, PreviewView};
 use sandcastle_crd::{MAX_SHARES, PreviewEnvironment, ShareLink};
-use sandcastle_domain::duration;
 use sandcastle_domain::edge::{GATE_PREFIX, SECRET_HEADER};
 
 /// How long a share link lives unless asked otherwise.
@@ -26,8 +25,16 @@ pub const DEFAULT_SHARE_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 pub struct ShareBody {
     /// How long the link opens the preview (`2h`, `3d`; default `24h`); never past the
     /// longest Sandcastle allows (`--share-max-lifetime`) nor the preview's expiry.
-    #[schema(pattern = r"^([0-9]+[wdhmsWDHMS])+$")]
-    #[schemars(regex(pattern = r"^([0-9]+[wdhmsWDHMS])+$"))]
+    #[schema(
+        pattern = r"^([0-9]+[wdhmsWDHMS])*[0-9]*[1-9][0-9]*[wdhmsWDHMS]([0-9]+[wdhmsWDHMS])*$",
+        max_length = 12
+    )]
+    #[schemars(
+        regex(
+            pattern = r"^([0-9]+[wdhmsWDHMS])*[0-9]*[1-9][0-9]*[wdhmsWDHMS]([0-9]+[wdhmsWDHMS])*$"
+        ),
+        length(max = 12)
+    )]
     pub expires_in: Option<String>,
     /// What it is for (shown on the preview's page), at most 100 characters.
     #[schema(max_length = 100)]
@@ -76,8 +83,7 @@ impl Agent {
     ) -> Result<ShareView, AgentError> {
         let pe = self.authorized(caller, Operation::Share, name).await?;
         let asked = match body.expires_in.as_deref() {
-            Some(text) => duration::parse(text, true)
-                .map_err(|e| AgentError::invalid("invalid_duration", "expiresIn", e.to_string()))?,
+            Some(text) => super::error::api_duration("expiresIn", text, true)?,
             None => DEFAULT_SHARE_LIFETIME,
         };
         let label = body

@@ -28,6 +28,7 @@ const SHORTEST: Duration = Duration::from_secs(600);
 pub struct TokenRequestBody {
     /// Seconds (at least 600).
     #[schema(value_type = Option<u64>, minimum = 600, maximum = 4_294_967_295_u64)]
+    #[serde(default, deserialize_with = "whole_seconds")]
     pub expiration_seconds: Option<u32>,
 }
 
@@ -150,4 +151,21 @@ impl Agent {
             server: cluster.server.clone(),
         })
     }
+}
+
+/// Seconds as JSON writes a whole number: `1363` or `1363.0` (JSON Schema's `integer` is any
+/// number without a fraction); a fraction, or a number past `u32`, is refused naming it.
+fn whole_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let whole = n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= f64::from(u32::MAX))
+            .map(|f| f as u64)
+    });
+    whole
+        .and_then(|w| u32::try_from(w).ok())
+        .map(Some)
+        .ok_or_else(|| serde::de::Error::custom(format!("{n} is not a whole number of seconds")))
 }

@@ -198,9 +198,24 @@ pub struct ListFilter {
     #[param(value_type = Option<u64>, minimum = 1, maximum = 500)]
     #[schema(value_type = Option<u64>, minimum = 1, maximum = 500)]
     pub limit: Option<u32>,
-    /// From a previous page's `continue` (the name of the page's last preview).
+    /// From a previous page's `continue` (the name of the page's last preview); empty: the
+    /// first page.
     #[serde(rename = "continue")]
-    #[param(rename = "continue")]
+    #[param(
+        rename = "continue",
+        pattern = r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*)?$",
+        max_length = 253
+    )]
+    #[schema(
+        pattern = r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*)?$",
+        max_length = 253
+    )]
+    #[schemars(
+        regex(
+            pattern = r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*)?$"
+        ),
+        length(max = 253)
+    )]
     pub after: Option<String>,
 }
 
@@ -218,7 +233,7 @@ pub fn page_size(filter: &ListFilter) -> Result<usize, AgentError> {
             format!("a page holds 1 to {PAGE_MAX} previews, not {limit}"),
         ));
     }
-    if let Some(after) = &filter.after
+    if let Some(after) = filter.after.as_ref().filter(|a| !a.is_empty())
         && !naming::is_object_name(after)
     {
         return Err(AgentError::invalid(

@@ -60,8 +60,16 @@ pub struct ExtendView {
 #[serde(deny_unknown_fields)]
 pub struct ExtendBody {
     /// How much longer (`4h`, `2d`); never past the Blueprint's `maxTtl` from creation.
-    #[schema(pattern = r"^([0-9]+[wdhmsWDHMS])+$")]
-    #[schemars(regex(pattern = r"^([0-9]+[wdhmsWDHMS])+$"))]
+    #[schema(
+        pattern = r"^([0-9]+[wdhmsWDHMS])*[0-9]*[1-9][0-9]*[wdhmsWDHMS]([0-9]+[wdhmsWDHMS])*$",
+        max_length = 12
+    )]
+    #[schemars(
+        regex(
+            pattern = r"^([0-9]+[wdhmsWDHMS])*[0-9]*[1-9][0-9]*[wdhmsWDHMS]([0-9]+[wdhmsWDHMS])*$"
+        ),
+        length(max = 12)
+    )]
     pub duration: String,
 }
 
@@ -232,8 +240,7 @@ impl Agent {
     ) -> Result<ExtendView, AgentError> {
         let current = self.authorized(caller, Operation::Extend, name).await?;
         not_torn_down(&current)?;
-        let by = duration::parse(by, true)
-            .map_err(|e| AgentError::invalid("invalid_duration", "duration", e.to_string()))?;
+        let by = super::error::api_duration("duration", by, true)?;
         if by.is_zero() {
             return Err(AgentError::invalid(
                 "invalid_duration",
@@ -251,14 +258,14 @@ impl Agent {
             .as_ref()
             .is_some_and(|e| e.0 >= latest)
         {
-            return Err(AgentError::invalid(
-                "ttl_too_long",
-                "duration",
-                format!(
+            // The request is fine; the preview's state is what refuses it.
+            return Err(AgentError::Conflict {
+                code: "at_max_ttl",
+                message: format!(
                     "the preview already lives as long as it may ({} after creation, the Blueprint's maxTtl)",
                     duration::human(max_ttl)
                 ),
-            ));
+            });
         }
         let note = format!("extend by {} {}", duration::human(by), through(caller));
         let capped = AtomicBool::new(false);

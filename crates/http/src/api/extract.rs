@@ -112,40 +112,76 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
     type Rejection = Failed;
 
     async fn from_request(req: Request, _: &S) -> Result<Self, Failed> {
-        let json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                let essence = v.split(';').next().unwrap_or_default().trim();
-                essence.eq_ignore_ascii_case("application/json")
-                    || essence.to_ascii_lowercase().ends_with("+json")
-            });
-        if !json {
-            return Err(Failed(AgentError::invalid(
-                "unsupported_media_type",
-                "body",
-                "send the body as application/json",
-            )));
-        }
+        json_media_type(req.headers()).map_err(Failed)?;
         let bytes = read(req).await.map_err(Failed)?;
         parse(&bytes).map(Self).map_err(Failed)
     }
 }
 
-/// An optional JSON body: none when the request has no body at all.
+/// An optional JSON body: none when the request has no body at all. One that is there is
+/// checked as [`Body`] checks it: its media type, its size, JSON, its fields.
 impl<T: DeserializeOwned, S: Send + Sync> OptionalFromRequest<S> for Body<T> {
     type Rejection = Failed;
 
     async fn from_request(req: Request, _: &S) -> Result<Option<Self>, Failed> {
+        let declared_empty = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|v| v.as_bytes() == b"0");
+        if !declared_empty && !http_body::Body::is_end_stream(req.body()) {
+            json_media_type(req.headers()).map_err(Failed)?;
+        }
         let bytes = read(req).await.map_err(Failed)?;
-        // Only no body at all is no body: whitespace alone is not JSON, and is refused like any
-        // other body that is not.
-        if bytes.is_empty() {
+        // Only no body at all, or JSON's `null`, is no body: whitespace alone is not JSON, and
+        // is refused like any other body that is not.
+        if bytes.is_empty()
+            || serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|v| v.is_null())
+        {
             return Ok(None);
         }
         parse(&bytes).map(|v| Some(Self(v))).map_err(Failed)
     }
+}
+
+/// The body of a write that takes nothing: none, or an empty JSON object (`{}`); anything else
+/// is refused as any body is (415, 413, 400, 422 naming the field).
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoFields {}
+
+/// A body's media type: JSON (`application/json`, or `…+json`), in UTF-8 (RFC 8259: the only
+/// charset JSON has) — else 415.
+fn json_media_type(headers: &axum::http::HeaderMap) -> Result<(), AgentError> {
+    let value = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let mut parts = value.split(';');
+    let essence = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+    let json = essence == "application/json" || essence.ends_with("+json");
+    let utf8 = parts.all(|p| {
+        let (name, v) = p.split_once('=').unwrap_or((p, ""));
+        !name.trim().eq_ignore_ascii_case("charset")
+            || matches!(
+                v.trim().trim_matches('"').to_ascii_lowercase().as_str(),
+                "utf-8" | "utf8"
+            )
+    });
+    if !json {
+        return Err(AgentError::invalid(
+            "unsupported_media_type",
+            "body",
+            "send the body as application/json",
+        ));
+    }
+    if !utf8 {
+        return Err(AgentError::invalid(
+            "unsupported_media_type",
+            "body",
+            "send the body as application/json in UTF-8 (the only charset JSON has)",
+        ));
+    }
+    Ok(())
 }
 
 fn too_large() -> AgentError {

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 
 use super::allowed::{Allowed, op};
-use super::extract::{Body, ErrorBody, Failed, Params};
+use super::extract::{Body, ErrorBody, Failed, NoFields, Params};
 use crate::AppState;
 use sandcastle_agent::{
     CreatePreview, EventsView, ExtendBody, ExtendView, ListFilter, LogLines, LogQuery, PreviewList,
@@ -76,15 +76,18 @@ pub(super) async fn get(
 }
 
 #[utoipa::path(delete, path = "/api/v1/previews/{name}", tag = "previews",
-    params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
+    params(("name" = String, Path, description = NAME)), request_body = Option<NoFields>, security(("bearer" = [])),
     responses((status = 202, body = PreviewView, description = "Being torn down"),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 503, body = ErrorBody)))]
+        (status = 503, body = ErrorBody),
+        (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`"),
+        (status = 413, body = ErrorBody, description = "The body is larger than the API reads (64 KiB)"), (status = 422, body = ErrorBody, description = "The body is not an empty object")))]
 /// Tear a preview down now (its record stays a while as a tombstone).
 pub(super) async fn delete(
     State(state): State<AppState>,
     Allowed(caller, _): Allowed<op::Delete>,
     Path(name): Path<String>,
+    _: Option<Body<NoFields>>,
 ) -> Answer<(StatusCode, Json<PreviewView>)> {
     let view = state.agent.delete(&caller, &name).await?;
     Ok((StatusCode::ACCEPTED, Json(view)))
@@ -158,15 +161,18 @@ pub(super) async fn redeploy(
 }
 
 #[utoipa::path(post, path = "/api/v1/previews/{name}/stop", tag = "previews",
-    params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
+    params(("name" = String, Path, description = NAME)), request_body = Option<NoFields>, security(("bearer" = [])),
     responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
-        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"),
+        (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`"),
+        (status = 413, body = ErrorBody, description = "The body is larger than the API reads (64 KiB)"), (status = 422, body = ErrorBody, description = "The body is not an empty object")))]
 /// Scale the preview to zero, keeping its data.
 pub(super) async fn stop(
     State(state): State<AppState>,
     Allowed(caller, _): Allowed<op::Stop>,
     Path(name): Path<String>,
+    _: Option<Body<NoFields>>,
 ) -> Answer<(StatusCode, Json<PreviewView>)> {
     Ok((
         StatusCode::ACCEPTED,
@@ -175,15 +181,18 @@ pub(super) async fn stop(
 }
 
 #[utoipa::path(post, path = "/api/v1/previews/{name}/wake", tag = "previews",
-    params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
+    params(("name" = String, Path, description = NAME)), request_body = Option<NoFields>, security(("bearer" = [])),
     responses((status = 202, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
-        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"),
+        (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`"),
+        (status = 413, body = ErrorBody, description = "The body is larger than the API reads (64 KiB)"), (status = 422, body = ErrorBody, description = "The body is not an empty object")))]
 /// Start a stopped preview again.
 pub(super) async fn wake(
     State(state): State<AppState>,
     Allowed(caller, _): Allowed<op::Wake>,
     Path(name): Path<String>,
+    _: Option<Body<NoFields>>,
 ) -> Answer<(StatusCode, Json<PreviewView>)> {
     Ok((
         StatusCode::ACCEPTED,

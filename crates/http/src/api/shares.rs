@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 
 use super::allowed::{Allowed, op};
-use super::extract::{Body, ErrorBody, Failed};
+use super::extract::{Body, ErrorBody, Failed, NoFields};
 use crate::AppState;
 use sandcastle_agent::{HeaderSecretView, PreviewView, ShareBody, ShareView};
 
@@ -37,25 +37,30 @@ pub(super) async fn share(
 
 #[utoipa::path(delete, path = "/api/v1/previews/{name}/shares/{id}", tag = "previews",
     params(("name" = String, Path, description = NAME), ("id" = String, Path, description = "the share link's id")),
-    security(("bearer" = [])),
+    request_body = Option<NoFields>, security(("bearer" = [])),
     responses((status = 200, body = PreviewView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody, description = "The preview has no such link"),
-        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"),
+        (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`"),
+        (status = 413, body = ErrorBody, description = "The body is larger than the API reads (64 KiB)")))]
 /// Revoke a share link: it opens nothing from now on, and whoever entered with it is let in
 /// no more.
 pub(super) async fn unshare(
     State(state): State<AppState>,
     Allowed(caller, _): Allowed<op::Unshare>,
     Path((name, id)): Path<(String, String)>,
+    _: Option<Body<NoFields>>,
 ) -> Answer<Json<PreviewView>> {
     Ok(Json(state.agent.unshare(&caller, &name, &id).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/previews/{name}/header-secret", tag = "previews",
-    params(("name" = String, Path, description = NAME)), security(("bearer" = [])),
+    params(("name" = String, Path, description = NAME)), request_body = Option<NoFields>, security(("bearer" = [])),
     responses((status = 200, body = HeaderSecretView), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
-        (status = 503, body = ErrorBody, description = "Kubernetes did not answer")))]
+        (status = 503, body = ErrorBody, description = "Kubernetes did not answer"),
+        (status = 400, body = ErrorBody, description = "The body is not JSON"), (status = 415, body = ErrorBody, description = "The body is not `application/json`"),
+        (status = 413, body = ErrorBody, description = "The body is larger than the API reads (64 KiB)"), (status = 422, body = ErrorBody, description = "The body is not an empty object")))]
 /// The preview's header secret, for tools that can send a fixed header but not a token
 /// (uptime checks, webhooks into the preview): it opens this preview through the gate until
 /// the preview is torn down. Needs the access tokens need.
@@ -63,6 +68,7 @@ pub(super) async fn header_secret(
     State(state): State<AppState>,
     Allowed(caller, _): Allowed<op::HeaderSecret>,
     Path(name): Path<String>,
+    _: Option<Body<NoFields>>,
 ) -> Answer<Json<HeaderSecretView>> {
     Ok(Json(state.agent.header_secret(&caller, &name).await?))
 }
