@@ -170,6 +170,13 @@ async fn a_sandbox_from_the_shell() {
         age: Duration::from_secs(3600),
         ..Default::default()
     };
+    // Before any: the preview's pod is there and has written nothing.
+    let silent = run(&["logs", "shell-feat"]).await;
+    assert_eq!((silent.code, silent.stdout.as_str()), (0, ""), "{silent:?}");
+    assert_eq!(
+        silent.stderr, "note: no log lines yet: 1 pod, which has written none\n",
+        "not \"no pod\": the pod is there"
+    );
     set_pod_logs(&world.client, &ns, &[hour_old]).await;
     let logs = eventually("the CLI prints the pod's last line", T, || async {
         let l = run(&["logs", "shell-feat", "--tail", "1"]).await;

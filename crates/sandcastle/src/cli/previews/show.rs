@@ -304,9 +304,13 @@ pub fn logs_note(l: &LogLines) -> Option<String> {
         notes.insert(
             0,
             match (l.entries.len(), read) {
-                (0, _) => {
+                (0, _) if l.pods == 0 => {
                     "no log lines: no pod of the preview (or of --workload) to read from".to_owned()
                 }
+                (0, _) if l.pods == 1 => {
+                    "no log lines yet: 1 pod, which has written none".to_owned()
+                }
+                (0, _) => format!("no log lines yet: {} pods, none has written any", l.pods),
                 (_, 0) => "no log lines".to_owned(),
                 (_, 1) => "no log lines: 1 container logged nothing (within --tail and --since)"
                     .to_owned(),
@@ -560,6 +564,7 @@ mod tests {
         };
         let one = LogLines {
             entries: vec![entry("web-1", "web", &["a", "b"])],
+            pods: 1,
             truncated: false,
             redacted: 0,
         };
@@ -570,6 +575,7 @@ mod tests {
                 entry("web-1", "web", &["a"]),
                 entry("web-1", "proxy", &["b"]),
             ],
+            pods: 1,
             truncated: true,
             redacted: 2,
         };
@@ -688,6 +694,7 @@ mod tests {
                 lines: vec![],
                 unavailable: None,
             }],
+            pods: 1,
             truncated: false,
             redacted: 0,
         };
@@ -696,14 +703,21 @@ mod tests {
             logs_note(&empty).unwrap(),
             "no log lines: 1 container logged nothing (within --tail and --since)"
         );
-        let none = LogLines {
+        let mut none = LogLines {
             entries: vec![],
+            pods: 0,
             truncated: false,
             redacted: 0,
         };
         assert_eq!(
             logs_note(&none).unwrap(),
             "no log lines: no pod of the preview (or of --workload) to read from"
+        );
+        // Pods that have written nothing (their containers not started, or silent): not "no pod".
+        none.pods = 8;
+        assert_eq!(
+            logs_note(&none).unwrap(),
+            "no log lines yet: 8 pods, none has written any"
         );
     }
 }
