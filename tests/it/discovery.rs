@@ -1,7 +1,8 @@
-//! How a client finds out what to authenticate with, against a running Sandcastle: the RFC 9728
-//! protected resource metadata of Sandcastle and of `/mcp`, served without a token, naming the
-//! documentation it links (served too) and an authorization server only when one is configured;
-//! every 401 of the API and of MCP naming it in `WWW-Authenticate`.
+//! How a client finds out what to authenticate with, against a running Sandcastle: without an
+//! authorization server, a statement that a Kubernetes bearer token is required (at the metadata
+//! paths, 404, and in every 401's challenge); with one, the RFC 9728 protected resource metadata
+//! of Sandcastle and of `/mcp`, served without a token, naming it, the documentation it links
+//! (served too) and the URL the client used; every 401 of the API and of MCP naming it.
 
 use serde_json::json;
 
@@ -26,47 +27,34 @@ async fn discovery_says_to_send_a_kubernetes_bearer_token() {
     let addr = world.listen_on_a_port_of_its_own();
     world.start().await;
     let public = format!("http://{addr}");
-    for (path, resource) in [
-        ("/.well-known/oauth-protected-resource", public.clone()),
-        (
-            "/.well-known/oauth-protected-resource/mcp",
-            format!("{public}/mcp"),
-        ),
+    // No authorization server: no metadata a client could use (RFC 9728 and the MCP
+    // specification require one), but a clear statement at its paths and in every 401.
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
     ] {
         let meta = call(&world, "GET", path, None, None).await;
-        assert_eq!(meta.status, 200, "{path} needs no token: {:?}", meta.body);
-        assert_eq!(meta.body["resource"], resource.as_str(), "{path}");
-        assert_eq!(meta.body["bearer_methods_supported"], json!(["header"]));
+        assert_eq!(meta.status, 404, "{path}: {:?}", meta.body);
+        assert_eq!(meta.body["error"]["code"], "no_authorization_server");
+        let message = meta.body["error"]["message"].as_str().unwrap();
         assert!(
-            meta.body.get("authorization_servers").is_none(),
-            "none is configured: {:?}",
-            meta.body
+            message.contains("Kubernetes bearer token")
+                && message.contains(&format!("{public}/docs/mcp.md")),
+            "{message}"
         );
-        let docs = meta.body["resource_documentation"].as_str().unwrap();
-        let page = client().get(docs).send().await.unwrap();
-        assert_eq!(page.status().as_u16(), 200, "{docs}");
-        let text = page.text().await.unwrap();
-        assert!(text.contains("bearer token"), "{docs}: {}", &text[..200]);
     }
+    let docs = format!("{public}/docs/mcp.md");
+    let page = client().get(&docs).send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 200, "{docs}");
+    assert!(page.text().await.unwrap().contains("bearer token"));
 
-    for (method, path, metadata) in [
-        (
-            "POST",
-            "/mcp",
-            format!("{public}/.well-known/oauth-protected-resource/mcp"),
-        ),
-        (
-            "GET",
-            "/api/v1/previews",
-            format!("{public}/.well-known/oauth-protected-resource"),
-        ),
-    ] {
+    for (method, path) in [("POST", "/mcp"), ("GET", "/api/v1/previews")] {
         let refused = call(&world, method, path, None, Some(json!({}))).await;
         assert_eq!(refused.status, 401, "{path}");
         let challenge = refused.headers["www-authenticate"].to_str().unwrap();
         assert!(
-            challenge.starts_with("Bearer ")
-                && challenge.contains(&format!("resource_metadata=\"{metadata}\"")),
+            challenge.starts_with("Bearer realm=\"Sandcastle takes a Kubernetes bearer token")
+                && !challenge.contains("resource_metadata"),
             "{path}: {challenge}"
         );
         let message = refused.body["error"]["message"].as_str().unwrap();
@@ -78,22 +66,52 @@ async fn discovery_says_to_send_a_kubernetes_bearer_token() {
         "a page that is not there is not hidden"
     );
 
-    // With an authorization server configured, the metadata names it.
+    // With an authorization server configured, the metadata names it, and the resource is the
+    // URL the client used, whatever address that was.
     let mut world = World::unstarted("mcpissuer", APP, json!({})).await;
     world.configure = Some(|parts| {
         parts.settings.authorization_server = Some("https://login.example.com".to_owned());
     });
     world.start().await;
-    for path in [
-        "/.well-known/oauth-protected-resource",
-        "/.well-known/oauth-protected-resource/mcp",
+    let used = format!("http://{}", world.addr());
+    for (path, resource) in [
+        ("/.well-known/oauth-protected-resource", used.clone()),
+        (
+            "/.well-known/oauth-protected-resource/mcp",
+            format!("{used}/mcp"),
+        ),
     ] {
         let meta = call(&world, "GET", path, None, None).await;
+        assert_eq!(meta.status, 200, "{path} needs no token: {:?}", meta.body);
+        assert_eq!(meta.body["resource"], resource.as_str(), "{path}");
+        assert_eq!(meta.body["bearer_methods_supported"], json!(["header"]));
         assert_eq!(
             meta.body["authorization_servers"],
             json!(["https://login.example.com"]),
             "{path}: {:?}",
             meta.body
         );
+        let docs = meta.body["resource_documentation"].as_str().unwrap();
+        let page = client().get(docs).send().await.unwrap();
+        assert_eq!(page.status().as_u16(), 200, "{docs}");
     }
+    // Behind a proxy that says the scheme, and by another name.
+    let behind = client()
+        .get(format!("{used}/.well-known/oauth-protected-resource/mcp"))
+        .header("host", "sandcastle.internal.example:8443")
+        .header("x-forwarded-proto", "https")
+        .send()
+        .await
+        .unwrap();
+    let meta: serde_json::Value = behind.json().await.unwrap();
+    assert_eq!(
+        meta["resource"],
+        "https://sandcastle.internal.example:8443/mcp"
+    );
+    let refused = call(&world, "POST", "/mcp", None, Some(json!({}))).await;
+    assert_eq!(refused.status, 401);
+    assert_eq!(
+        refused.headers["www-authenticate"].to_str().unwrap(),
+        format!("Bearer resource_metadata=\"{used}/.well-known/oauth-protected-resource/mcp\"")
+    );
 }

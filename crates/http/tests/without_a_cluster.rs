@@ -119,14 +119,18 @@ async fn a_caller_without_a_token_is_told_where_to_authenticate() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(json["error"]["code"], "unauthenticated", "{json}");
     let challenge = headers[header::WWW_AUTHENTICATE].to_str().unwrap();
-    assert!(challenge.contains("resource_metadata="), "{challenge}");
+    assert!(
+        challenge.starts_with("Bearer realm=") && challenge.contains("Kubernetes bearer token"),
+        "{challenge}"
+    );
 
+    // No authorization server is configured: no metadata, a statement instead.
     let req = Request::get("/.well-known/oauth-protected-resource")
         .body(Body::empty())
         .unwrap();
     let (status, _, json) = call(req).await;
-    assert_eq!(status, StatusCode::OK);
-    assert!(json["resource"].as_str().is_some(), "{json}");
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(json["error"]["code"], "no_authorization_server", "{json}");
 }
 
 #[tokio::test]

@@ -178,8 +178,9 @@ pub struct PreviewArgs {
 
     /// An OAuth authorization server (its issuer URL) whose access tokens the cluster's API
     /// server accepts as bearer tokens (e.g. the OIDC issuer its authentication trusts): named
-    /// in `/.well-known/oauth-protected-resource`, so MCP clients can sign in there. Unset: none
-    /// is named, and clients send a Kubernetes token they already have.
+    /// in `/.well-known/oauth-protected-resource` (RFC 9728), so MCP clients can sign in there.
+    /// Unset: that document is not served (it must name one), and 401s say to send a
+    /// Kubernetes bearer token.
     #[arg(long, env = "SANDCASTLE_AUTHORIZATION_SERVER", value_parser = issuer_arg)]
     pub authorization_server: Option<String>,
 
