@@ -520,8 +520,8 @@ fn an_egress_allow_list_renders_as_network_policy_and_cilium_policy() {
     assert_eq!(cilium["apiVersion"], "cilium.io/v2");
     assert_eq!(cilium["metadata"]["name"], "sandcastle-egress-fqdn");
     let names = &cilium["spec"]["egress"][1]["toFQDNs"];
-    assert_eq!(names[0]["matchName"], "registry.npmjs.org");
-    assert_eq!(names[3]["matchPattern"], "*.openai.com");
+    assert_eq!(names[0]["matchName"], "api.payments.example.com");
+    assert_eq!(names[2]["matchPattern"], "*.mail.example.org");
 }
 
 #[test]
@@ -693,4 +693,56 @@ fn a_kustomize_overlay_renders_as_the_controller_builds_it() {
     for kind in ["Deployment", "Service", "HorizontalPodAutoscaler"] {
         assert!(kinds.contains(&kind), "{kinds:?}");
     }
+}
+
+#[test]
+fn a_chart_whose_dependencies_are_not_vendored_is_told_to_vendor_them() {
+    let dir = scratch("helm-unvendored");
+    let chart = dir.join("chart");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: shop\nversion: 0.1.0\ndependencies:\n  - name: redis\n    version: 20.x.x\n    repository: oci://registry.example.com/charts\n  - name: postgresql\n    version: 16.x.x\n    repository: https://charts.example.com\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shop}\n",
+    )
+    .unwrap();
+    let out = render_with_tools(&["--helm", chart.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("/Chart.yaml:4: dependencies not vendored in")
+            && stderr.contains("charts/: redis, postgresql; a render has no network"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("helm dependency build` to fetch"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_kustomize_overlay_with_a_remote_base_names_the_file_and_the_url() {
+    let dir = scratch("kustomize-remote");
+    let overlay = dir.join("deploy/overlays/preview");
+    std::fs::create_dir_all(&overlay).unwrap();
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- https://github.com/kubernetes-sigs/kustomize//examples/multibases?ref=v3.3.1\nnamePrefix: preview-\n",
+    )
+    .unwrap();
+    let out = render_with_tools(&["--kustomize", overlay.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "kustomization.yaml:4: names the remote base \
+             `https://github.com/kubernetes-sigs/kustomize//examples/multibase"
+        ) && stderr.contains("a render has no network, so remote bases must be vendored"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("proxyconnect"), "{stderr}");
 }

@@ -138,6 +138,26 @@ pub enum RenderError {
     Missing { path: String, what: &'static str },
     #[error("values: {0}")]
     Values(String),
+    #[error(
+        "{file}:{line}: dependencies not vendored in {charts}: {names}; a render has no \
+         network, so dependencies must be vendored: run `helm dependency build` and commit \
+         what it puts in charts/"
+    )]
+    Unvendored {
+        file: String,
+        line: usize,
+        charts: String,
+        names: String,
+    },
+    #[error(
+        "{file}:{line}: names the remote base `{url}`: a render has no network, so remote \
+         bases must be vendored into the repository and named by their path"
+    )]
+    Remote {
+        file: String,
+        line: usize,
+        url: String,
+    },
     #[error("{tool} failed:\n{message}")]
     Failed { tool: Tool, message: String },
     #[error("{tool} did not finish within {}s and was stopped", .deadline.as_secs())]
@@ -197,6 +217,7 @@ impl Renderer {
         vars: &Variables,
     ) -> Result<String, RenderError> {
         let dir = inside(root, source.path())?;
+        let shown = source.path().to_owned();
         let tool = source.tool();
         let (program, args) = match source {
             Source::Helm {
@@ -211,14 +232,25 @@ impl Renderer {
                 };
                 (&self.helm, helm::args(root, &dir, scratch, &values, vars)?)
             }
-            Source::Kustomize(k) => (&self.kustomize, kustomize::args(&dir, &k.path)?),
+            Source::Kustomize(k) => {
+                let args = kustomize::args(&dir, &k.path)?;
+                kustomize::refuse_remote_bases(root, &dir)?;
+                (&self.kustomize, args)
+            }
         };
         let bounds = run::Bounds {
             deadline: self.limits.deadline,
             memory: self.limits.memory_bytes,
             output: self.limits.output_bytes,
         };
-        run::run(tool, program, &args, root, scratch, bounds).await
+        let rendered = run::run(tool, program, &args, root, scratch, bounds).await;
+        match rendered {
+            Err(RenderError::Failed { tool, message }) if tool == Tool::Helm => {
+                Err(helm::unvendored(&dir, &shown, &message)
+                    .unwrap_or(RenderError::Failed { tool, message }))
+            }
+            other => other,
+        }
     }
 }
 
