@@ -30,8 +30,9 @@ pub struct DemoArgs {
     pub port: u16,
 
     /// Run the previews for real: a node that runs containers behind Traefik (root on Linux;
-    /// the first build takes about half an hour, docs/real-tier.md), and print a URL to open in
-    /// a browser. Without it the pods run on fake nodes and the URL answers nothing.
+    /// its first build takes 10 to 17 minutes on two cores, cached after; docs/real-tier.md),
+    /// and print a URL to open in a browser. Without it the pods run on fake nodes and the URL
+    /// answers nothing.
     #[arg(long)]
     pub real: bool,
 }

@@ -1,6 +1,7 @@
 //! The demo's stage, also used by the benchmarks: the guestbook example loaded into a staging
 //! namespace as a user would, a Blueprint over it, a local GitHub stand-in with one installed
-//! repository, and a running Sandcastle to send signed deliveries to.
+//! repository, and a running Sandcastle to send signed deliveries to, whose dashboard signs
+//! people in through the stand-in's OAuth.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ use sandcastle::domain::Secret;
 use sandcastle::domain::clock::Clock;
 use sandcastle::domain::edge::{Gate, GateProvider};
 use sandcastle::github::client::{ClientSettings, GitHubApp};
+use sandcastle::github::user::OAuthApp;
 use sandcastle::k8s::apply::Resolver;
 use sandcastle::probe::ProbeVia;
 use sandcastle::serve::{self, Parts, Running};
@@ -252,6 +254,16 @@ impl Stage {
         )?;
         let mut settings = Settings::for_namespace(home);
         settings.progress_interval = Duration::from_millis(500);
+        // The dashboard signs people in through the stand-in's OAuth, at the address it serves.
+        let listen: SocketAddr = std::net::TcpListener::bind(("127.0.0.1", port))?.local_addr()?;
+        settings.public_url = format!("http://{listen}");
+        let (client_id, client_secret) = gh.oauth_client();
+        settings.oauth = Some(OAuthApp {
+            client_id,
+            client_secret: Secret::new(client_secret),
+            web_url: gh.url().to_owned(),
+            api_url: gh.url().to_owned(),
+        });
         namespace_prefix.clone_into(&mut settings.namespace_prefix);
         let mut wake_listen = None;
         if let Some((tier, access)) = &real {
@@ -270,7 +282,7 @@ impl Stage {
             github,
             settings,
             webhook_secrets: vec![Secret::new(SECRET)],
-            listen: ([127, 0, 0, 1], port).into(),
+            listen,
             wake_listen,
             clock: Clock::system(),
             controller,
@@ -290,6 +302,11 @@ impl Stage {
 
     pub fn addr(&self) -> SocketAddr {
         self.running.addr
+    }
+
+    /// Where people open Sandcastle: its dashboard, and the preview pages GitHub links to.
+    pub fn public_url(&self) -> String {
+        format!("http://{}", self.running.addr)
     }
 
     /// Wait until Sandcastle's `/readyz` answers 200, as a Service's readiness probe waits

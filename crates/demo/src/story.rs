@@ -23,16 +23,31 @@ const AUTHOR: &str = "maria";
 /// Where the story's lines go.
 pub type Say<'a> = &'a mut (dyn FnMut(String) + Send);
 
-/// Follow a preview until it reaches `want` (at commit `sha`, when given), narrating each change.
+/// What a preview showed (phase, message), to narrate only what changes.
+type Shown = (Option<Phase>, Option<String>);
+
+/// What `name` shows now (nothing when it does not exist yet).
+async fn shown(api: &Api<PreviewEnvironment>, name: &str) -> anyhow::Result<Shown> {
+    let st = api
+        .get_opt(name)
+        .await?
+        .and_then(|pe| pe.status)
+        .unwrap_or_default();
+    Ok((st.phase, st.message))
+}
+
+/// Follow a preview until it reaches `want` (at commit `sha`, when given), narrating each change
+/// from `before` (what it showed before the event: not told again).
 async fn follow(
     say: Say<'_>,
     api: &Api<PreviewEnvironment>,
     name: &str,
     want: Phase,
     sha: Option<&Sha>,
-    started: Instant,
+    before: Shown,
 ) -> anyhow::Result<PreviewEnvironment> {
-    let mut last = (None, None);
+    let started = Instant::now();
+    let mut last = before;
     let deadline = started + Duration::from_secs(180);
     loop {
         if let Some(pe) = api.get_opt(name).await? {
@@ -231,10 +246,10 @@ pub async fn play(
     }
     let mut pull = PrSpec::new(number, first.clone(), "feature/login");
     AUTHOR.clone_into(&mut pull.author);
+    let before = shown(&previews, name).await?;
     let (status, body) = stage.deliver(&gh.open_pull_request(&repo, pull)).await?;
     say(format!("   webhook answered {status} {body}"));
-    let t = Instant::now();
-    let pe = follow(say, &previews, name, Phase::Ready, Some(&first), t).await?;
+    let pe = follow(say, &previews, name, Phase::Ready, Some(&first), before).await?;
     let st = pe.status.clone().unwrap_or_default();
     let ns = st.namespace.clone().unwrap_or_default();
     let objects = st.rollout.as_ref().map_or(0, |r| r.objects);
@@ -249,6 +264,15 @@ pub async fn play(
         ));
     }
     show_page(say, stage, &st, &first).await?;
+    // Whoever opens the dashboard is signed in as the pull request's author (the stand-in's
+    // browser session), through the App's OAuth as on GitHub.
+    gh.sign_in_to_github(AUTHOR);
+    say(format!(
+        "   Dashboard: {}/ (Sign in with GitHub: the stand-in signs you in as @{AUTHOR}); the \
+         preview's page, its history and env-hours: {}/previews/{name}",
+        stage.public_url(),
+        stage.public_url()
+    ));
     let lag = show_comment(say, &gh, &repo, number, &first, 0).await?;
     figures.comment_lag_ms.push(lag);
     let seen = github_calls(say, &gh, 0);
@@ -263,17 +287,10 @@ pub async fn play(
         "2. New commit {} pushed (synchronize). Sending the delivery…",
         second.short()
     ));
+    let before = shown(&previews, name).await?;
     let (status, body) = stage.deliver(&gh.push(&repo, number, &second)).await?;
     say(format!("   webhook answered {status} {body}"));
-    let pe = follow(
-        say,
-        &previews,
-        name,
-        Phase::Ready,
-        Some(&second),
-        Instant::now(),
-    )
-    .await?;
+    let pe = follow(say, &previews, name, Phase::Ready, Some(&second), before).await?;
     let d: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), &ns);
     let frontend = d.get(&stage.app).await?;
     let image = frontend
@@ -294,9 +311,10 @@ pub async fn play(
     before_merge.await;
     say(String::new());
     say("3. Pull request #42 merged. Sending the delivery…".to_owned());
+    let before = shown(&previews, name).await?;
     let (status, body) = stage.deliver(&gh.close(&repo, number, true)).await?;
     say(format!("   webhook answered {status} {body}"));
-    follow(say, &previews, name, Phase::Removed, None, Instant::now()).await?;
+    follow(say, &previews, name, Phase::Removed, None, before).await?;
     let gone = Api::<Namespace>::all(client.clone())
         .list(&ListParams::default())
         .await?
