@@ -137,7 +137,7 @@ async fn host_names_need_cilium_and_are_refused_by_name_without_it() {
         "fqdn",
         TINY_APP,
         json!({"isolation": {"networkPolicy": "strict", "egress": [
-            {"fqdns": ["registry.npmjs.org", "*.githubusercontent.com"], "ports": [{"port": 443}]},
+            {"fqdns": ["api.payments.example.com", "*.githubusercontent.com"], "ports": [{"port": 443}]},
         ]}}),
     )
     .await;
@@ -184,7 +184,7 @@ async fn host_names_need_cilium_and_are_refused_by_name_without_it() {
         .expect("the preview's CiliumNetworkPolicy");
     assert_eq!(
         cnp.data["spec"]["egress"][1],
-        json!({"toFQDNs": [{"matchName": "registry.npmjs.org"}, {"matchPattern": "*.githubusercontent.com"}],
+        json!({"toFQDNs": [{"matchName": "api.payments.example.com"}, {"matchPattern": "*.githubusercontent.com"}],
                "toPorts": [{"ports": [{"port": "443", "protocol": "TCP"}]}]})
     );
     assert_eq!(

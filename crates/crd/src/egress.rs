@@ -28,7 +28,7 @@ pub struct EgressRule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_selector: Option<LabelSelector>,
 
-    /// Host names (`registry.npmjs.org`) or wildcards (`*.githubusercontent.com`), allowed by
+    /// Host names (`api.payments.example.com`) or wildcards (`*.githubusercontent.com`), allowed by
     /// Cilium's DNS-aware policy (`CiliumNetworkPolicy` `toFQDNs`). A preview of a Blueprint
     /// with such rules fails on a cluster that does not serve `cilium.io/v2`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn host_names_and_wildcards() {
-        assert!(fqdn("registry.npmjs.org"));
+        assert!(fqdn("api.payments.example.com"));
         assert!(fqdn("*.githubusercontent.com"));
         assert!(fqdn("API.OpenAI.com"));
         for bad in [

@@ -224,7 +224,7 @@ egress:
     podSelector: {matchLabels: {app: postgres}}
     ports: [{port: 5432}]
   - namespace: mocks
-  - fqdns: [registry.npmjs.org, "*.githubusercontent.com"]
+  - fqdns: [api.payments.example.com, "*.githubusercontent.com"]
     ports: [{port: 443}, {port: 8000, endPort: 8100, protocol: TCP}]
 "#;
 
@@ -264,7 +264,7 @@ fn host_names_go_to_a_cilium_policy_with_dns_through_its_proxy() {
         json!([
             {"toEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": "kube-system"}}],
              "toPorts": [{"ports": [{"port": "53", "protocol": "ANY"}], "rules": {"dns": [{"matchPattern": "*"}]}}]},
-            {"toFQDNs": [{"matchName": "registry.npmjs.org"}, {"matchPattern": "*.githubusercontent.com"}],
+            {"toFQDNs": [{"matchName": "api.payments.example.com"}, {"matchPattern": "*.githubusercontent.com"}],
              "toPorts": [{"ports": [{"port": "443", "protocol": "TCP"}, {"port": "8000", "protocol": "TCP", "endPort": 8100}]}]},
         ])
     );
