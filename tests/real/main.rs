@@ -10,6 +10,7 @@ mod support;
 
 mod tier;
 
+mod chart;
 mod data;
 mod demo;
 mod diagnosis;

@@ -61,6 +61,9 @@ pub struct FakeConfig {
     pub rate_limit: u32,
     /// `X-GitHub-Hook-ID` of the deliveries.
     pub hook_id: u64,
+    /// The address it listens on (a free port of it): loopback, or an address pods reach (the
+    /// real tier's host link) when Sandcastle runs in the cluster.
+    pub listen: std::net::IpAddr,
 }
 
 impl FakeConfig {
@@ -72,6 +75,7 @@ impl FakeConfig {
             token_lifetime: Duration::from_secs(3600),
             rate_limit: 5000,
             hook_id: 571_592_807,
+            listen: std::net::Ipv4Addr::LOCALHOST.into(),
         }
     }
 
@@ -112,7 +116,7 @@ impl FakeGitHub {
     pub async fn start(config: FakeConfig) -> Result<Self, StartError> {
         let key = DecodingKey::from_rsa_pem(config.app_public_key_pem.as_bytes())
             .map_err(|_| StartError::Key)?;
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = TcpListener::bind((config.listen, 0)).await?;
         let url = format!("http://{}", listener.local_addr()?);
         let identity = AppIdentity {
             id: config.app_id,

@@ -1,4 +1,4 @@
-//! The stand-in's HTTP front: accepts connections on 127.0.0.1, records every request, applies
+//! The stand-in's HTTP front: accepts connections (on loopback unless configured), records every request, applies
 //! injected faults, checks credentials, charges the rate-limit budget and stamps GitHub's
 //! `x-ratelimit-*` headers, then hands the request to the routes.
 
@@ -35,7 +35,7 @@ pub(crate) struct Shared {
     pub key: DecodingKey,
     pub identity: AppIdentity,
     pub hook_id: u64,
-    /// `http://127.0.0.1:<port>`.
+    /// `http://<address>:<port>`.
     pub url: String,
 }
 
