@@ -163,16 +163,21 @@ async fn ready_pods(world: &World) -> Vec<String> {
         .collect()
 }
 
-/// Wait until preview `name` serves `head` through Traefik.
+/// Wait until preview `name` is Ready and serves `head` through Traefik. The chart's replicas
+/// probe the app at its Service (`probeVia: service`, as in a cluster where preview hosts do not
+/// resolve), so Traefik's route may follow Ready by up to its 2 s rebuild.
 async fn serves(tier: &RealTier, world: &World, name: &str, head: &Sha) {
     world.wait_phase(name, Phase::Ready, T).await;
     let host = tier::host_of(world, name).await;
-    let page = tier.get(&host, "/api/info").await;
-    assert_eq!(
-        page.commit.as_deref(),
-        Some(head.as_str()),
-        "{name} serves its commit: {page:?}"
-    );
+    eventually(&format!("{name} serves {head} through Traefik"), T, || async {
+        let page = tier.get(&host, "/api/info").await;
+        if page.commit.as_deref() == Some(head.as_str()) {
+            Ok(())
+        } else {
+            Err(format!("{page:?}"))
+        }
+    })
+    .await;
 }
 
 /// What GitHub was told for `head`: its deployments and each one's states in order.
