@@ -169,14 +169,18 @@ async fn ready_pods(world: &World) -> Vec<String> {
 async fn serves(tier: &RealTier, world: &World, name: &str, head: &Sha) {
     world.wait_phase(name, Phase::Ready, T).await;
     let host = tier::host_of(world, name).await;
-    eventually(&format!("{name} serves {head} through Traefik"), T, || async {
-        let page = tier.get(&host, "/api/info").await;
-        if page.commit.as_deref() == Some(head.as_str()) {
-            Ok(())
-        } else {
-            Err(format!("{page:?}"))
-        }
-    })
+    eventually(
+        &format!("{name} serves {head} through Traefik"),
+        T,
+        || async {
+            let page = tier.get(&host, "/api/info").await;
+            if page.commit.as_deref() == Some(head.as_str()) {
+                Ok(())
+            } else {
+                Err(format!("{page:?}"))
+            }
+        },
+    )
     .await;
 }
 
@@ -254,6 +258,16 @@ async fn the_chart_runs_sandcastle_as_pods_through_a_leader_failover() {
     helm(&args);
     let pods = ready_pods(&world).await;
     assert_eq!(pods.len(), 2, "two replicas are Ready: {pods:?}");
+    // Traefik routes the chart's Ingress once it has rebuilt (within 2 s of the Ingress).
+    eventually("the chart's Ingress routes to Sandcastle", T, || async {
+        let page = tier.get(HOST, "/healthz").await;
+        if page.status == 200 {
+            Ok(())
+        } else {
+            Err(format!("{page:?}"))
+        }
+    })
+    .await;
     let lease = "sc-sandcastle-leader";
     eventually("one replica leads", T, || async {
         match leader(&world, lease).await {
